@@ -1,0 +1,144 @@
+// asio_wheel.cpp — arming the one steady_timer, and advancing the wheel when it fires.
+//
+// Invariant: while the wheel has a pending timer, either the steady_timer is armed at or before the
+// next occupied slot's time (armed_ / armed_tick_), or an advance is posted (advance_posted_), or an
+// advance is running (advancing_) and will arm or post on its way out.
+#include <heartwheel/asio_wheel.hpp>
+#include <heartwheel/error.hpp>
+
+namespace heartwheel {
+
+asio_wheel::asio_wheel(executor_type ex, wheel_config config)
+    : ex_(ex), wheel_(clock::now(), config), timer_(ex), activity_(ex),
+      self_(std::make_shared<asio_wheel*>(this)), now_(clock::now()) {
+    wheel_.set_empty_hook([](void* self) { static_cast<asio_wheel*>(self)->disarm(); }, this);
+}
+
+void asio_wheel::disarm() noexcept {
+    if (!armed_) return;
+    armed_ = false; // nothing pending: do not wake at all
+    timer_.cancel();
+}
+
+asio_wheel::~asio_wheel() {
+    *self_ = nullptr;
+    wheel_.set_empty_hook(nullptr, nullptr);
+    for (timer_node* t : wheel_.stop())
+        if (auto* op = dynamic_cast<detail::wait_op_base*>(t)) op->complete(errc::wheel_stopped);
+}
+
+void asio_wheel::schedule_at(timer_node& t, time_point deadline) {
+    wheel_.schedule(t, deadline);
+    after_schedule(t);
+}
+
+void asio_wheel::schedule_every(periodic_timer& t, duration period, missed_tick policy) {
+    wheel_.schedule_periodic(t, refresh_now() + period, period, policy);
+    after_schedule(t);
+}
+
+bool asio_wheel::cancel(timer_node& t) noexcept { return wheel_.cancel(t); }
+
+void asio_wheel::touch(timer_node& t, time_point deadline) {
+    const bool lazy = t.pending() && t.wheel() == &wheel_ && wheel_.tick_ceil(deadline) >= t.deadline_tick();
+    wheel_.touch(t, deadline);
+    if (!lazy) after_schedule(t);
+}
+
+timer_handle asio_wheel::schedule_after(duration delay, std::function<void()> fn) {
+    timer_handle h(std::move(fn));
+    schedule_after(h.node(), delay);
+    return h;
+}
+
+timer_handle asio_wheel::schedule_every(duration period, std::function<void()> fn, missed_tick policy) {
+    timer_handle h(std::move(fn));
+    schedule_every(h.node(), period, policy);
+    return h;
+}
+
+void asio_wheel::start_wait(detail::wait_op_base& op, time_point when) {
+    if (auto ec = wheel_.try_schedule(op, when)) {
+        op.complete(ec);
+        return;
+    }
+    op.connect_cancellation();
+    after_schedule(op);
+}
+
+void asio_wheel::after_schedule(timer_node& t) {
+    if (advancing_ || advance_posted_) return; // the running/posted advance arms on its way out
+    if (wheel_.has_due()) {
+        post_advance();
+        return;
+    }
+    const std::uint64_t tick = wheel_.filed_wakeup_tick(t);
+    if (!armed_ || tick < armed_tick_) arm(tick);
+}
+
+void asio_wheel::arm(std::uint64_t tick) {
+    armed_ = true;
+    armed_tick_ = tick;
+    ++stats_.rearms;
+    timer_.expires_at(wheel_.time_of(tick));
+    timer_.async_wait([weak = std::weak_ptr<asio_wheel*>(self_)](std::error_code ec) {
+        auto alive = weak.lock();
+        if (ec || !alive || *alive == nullptr) return; // re-armed, cancelled or destroyed
+        asio_wheel& self = **alive;
+        self.armed_ = false;
+        ++self.stats_.wakeups;
+        self.run_advance();
+    });
+}
+
+void asio_wheel::post_advance() {
+    if (advance_posted_) return;
+    advance_posted_ = true;
+    asio::post(ex_, [weak = std::weak_ptr<asio_wheel*>(self_)] {
+        auto alive = weak.lock();
+        if (!alive || *alive == nullptr) return;
+        (*alive)->advance_posted_ = false;
+        (*alive)->run_advance();
+    });
+}
+
+void asio_wheel::run_advance() {
+    if (wheel_.stopped()) return;
+    {
+        advancing_ = true;
+        struct reset {
+            bool& flag;
+            ~reset() { flag = false; }
+        } guard{advancing_};
+        ++stats_.advances;
+        try {
+            stats_.fired += wheel_.advance(refresh_now());
+        } catch (...) {
+            post_advance(); // a callback threw: whatever is still due runs on the next turn
+            throw;
+        }
+    }
+    if (wheel_.has_due()) {
+        post_advance(); // budget ran out, or a timer re-armed itself into this advance: let I/O run
+        return;
+    }
+    const auto next = wheel_.next_wakeup_tick();
+    if (!next) {
+        disarm();
+        return;
+    }
+    if (!armed_ || *next < armed_tick_) arm(*next);
+}
+
+std::vector<timer_node*> asio_wheel::shutdown() {
+    auto unfired = wheel_.stop();
+    disarm();
+    std::vector<timer_node*> handed_back;
+    for (timer_node* t : unfired) {
+        if (auto* op = dynamic_cast<detail::wait_op_base*>(t)) op->complete(errc::wheel_stopped);
+        else handed_back.push_back(t);
+    }
+    return handed_back;
+}
+
+} // namespace heartwheel

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The README's demo command: installs what is needed, builds, and runs the demo.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bash "$root/scripts/install-deps.sh"
+bash "$root/scripts/build.sh" "$root/build"
+exec "$root/build/examples/wheel_demo"

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs heartwheel's build, test and benchmark dependencies from Debian's packages (Debian 12).
+# Idempotent: does nothing when everything is already installed.
+set -euo pipefail
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  libasio-dev libssl-dev openssl
+  libboost-test-dev libbenchmark-dev
+  libtomlplusplus-dev libcli11-dev
+  libevent-dev libuv1-dev
+  clang libclang-rt-14-dev
+  python3 python3-matplotlib procps iproute2 netcat-openbsd
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+((${#missing[@]} == 0)) && exit 0
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+echo "installing: ${missing[*]}" >&2
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

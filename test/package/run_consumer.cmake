@@ -1,0 +1,19 @@
+# Installs the build tree into a scratch prefix, then configures, builds and runs a separate project
+# that finds it with find_package(heartwheel). Fails on any step.
+file(REMOVE_RECURSE ${WORK_DIR})
+function(step)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "step failed (${rc}): ${ARGN}\n${out}\n${err}")
+  endif()
+  set(step_output "${out}" PARENT_SCOPE)
+endfunction()
+step(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix)
+step(${CMAKE_COMMAND} -S ${SOURCE_DIR}/test/package/consumer -B ${WORK_DIR}/build
+     -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_BUILD_TYPE=Release)
+step(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
+step(${WORK_DIR}/build/consumer)
+if(NOT step_output MATCHES "consumer: fired 3 timers")
+  message(FATAL_ERROR "consumer printed: ${step_output}")
+endif()
+message(STATUS "${step_output}")

@@ -1,0 +1,143 @@
+// timing_wheel_edge_test.cpp — level boundaries, far deadlines, periodic policies, throwing callbacks.
+#include <boost/test/unit_test.hpp>
+
+#include <heartwheel/timing_wheel.hpp>
+
+#include "test_timers.hpp"
+
+#include <memory>
+#include <stdexcept>
+
+using namespace hwtest;
+using heartwheel::timing_wheel;
+
+BOOST_AUTO_TEST_SUITE(edges)
+
+// Deadlines right at and around every level boundary fire exactly at their tick.
+BOOST_AUTO_TEST_CASE(level_boundaries_are_exact) {
+    for (std::uint64_t offset : {0ull, 1ull, 63ull, 64ull, 65ull, 4095ull}) {
+        timing_wheel w(t0);
+        w.advance(t0 + std::chrono::milliseconds(offset)); // start off-aligned
+        std::vector<int> log;
+        std::vector<std::unique_ptr<recording_timer>> ts;
+        std::vector<std::uint64_t> deadlines;
+        for (unsigned level = 1; level <= 5; ++level) {
+            const std::uint64_t b = std::uint64_t{1} << (6 * level);
+            for (std::uint64_t d : {b - 1, b, b + 1, 2 * b - 1, 2 * b, 63 * b + 1}) {
+                deadlines.push_back(d);
+                ts.push_back(std::make_unique<recording_timer>(log, static_cast<int>(ts.size())));
+                w.schedule(*ts.back(), t0 + std::chrono::milliseconds(d));
+            }
+        }
+        w.check_invariants();
+        // Step to one tick before and at each deadline.
+        for (std::size_t i = 0; i < ts.size(); ++i) {
+            const auto d = deadlines[i];
+            if (d <= offset) continue;
+            w.advance(t0 + std::chrono::milliseconds(d - 1));
+            BOOST_TEST_REQUIRE(ts[i]->pending(), "fired early at level boundary d=" << d << " offset=" << offset);
+            w.advance(t0 + std::chrono::milliseconds(d));
+            BOOST_TEST_REQUIRE(ts[i]->expired(), "late at d=" << d << " offset=" << offset);
+            w.check_invariants();
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(years_ahead_and_max_tick) {
+    timing_wheel w(t0);
+    std::vector<int> log;
+    recording_timer a(log, 1), b(log, 2);
+    const auto three_years = std::chrono::hours(24 * 365 * 3);
+    w.schedule(a, t0 + three_years);
+    w.schedule(b, time_point::max()); // clamped, never overflows
+    BOOST_TEST(b.deadline_tick() == w.max_tick());
+    w.advance(t0 + three_years - 1ms);
+    BOOST_TEST(a.pending());
+    w.advance(t0 + three_years);
+    BOOST_TEST(a.expired());
+    BOOST_TEST(b.pending());
+    w.check_invariants();
+}
+
+// A long idle jump is cheap: the wheel hops from occupied slot to occupied slot.
+BOOST_AUTO_TEST_CASE(jump_visits_only_occupied_slots) {
+    timing_wheel w(t0);
+    std::vector<int> log;
+    recording_timer a(log, 1);
+    w.schedule(a, t0 + std::chrono::hours(24 * 365));
+    w.advance(t0 + std::chrono::hours(24 * 300)); // returns at once: no per-tick loop
+    BOOST_TEST(a.pending());
+    BOOST_TEST(w.elapsed_tick() == w.tick_floor(t0 + std::chrono::hours(24 * 300)));
+    w.check_invariants();
+}
+
+BOOST_AUTO_TEST_CASE(periodic_burst_delay_skip) {
+    using heartwheel::missed_tick;
+    for (auto policy : {missed_tick::burst, missed_tick::delay, missed_tick::skip}) {
+        timing_wheel w(t0);
+        recording_periodic p;
+        p.w = &w;
+        w.schedule_periodic(p, t0 + 10ms, 10ms, policy);
+        w.advance(t0 + 10ms);
+        w.advance(t0 + 20ms);
+        BOOST_TEST(p.fired_at == (std::vector<std::uint64_t>{10, 20}));
+        w.advance(t0 + 55ms); // stalled: missed 30, 40, 50
+        if (policy == missed_tick::burst) {
+            w.advance(t0 + 55ms);
+            w.advance(t0 + 55ms);
+            w.advance(t0 + 55ms); // nothing more due: 60 is in the future
+            BOOST_TEST(p.fired_at.size() == 5u); // 30, 40, 50 one per advance
+            BOOST_TEST(p.deadline_tick() == 60u);
+        } else if (policy == missed_tick::delay) {
+            BOOST_TEST(p.deadline_tick() == 65u); // fired at 55, next = 55 + 10
+        } else {
+            BOOST_TEST(p.deadline_tick() == 60u); // next multiple of the period
+        }
+        BOOST_TEST(p.pending());
+        p.cancel();
+        BOOST_TEST(w.empty());
+    }
+}
+
+BOOST_AUTO_TEST_CASE(throwing_callback_leaves_the_wheel_consistent) {
+    timing_wheel w(t0);
+    std::vector<int> log;
+    recording_timer a(log, 1), b(log, 2), c(log, 3);
+    b.action = [] { throw std::runtime_error("boom"); };
+    w.schedule(a, t0 + 5ms);
+    w.schedule(b, t0 + 5ms);
+    w.schedule(c, t0 + 5ms);
+    BOOST_CHECK_THROW(w.advance(t0 + 5ms), std::runtime_error);
+    w.check_invariants();
+    BOOST_TEST(c.pending());
+    w.advance(t0 + 5ms);
+    BOOST_TEST(log == (std::vector<int>{1, 2, 3}));
+    BOOST_TEST(w.empty());
+}
+
+BOOST_AUTO_TEST_CASE(time_never_goes_backwards) {
+    timing_wheel w(t0);
+    std::vector<int> log;
+    recording_timer a(log, 1);
+    w.advance(t0 + 100ms);
+    w.advance(t0 + 50ms);
+    BOOST_TEST(w.elapsed_tick() == 100u);
+    w.schedule(a, t0 + 101ms);
+    w.advance(t0 + 101ms);
+    BOOST_TEST(a.expired());
+}
+
+BOOST_AUTO_TEST_CASE(coarse_tick_rounds_deadlines_up) {
+    heartwheel::wheel_config cfg;
+    cfg.tick = 10ms;
+    timing_wheel w(t0, cfg);
+    std::vector<int> log;
+    recording_timer a(log, 1);
+    w.schedule(a, t0 + 15ms);
+    w.advance(t0 + 19ms);
+    BOOST_TEST(a.pending());
+    w.advance(t0 + 20ms);
+    BOOST_TEST(a.expired());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
