@@ -1,0 +1,147 @@
+// micro_timers.cpp — the cost of each timer operation, for every system, at 1,000 / 100,000 /
+// 1,000,000 live timers, in one run (so ratios compare like with like on a noisy machine).
+//
+// Each benchmark keeps N timers live (one per simulated connection, deadlines over 1–30 s) and then
+// measures one operation over batches of timers: arm, cancel, rearm (push a pending deadline later),
+// touch (heartwheel's record-activity path), expire (cost per fired timer when all are due) and
+// next_expiry. Counter ns_per_op is the figure; bytes_per_timer comes from malloc statistics.
+#include "systems/asio_system.hpp"
+#include "systems/heap_system.hpp"
+#include "systems/libevent_system.hpp"
+#include "systems/libuv_system.hpp"
+#include "systems/wheel_system.hpp"
+
+#include <benchmark/benchmark.h>
+
+#include <malloc.h>
+
+namespace {
+
+constexpr std::size_t batch = 4096;
+
+void per_op(benchmark::State& st, std::size_t ops_per_iteration) {
+    // Reported as 1 / (ops * 1e-9 * iterations / seconds) = nanoseconds per operation.
+    st.counters["ns_per_op"] = benchmark::Counter(static_cast<double>(ops_per_iteration) * 1e-9,
+                                                  benchmark::Counter::kIsIterationInvariantRate |
+                                                      benchmark::Counter::kInvert);
+}
+
+template <class S>
+struct fixture {
+    explicit fixture(std::size_t n) : n(n), sys(n + batch), delays(bench::spread_delays(n + batch)) {
+        for (std::size_t i = 0; i < n; ++i) sys.arm(i, delays[i]);
+    }
+    std::size_t n;
+    S sys;
+    std::vector<std::int64_t> delays;
+};
+
+template <class S>
+void arm(benchmark::State& st) {
+    fixture<S> f(static_cast<std::size_t>(st.range(0)));
+    for (auto _ : st) {
+        for (std::size_t k = 0; k < batch; ++k) f.sys.arm(f.n + k, f.delays[f.n + k]);
+        st.PauseTiming();
+        for (std::size_t k = 0; k < batch; ++k) f.sys.cancel(f.n + k);
+        st.ResumeTiming();
+    }
+    per_op(st, batch);
+}
+
+template <class S>
+void cancel(benchmark::State& st) {
+    fixture<S> f(static_cast<std::size_t>(st.range(0)));
+    for (auto _ : st) {
+        st.PauseTiming();
+        for (std::size_t k = 0; k < batch; ++k) f.sys.arm(f.n + k, f.delays[f.n + k]);
+        st.ResumeTiming();
+        for (std::size_t k = 0; k < batch; ++k) f.sys.cancel(f.n + k);
+    }
+    per_op(st, batch);
+}
+
+template <class S>
+void rearm(benchmark::State& st) {
+    fixture<S> f(static_cast<std::size_t>(st.range(0)));
+    std::size_t i = 0;
+    std::int64_t later = 0;
+    for (auto _ : st) {
+        for (std::size_t k = 0; k < batch; ++k) {
+            f.sys.rearm(i, f.delays[i] + later);
+            if (++i == f.n) i = 0, later += 1'000'000;
+        }
+    }
+    per_op(st, batch);
+}
+
+void touch(benchmark::State& st) {
+    fixture<bench::wheel_system> f(static_cast<std::size_t>(st.range(0)));
+    std::vector<std::uint64_t> ticks(f.n);
+    for (std::size_t i = 0; i < f.n; ++i) ticks[i] = f.sys.tick_of(f.delays[i]);
+    std::size_t i = 0;
+    for (auto _ : st) {
+        for (std::size_t k = 0; k < batch; ++k) {
+            f.sys.touch_tick(i, ++ticks[i]);
+            if (++i == f.n) i = 0;
+        }
+    }
+    per_op(st, batch);
+}
+
+template <class S>
+void expire(benchmark::State& st) {
+    const auto n = static_cast<std::size_t>(st.range(0));
+    S sys(n);
+    const auto delays = bench::spread_delays(n);
+    std::size_t fired = 0;
+    for (auto _ : st) {
+        st.PauseTiming();
+        for (std::size_t i = 0; i < n; ++i) sys.arm_expired(i, delays[i]);
+        st.ResumeTiming();
+        fired += sys.expire_all();
+    }
+    if (fired != n * st.iterations()) st.SkipWithError("not every timer fired");
+    per_op(st, n);
+}
+
+template <class S>
+void next_expiry(benchmark::State& st) {
+    fixture<S> f(static_cast<std::size_t>(st.range(0)));
+    for (auto _ : st) benchmark::DoNotOptimize(f.sys.next_expiry());
+    per_op(st, 1);
+}
+
+template <class S>
+void memory(benchmark::State& st) {
+    const auto n = static_cast<std::size_t>(st.range(0));
+    for (auto _ : st) {
+        const auto before = mallinfo2().uordblks;
+        auto f = std::make_unique<fixture<S>>(n);
+        const auto after = mallinfo2().uordblks;
+        const auto delay_bytes = (n + batch) * sizeof(std::int64_t);
+        st.counters["bytes_per_timer"] =
+            static_cast<double>(after - before - delay_bytes + sizeof(fixture<S>)) / static_cast<double>(n + batch);
+    }
+}
+
+} // namespace
+
+#define HEARTWHEEL_SIZES ->Arg(1'000)->Arg(100'000)->Arg(1'000'000)->Unit(benchmark::kNanosecond)
+#define HEARTWHEEL_ALL(op)                                                                       \
+    BENCHMARK_TEMPLATE(op, bench::wheel_system) HEARTWHEEL_SIZES->Name(#op "/heartwheel");       \
+    BENCHMARK_TEMPLATE(op, bench::asio_system) HEARTWHEEL_SIZES->Name(#op "/asio");              \
+    BENCHMARK_TEMPLATE(op, bench::libevent_system<false>) HEARTWHEEL_SIZES->Name(#op "/libevent"); \
+    BENCHMARK_TEMPLATE(op, bench::libevent_system<true>) HEARTWHEEL_SIZES->Name(#op "/libevent-common"); \
+    BENCHMARK_TEMPLATE(op, bench::libuv_system) HEARTWHEEL_SIZES->Name(#op "/libuv");            \
+    BENCHMARK_TEMPLATE(op, bench::heap_system) HEARTWHEEL_SIZES->Name(#op "/heap");
+
+HEARTWHEEL_ALL(arm)
+HEARTWHEEL_ALL(cancel)
+HEARTWHEEL_ALL(rearm)
+HEARTWHEEL_ALL(expire)
+BENCHMARK(touch) HEARTWHEEL_SIZES->Name("touch/heartwheel");
+BENCHMARK_TEMPLATE(next_expiry, bench::wheel_system) HEARTWHEEL_SIZES->Name("next_expiry/heartwheel");
+BENCHMARK_TEMPLATE(next_expiry, bench::heap_system) HEARTWHEEL_SIZES->Name("next_expiry/heap");
+HEARTWHEEL_ALL(memory)
+
+BENCHMARK_MAIN();

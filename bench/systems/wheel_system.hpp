@@ -1,0 +1,48 @@
+// wheel_system.hpp — heartwheel's timing_wheel with intrusive nodes, time passed in by hand.
+#ifndef HEARTWHEEL_BENCH_WHEEL_SYSTEM_HPP
+#define HEARTWHEEL_BENCH_WHEEL_SYSTEM_HPP
+
+#include "common.hpp"
+
+#include <heartwheel/timing_wheel.hpp>
+
+#include <memory>
+
+namespace bench {
+
+class wheel_system {
+public:
+    static constexpr const char* name = "heartwheel";
+    struct node final : heartwheel::timer_node {
+        void on_expire() override { ++fired_counter(); }
+    };
+
+    explicit wheel_system(std::size_t n) : now_(heartwheel::time_point{} + std::chrono::hours(1)), wheel_(now_), nodes_(n) {}
+
+    void arm(std::size_t i, std::int64_t delay) { wheel_.schedule(nodes_[i], now_ + std::chrono::nanoseconds(delay)); }
+    void cancel(std::size_t i) { wheel_.cancel(nodes_[i]); }
+    void rearm(std::size_t i, std::int64_t delay) { arm(i, delay); }
+    void touch(std::size_t i, std::int64_t delay) { wheel_.touch(nodes_[i], now_ + std::chrono::nanoseconds(delay)); }
+    /// The net/ hot path: the deadline already in ticks, as an idle tracker keeps it.
+    void touch_tick(std::size_t i, std::uint64_t tick) { wheel_.touch_tick(nodes_[i], tick); }
+    std::uint64_t tick_of(std::int64_t delay) const { return wheel_.tick_ceil(now_ + std::chrono::nanoseconds(delay)); }
+    bool next_expiry() const { return wheel_.next_wakeup().has_value(); }
+    void advance_by(std::int64_t ns) { now_ += std::chrono::nanoseconds(ns); }
+    /// Expiry is measured on the real shape: deadlines spread over 1–30 s, then 31 s pass, so every
+    /// timer cascades down the levels before it fires.
+    void arm_expired(std::size_t i, std::int64_t spread_delay) { arm(i, spread_delay); }
+    std::size_t expire_all() {
+        advance_by(31'000'000'000);
+        return wheel_.advance(now_);
+    }
+    std::size_t size() const { return wheel_.size(); }
+
+private:
+    heartwheel::time_point now_;
+    heartwheel::timing_wheel wheel_;
+    std::vector<node> nodes_;
+};
+
+} // namespace bench
+
+#endif
