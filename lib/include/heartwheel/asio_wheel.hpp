@@ -14,6 +14,7 @@
 #include <heartwheel/clock.hpp>
 #include <heartwheel/detail/wait_op.hpp>
 #include <heartwheel/timer_handle.hpp>
+#include <heartwheel/timer_service.hpp>
 #include <heartwheel/timing_wheel.hpp>
 
 #include <asio/any_io_executor.hpp>
@@ -38,7 +39,7 @@ struct driver_stats {
     std::uint64_t fired = 0;    ///< callbacks run
 };
 
-class asio_wheel {
+class asio_wheel final : public timer_service {
 public:
     using executor_type = asio::any_io_executor;
 
@@ -48,17 +49,20 @@ public:
     asio_wheel& operator=(const asio_wheel&) = delete;
 
     executor_type get_executor() const noexcept { return ex_; }
-    timing_wheel& wheel() noexcept { return wheel_; }
+    timing_wheel& wheel() noexcept override { return wheel_; }
     const timing_wheel& wheel() const noexcept { return wheel_; }
     const driver_stats& stats() const noexcept { return stats_; }
     std::size_t size() const noexcept { return wheel_.size(); }
 
     /// The cached time: refreshed at every wake-up and by every schedule_after. No clock call.
-    time_point now() const noexcept { return now_; }
+    time_point now() noexcept override { return now_; }
     /// Reads the clock and updates the cached time.
     time_point refresh_now() noexcept { return now_ = clock::now(); }
     /// Cheap stamps for I/O activity, with a never-early upper bound (see activity_clock.hpp).
     activity_clock& activity() noexcept { return activity_; }
+    time_point stamp() override { return activity_.stamp(); }
+    time_point latest_possible(time_point s) override { return activity_.latest_possible(s); }
+    void schedule(timer_node& t, time_point deadline) override { schedule_at(t, deadline); }
 
     // --- node-based scheduling (on the wheel's thread; throws std::system_error if full/stopped) ---
     void schedule_at(timer_node& t, time_point deadline);

@@ -1,0 +1,29 @@
+// heartwheel/timer_service.hpp — what liveness code needs from a wheel and its clock.
+//
+// asio_wheel implements it on a real io_context; tests implement it over a timing_wheel driven by
+// hand. Contract: now() is never ahead of real time and is fresh inside timer callbacks (the driver
+// reads the clock before each advance); stamp() is a cheap time for an activity happening now, with
+// stamp() <= real time <= latest_possible(stamp()); schedule() files a node and makes sure the
+// driver wakes for it. All calls happen on the service's own thread.
+#ifndef HEARTWHEEL_TIMER_SERVICE_HPP
+#define HEARTWHEEL_TIMER_SERVICE_HPP
+
+#include <heartwheel/clock.hpp>
+#include <heartwheel/timing_wheel.hpp>
+
+namespace heartwheel {
+
+class timer_service {
+public:
+    virtual ~timer_service() = default;
+    virtual timing_wheel& wheel() noexcept = 0;
+    virtual time_point now() noexcept = 0;
+    virtual time_point stamp() = 0;
+    virtual time_point latest_possible(time_point stamp) = 0;
+    virtual void schedule(timer_node& t, time_point deadline) = 0;
+    bool cancel(timer_node& t) noexcept { return wheel().cancel(t); }
+};
+
+} // namespace heartwheel
+
+#endif

@@ -1,0 +1,62 @@
+// heartwheel/net/counters.hpp — counters for every liveness outcome, readable from any thread.
+//
+// One liveness_counters may be shared by all connections of a server (relaxed atomics: a counter is
+// a statistic, not a synchronisation point). snapshot() copies them for printing or export.
+#ifndef HEARTWHEEL_NET_COUNTERS_HPP
+#define HEARTWHEEL_NET_COUNTERS_HPP
+
+#include <heartwheel/clock.hpp>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+
+namespace heartwheel::net {
+
+/// Why a connection was closed on purpose. Names match the echo server's BYE reasons.
+enum class close_reason : std::uint8_t {
+    reader_idle, writer_idle, all_idle, heartbeat_timeout, read_timeout, write_timeout,
+    handshake_timeout, max_age, line_too_long, busy, shutdown, peer_closed, io_error,
+};
+inline constexpr std::size_t close_reason_count = 13;
+const char* to_string(close_reason r) noexcept;
+
+struct counters_snapshot {
+    std::uint64_t reader_idle = 0, writer_idle = 0, all_idle = 0;
+    std::array<std::uint64_t, close_reason_count> closes{};
+    std::uint64_t pings_sent = 0, pongs_received = 0, heartbeat_misses = 0;
+    std::uint64_t rtt_samples = 0, rtt_total_us = 0, rtt_max_us = 0;
+    std::uint64_t requests = 0, request_timeouts = 0, requests_failed_on_close = 0;
+    std::uint64_t reconnect_attempts = 0, reconnect_failures = 0;
+};
+
+class liveness_counters {
+public:
+    void idle_event(int kind) noexcept { bump(kind == 0 ? reader_idle_ : kind == 1 ? writer_idle_ : all_idle_); }
+    void closed(close_reason r) noexcept { bump(closes_[static_cast<std::size_t>(r)]); }
+    void ping_sent() noexcept { bump(pings_sent_); }
+    void pong_received() noexcept { bump(pongs_received_); }
+    void heartbeat_miss() noexcept { bump(misses_); }
+    void rtt(duration d) noexcept;
+    void request_started() noexcept { bump(requests_); }
+    void request_timed_out() noexcept { bump(request_timeouts_); }
+    void requests_failed_on_close(std::uint64_t n) noexcept { failed_on_close_.fetch_add(n, std::memory_order_relaxed); }
+    void reconnect_attempt() noexcept { bump(reconnect_attempts_); }
+    void reconnect_failure() noexcept { bump(reconnect_failures_); }
+
+    counters_snapshot snapshot() const noexcept;
+
+private:
+    using counter = std::atomic<std::uint64_t>;
+    static void bump(counter& c) noexcept { c.fetch_add(1, std::memory_order_relaxed); }
+    counter reader_idle_{0}, writer_idle_{0}, all_idle_{0};
+    std::array<counter, close_reason_count> closes_{};
+    counter pings_sent_{0}, pongs_received_{0}, misses_{0};
+    counter rtt_samples_{0}, rtt_total_us_{0}, rtt_max_us_{0};
+    counter requests_{0}, request_timeouts_{0}, failed_on_close_{0};
+    counter reconnect_attempts_{0}, reconnect_failures_{0};
+};
+
+} // namespace heartwheel::net
+
+#endif

@@ -1,0 +1,78 @@
+// heartwheel/net/heartbeat.hpp — ping after outbound silence, close after consecutive missed answers.
+//
+// The ping schedule follows writes: after `interval` (± jitter) with nothing sent, send_ping() runs
+// (the application writes its own bytes; the library is protocol-agnostic). Liveness follows reads
+// (gRPC's rule): if nothing at all is read within `timeout` after a ping, that ping is missed; a
+// read at any time resets the count; at the `misses`-th consecutive miss on_dead() runs. on_pong()
+// gives a round-trip sample. A miss is counted only when no byte can have arrived after the ping,
+// judged with the activity stamp's upper bound, so a stale cached clock never causes a false miss.
+#ifndef HEARTWHEEL_NET_HEARTBEAT_HPP
+#define HEARTWHEEL_NET_HEARTBEAT_HPP
+
+#include <heartwheel/net/activity_timer.hpp>
+#include <heartwheel/net/policies.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <random>
+
+namespace heartwheel::net {
+
+class heartbeat {
+public:
+    struct callbacks {
+        std::function<void()> send_ping; ///< write a ping now
+        std::function<void()> on_dead;   ///< the misses-th consecutive miss: close the connection
+        std::function<void()> on_miss;   ///< optional: each miss (counters, logs)
+    };
+    /// Uniform doubles in [0, 1) for the jitter; injectable so tests are deterministic.
+    using random_source = std::function<double()>;
+
+    heartbeat(timer_service& svc, const heartbeat_policy& policy, callbacks cbs, random_source rnd = {});
+    heartbeat(const heartbeat&) = delete;
+    heartbeat& operator=(const heartbeat&) = delete;
+
+    void on_read(time_point stamp) noexcept { last_read_ = stamp > last_read_ ? stamp : last_read_; }
+    void on_write(time_point stamp) noexcept { pinger_.touch(stamp); }
+    /// The answer to our ping arrived (also call on_read for its bytes): records a round trip.
+    void on_pong(time_point stamp);
+
+    void stop() noexcept;
+    std::uint32_t consecutive_misses() const noexcept { return misses_; }
+    std::uint64_t pings_sent() const noexcept { return pings_; }
+    std::optional<duration> last_rtt() const noexcept { return rtt_; }
+    const heartbeat_policy& policy() const noexcept { return policy_; }
+
+private:
+    class miss_check final : public timer_node {
+    public:
+        explicit miss_check(heartbeat& hb) : hb_(&hb) {}
+
+    private:
+        void on_expire() override { hb_->judge_ping(); }
+        heartbeat* hb_;
+    };
+
+    void send_ping();
+    void judge_ping();
+    duration jittered_interval();
+
+    timer_service& svc_;
+    heartbeat_policy policy_;
+    callbacks cbs_;
+    random_source rnd_;
+    activity_timer pinger_;
+    miss_check checker_;
+    time_point last_read_{};
+    time_point read_at_last_judgement_{};
+    time_point ping_sent_{};
+    bool awaiting_pong_ = false;
+    std::uint32_t misses_ = 0;
+    std::uint64_t pings_ = 0;
+    std::optional<duration> rtt_;
+};
+
+} // namespace heartwheel::net
+
+#endif

@@ -1,0 +1,106 @@
+// heartwheel/net/policies.hpp — every liveness policy as a plain struct with documented defaults.
+//
+// validate() throws config_error naming the field, the value and the accepted range. Durations are
+// std::chrono::milliseconds; zero disables a timeout where the field says so. docs/liveness.md has
+// the table of knobs and how they map to Netty, Dubbo and gRPC settings.
+#ifndef HEARTWHEEL_NET_POLICIES_HPP
+#define HEARTWHEEL_NET_POLICIES_HPP
+
+#include <chrono>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace heartwheel::net {
+
+using std::chrono::milliseconds;
+
+/// A policy value outside its accepted range. what() reads e.g.
+/// "heartbeat.misses = 0 is out of range: accepted 1..1000".
+class config_error : public std::invalid_argument {
+public:
+    config_error(std::string field, std::string value, std::string accepted);
+    const std::string& field() const noexcept { return field_; }
+    const std::string& value() const noexcept { return value_; }
+    const std::string& accepted() const noexcept { return accepted_; }
+
+private:
+    std::string field_, value_, accepted_;
+};
+
+/// Netty's IdleStateHandler: an event after a period without activity of a kind (0 disables it).
+struct idle_policy {
+    milliseconds reader_idle{0}; ///< nothing read for this long
+    milliseconds writer_idle{0}; ///< nothing written for this long
+    milliseconds all_idle{0};    ///< neither read nor written for this long
+    /// Count partial write progress as writer activity, so a slow but draining peer is never
+    /// write-idle (Netty's observeOutput, applied to the first event too).
+    bool write_progress_is_activity = true;
+    void validate(const std::string& prefix = "idle") const;
+};
+
+/// Application-level ping/pong. After `interval` with nothing sent, send a ping; if nothing at all is
+/// received within `timeout` after it, that is a miss; close at the `misses`-th consecutive miss.
+/// The peer is thus declared dead after (misses - 1) * interval + timeout of silence.
+struct heartbeat_policy {
+    milliseconds interval{0}; ///< 0 disables heartbeats
+    milliseconds timeout{10'000};
+    std::uint32_t misses = 3;
+    double jitter = 0.0; ///< the interval varies by up to ±jitter (fraction) per ping
+    void validate(const std::string& prefix = "heartbeat") const;
+    bool enabled() const noexcept { return interval.count() > 0; }
+};
+
+/// Per-request deadlines.
+struct request_policy {
+    milliseconds timeout{0}; ///< 0: requests never time out
+    std::uint32_t max_outstanding = 65536;
+    void validate(const std::string& prefix = "request") const;
+};
+
+/// Read and write timeouts that close the connection with errc::timed_out (Netty's
+/// ReadTimeoutHandler and WriteTimeoutHandler). 0 disables each.
+struct timeout_policy {
+    milliseconds read_timeout{0};  ///< close if nothing is read for this long
+    milliseconds write_timeout{0}; ///< close if a write makes no progress for this long
+    void validate(const std::string& prefix = "timeouts") const;
+};
+
+enum class backoff_strategy { grpc, full, equal, decorrelated };
+
+/// gRPC's connection-backoff defaults, and AWS's full / equal / decorrelated jitter.
+struct backoff_policy {
+    milliseconds initial{1'000};
+    double multiplier = 1.6;
+    double jitter = 0.2; ///< ±fraction, for the grpc strategy
+    milliseconds max{120'000};
+    milliseconds min_connect_timeout{20'000};
+    backoff_strategy strategy = backoff_strategy::grpc;
+    /// The backoff resets only after a connection stayed up this long; a shorter one is a failure.
+    milliseconds stable_after{5'000};
+    void validate(const std::string& prefix = "backoff") const;
+};
+
+/// Server-side limits on each connection.
+struct server_limits {
+    milliseconds handshake_timeout{10'000}; ///< TLS handshake must finish within this (0 disables)
+    milliseconds max_age{0};                ///< close connections older than this (0 disables)
+    double max_age_jitter = 0.1;            ///< ±fraction, so a fleet does not reconnect at once
+    milliseconds drain_grace{5'000};        ///< after max_age, how long outstanding work may finish
+    void validate(const std::string& prefix = "limits") const;
+};
+
+/// TCP keepalive and user-timeout socket options (see docs/liveness.md on why they complement,
+/// and do not replace, heartbeats). 0 leaves the system default.
+struct keepalive_options {
+    bool enabled = false;
+    std::chrono::seconds idle{0};     ///< TCP_KEEPIDLE
+    std::chrono::seconds interval{0}; ///< TCP_KEEPINTVL
+    std::uint32_t count = 0;          ///< TCP_KEEPCNT
+    milliseconds user_timeout{0};     ///< TCP_USER_TIMEOUT
+    void validate(const std::string& prefix = "keepalive") const;
+};
+
+} // namespace heartwheel::net
+
+#endif

@@ -1,0 +1,68 @@
+// heartwheel/net/reconnector.hpp — when to try connecting again, on the wheel.
+//
+// The application owns the connecting; the reconnector owns the timing. It calls attempt() to start
+// a connection attempt; the application reports connected(), failed() or disconnected(). A failed
+// attempt, or a connection that drops before `stable_after`, waits backoff.next() and tries again; a
+// connection that stayed up `stable_after` resets the backoff. reconnect_now() cuts a wait short.
+// Nothing runs after stop() or destruction.
+#ifndef HEARTWHEEL_NET_RECONNECTOR_HPP
+#define HEARTWHEEL_NET_RECONNECTOR_HPP
+
+#include <heartwheel/net/backoff.hpp>
+#include <heartwheel/timer_node.hpp>
+#include <heartwheel/timer_service.hpp>
+
+#include <cstdint>
+#include <functional>
+
+namespace heartwheel::net {
+
+class reconnector {
+public:
+    enum class phase { idle, waiting, connecting, connected, stable };
+    using attempt_fn = std::function<void()>;
+    /// Optional: told each delay chosen, for logs and counters.
+    using on_wait_fn = std::function<void(milliseconds delay, unsigned failures)>;
+
+    reconnector(timer_service& svc, const backoff_policy& policy, attempt_fn attempt,
+                backoff::random_source rnd = {});
+
+    void start();                ///< first attempt now
+    void connected();            ///< the attempt succeeded; stability is timed from now
+    void failed();               ///< the attempt failed: wait, then try again
+    void disconnected();         ///< an established connection dropped
+    void reconnect_now();        ///< cut the current wait short
+    void stop() noexcept;
+
+    phase state() const noexcept { return phase_; }
+    std::uint64_t attempts() const noexcept { return attempts_; }
+    milliseconds last_delay() const noexcept { return last_delay_; }
+    milliseconds connect_timeout() const { return backoff_.connect_timeout(); }
+    backoff& policy_state() noexcept { return backoff_; }
+    void on_wait(on_wait_fn fn) { on_wait_ = std::move(fn); }
+
+private:
+    struct hook final : timer_node {
+        hook(reconnector& r, void (reconnector::*fn)()) : r(&r), fn(fn) {}
+        reconnector* r;
+        void (reconnector::*fn)();
+        void on_expire() override { (r->*fn)(); }
+    };
+    void fire_attempt();
+    void became_stable();
+    void wait_then_retry();
+
+    timer_service& svc_;
+    backoff backoff_;
+    attempt_fn attempt_;
+    on_wait_fn on_wait_;
+    hook retry_timer_{*this, &reconnector::fire_attempt};
+    hook stable_timer_{*this, &reconnector::became_stable};
+    phase phase_ = phase::idle;
+    std::uint64_t attempts_ = 0;
+    milliseconds last_delay_{0};
+};
+
+} // namespace heartwheel::net
+
+#endif

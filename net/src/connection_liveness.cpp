@@ -1,0 +1,93 @@
+// connection_liveness.cpp — one stamp per I/O event fanned out to every policy; one close decision.
+#include <heartwheel/net/connection_liveness.hpp>
+
+namespace heartwheel::net {
+
+connection_liveness::connection_liveness(timer_service& svc, asio::any_io_executor ex,
+                                         const liveness_config& config, callbacks cbs,
+                                         liveness_counters* counters, heartbeat::random_source rnd)
+    : svc_(svc), config_(config), cbs_(std::move(cbs)), counters_(counters),
+      idle_(svc, config.idle,
+            [this](idle_event e) {
+                if (counters_) counters_->idle_event(static_cast<int>(e.kind));
+                if (cbs_.on_idle) cbs_.on_idle(e);
+                if (cbs_.close_on_idle && e.first && !closed_)
+                    decide_close(e.kind == idle_kind::reader   ? close_reason::reader_idle
+                                 : e.kind == idle_kind::writer ? close_reason::writer_idle
+                                                               : close_reason::all_idle);
+            }),
+      read_timeout_(svc, [this](bool) { decide_close(close_reason::read_timeout); }),
+      write_timeout_(svc, [this](bool) { decide_close(close_reason::write_timeout); }),
+      heartbeat_(svc, config.heartbeat,
+                 {[this] {
+                      if (counters_) counters_->ping_sent();
+                      if (cbs_.send_ping) cbs_.send_ping();
+                  },
+                  [this] { decide_close(close_reason::heartbeat_timeout); },
+                  [this] {
+                      if (counters_) counters_->heartbeat_miss();
+                  }},
+                 std::move(rnd)),
+      requests_(svc, std::move(ex), config.request) {
+    config_.timeouts.validate();
+    read_timeout_.start(std::chrono::duration_cast<duration>(config_.timeouts.read_timeout), svc_.stamp());
+    if (counters_)
+        requests_.on_timeout([c = counters_](const std::uint64_t&, request_state) { c->request_timed_out(); });
+}
+
+connection_liveness::~connection_liveness() { close(); }
+
+void connection_liveness::on_read(bool counts_as_idle_activity) {
+    const time_point s = svc_.stamp();
+    heartbeat_.on_read(s);
+    read_timeout_.touch(s);
+    if (counts_as_idle_activity) idle_.on_read(s);
+}
+
+void connection_liveness::on_write_started() {
+    if (config_.timeouts.write_timeout.count() > 0 && !write_timeout_.running())
+        write_timeout_.start(std::chrono::duration_cast<duration>(config_.timeouts.write_timeout), svc_.stamp());
+}
+
+void connection_liveness::on_write_progress() {
+    const time_point s = svc_.stamp();
+    write_timeout_.touch(s);
+    idle_.on_write_progress(s);
+}
+
+void connection_liveness::on_write_complete(bool drained) {
+    const time_point s = svc_.stamp();
+    write_timeout_.touch(s);
+    if (drained) write_timeout_.stop();
+    idle_.on_write_complete(s);
+    heartbeat_.on_write(s);
+}
+
+void connection_liveness::on_pong() {
+    heartbeat_.on_pong(svc_.stamp());
+    if (counters_) {
+        counters_->pong_received();
+        if (auto rtt = heartbeat_.last_rtt()) counters_->rtt(*rtt);
+    }
+}
+
+void connection_liveness::decide_close(close_reason why) {
+    if (closed_) return;
+    if (counters_) counters_->closed(why);
+    close();
+    if (cbs_.close) cbs_.close(why); // last: may destroy *this
+}
+
+void connection_liveness::close() {
+    if (closed_) return;
+    closed_ = true;
+    idle_.stop();
+    read_timeout_.stop();
+    write_timeout_.stop();
+    heartbeat_.stop();
+    const auto outstanding = requests_.outstanding();
+    if (counters_ && outstanding) counters_->requests_failed_on_close(outstanding);
+    requests_.fail_all(errc::connection_closed);
+}
+
+} // namespace heartwheel::net

@@ -1,0 +1,45 @@
+// counters.cpp — reason names and the snapshot copy.
+#include <heartwheel/net/counters.hpp>
+
+namespace heartwheel::net {
+
+const char* to_string(close_reason r) noexcept {
+    static constexpr const char* names[close_reason_count] = {
+        "reader-idle", "writer-idle", "all-idle", "heartbeat-timeout", "read-timeout", "write-timeout",
+        "handshake-timeout", "max-age", "line-too-long", "busy", "shutdown", "peer-closed", "io-error",
+    };
+    const auto i = static_cast<std::size_t>(r);
+    return i < close_reason_count ? names[i] : "unknown";
+}
+
+void liveness_counters::rtt(duration d) noexcept {
+    const auto us = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(d).count());
+    bump(rtt_samples_);
+    rtt_total_us_.fetch_add(us, std::memory_order_relaxed);
+    auto seen = rtt_max_us_.load(std::memory_order_relaxed);
+    while (us > seen && !rtt_max_us_.compare_exchange_weak(seen, us, std::memory_order_relaxed)) {
+    }
+}
+
+counters_snapshot liveness_counters::snapshot() const noexcept {
+    counters_snapshot s;
+    auto ld = [](const counter& c) { return c.load(std::memory_order_relaxed); };
+    s.reader_idle = ld(reader_idle_);
+    s.writer_idle = ld(writer_idle_);
+    s.all_idle = ld(all_idle_);
+    for (std::size_t i = 0; i < close_reason_count; ++i) s.closes[i] = ld(closes_[i]);
+    s.pings_sent = ld(pings_sent_);
+    s.pongs_received = ld(pongs_received_);
+    s.heartbeat_misses = ld(misses_);
+    s.rtt_samples = ld(rtt_samples_);
+    s.rtt_total_us = ld(rtt_total_us_);
+    s.rtt_max_us = ld(rtt_max_us_);
+    s.requests = ld(requests_);
+    s.request_timeouts = ld(request_timeouts_);
+    s.requests_failed_on_close = ld(failed_on_close_);
+    s.reconnect_attempts = ld(reconnect_attempts_);
+    s.reconnect_failures = ld(reconnect_failures_);
+    return s;
+}
+
+} // namespace heartwheel::net

@@ -1,0 +1,61 @@
+// heartbeat.cpp — ping scheduling, miss judgement and RTT; see heartbeat.hpp.
+#include <heartwheel/net/heartbeat.hpp>
+
+#include <cmath>
+
+namespace heartwheel::net {
+
+heartbeat::heartbeat(timer_service& svc, const heartbeat_policy& policy, callbacks cbs, random_source rnd)
+    : svc_(svc), policy_(policy), cbs_(std::move(cbs)), rnd_(std::move(rnd)),
+      pinger_(svc, [this](bool) { send_ping(); }), checker_(*this) {
+    policy_.validate();
+    if (!rnd_) {
+        rnd_ = [engine = std::mt19937_64(std::random_device{}())]() mutable {
+            return std::uniform_real_distribution<double>(0.0, 1.0)(engine);
+        };
+    }
+    if (!policy_.enabled()) return;
+    const time_point now = svc_.stamp();
+    last_read_ = read_at_last_judgement_ = now;
+    pinger_.start(jittered_interval(), now);
+}
+
+duration heartbeat::jittered_interval() {
+    const auto base = std::chrono::duration_cast<duration>(policy_.interval);
+    if (policy_.jitter <= 0.0) return base;
+    const double factor = 1.0 + policy_.jitter * (2.0 * rnd_() - 1.0);
+    return duration(static_cast<duration::rep>(std::llround(static_cast<double>(base.count()) * factor)));
+}
+
+void heartbeat::send_ping() {
+    ping_sent_ = svc_.now();
+    awaiting_pong_ = true;
+    ++pings_;
+    pinger_.set_timeout(jittered_interval()); // the next ping: interval after this one
+    pinger_.touch(ping_sent_);
+    svc_.schedule(checker_, ping_sent_ + std::chrono::duration_cast<duration>(policy_.timeout));
+    if (cbs_.send_ping) cbs_.send_ping();
+}
+
+void heartbeat::judge_ping() {
+    if (last_read_ != read_at_last_judgement_) misses_ = 0; // something arrived: liveness
+    read_at_last_judgement_ = last_read_;
+    if (svc_.latest_possible(last_read_) >= ping_sent_) return; // answered (or possibly so)
+    ++misses_;
+    if (cbs_.on_miss) cbs_.on_miss();
+    if (misses_ >= policy_.misses && cbs_.on_dead) cbs_.on_dead(); // last: may destroy *this
+}
+
+void heartbeat::on_pong(time_point stamp) {
+    on_read(stamp);
+    if (!awaiting_pong_) return;
+    awaiting_pong_ = false;
+    rtt_ = stamp > ping_sent_ ? stamp - ping_sent_ : duration::zero();
+}
+
+void heartbeat::stop() noexcept {
+    pinger_.stop();
+    checker_.cancel();
+}
+
+} // namespace heartwheel::net

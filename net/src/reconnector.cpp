@@ -1,0 +1,55 @@
+// reconnector.cpp — the attempt / wait / stable state machine; see reconnector.hpp.
+#include <heartwheel/net/reconnector.hpp>
+
+namespace heartwheel::net {
+
+reconnector::reconnector(timer_service& svc, const backoff_policy& policy, attempt_fn attempt,
+                         backoff::random_source rnd)
+    : svc_(svc), backoff_(policy, std::move(rnd)), attempt_(std::move(attempt)) {}
+
+void reconnector::start() { fire_attempt(); }
+
+void reconnector::fire_attempt() {
+    retry_timer_.cancel();
+    phase_ = phase::connecting;
+    ++attempts_;
+    attempt_();
+}
+
+void reconnector::connected() {
+    phase_ = phase::connected;
+    svc_.schedule(stable_timer_, svc_.now() + std::chrono::duration_cast<duration>(backoff_.policy().stable_after));
+}
+
+void reconnector::became_stable() {
+    phase_ = phase::stable;
+    backoff_.reset();
+}
+
+void reconnector::failed() { wait_then_retry(); }
+
+void reconnector::disconnected() {
+    stable_timer_.cancel();
+    // A connect-then-drop before stable_after counts as a failure: the backoff keeps growing.
+    wait_then_retry();
+}
+
+void reconnector::wait_then_retry() {
+    stable_timer_.cancel();
+    phase_ = phase::waiting;
+    last_delay_ = backoff_.next();
+    svc_.schedule(retry_timer_, svc_.now() + std::chrono::duration_cast<duration>(last_delay_));
+    if (on_wait_) on_wait_(last_delay_, backoff_.failures());
+}
+
+void reconnector::reconnect_now() {
+    if (phase_ == phase::waiting) fire_attempt();
+}
+
+void reconnector::stop() noexcept {
+    retry_timer_.cancel();
+    stable_timer_.cancel();
+    phase_ = phase::idle;
+}
+
+} // namespace heartwheel::net
