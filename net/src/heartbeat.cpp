@@ -31,8 +31,10 @@ void heartbeat::send_ping() {
     ping_sent_ = svc_.now();
     awaiting_pong_ = true;
     ++pings_;
-    pinger_.set_timeout(jittered_interval()); // the next ping: interval after this one
+    const duration next = jittered_interval(); // the next ping: interval after this one
+    pinger_.set_timeout(next);
     pinger_.touch(ping_sent_);
+    svc_.schedule(pinger_, ping_sent_ + next);
     svc_.schedule(checker_, ping_sent_ + std::chrono::duration_cast<duration>(policy_.timeout));
     if (cbs_.send_ping) cbs_.send_ping();
 }

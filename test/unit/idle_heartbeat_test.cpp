@@ -1,0 +1,249 @@
+// idle_heartbeat_test.cpp — idle state, read/write timeouts and heartbeats on a manual clock: exact
+// firing ticks, first/repeat flags, lazy re-arm, never early with a stale clock, jitter bounds.
+#define BOOST_TEST_MODULE idle_heartbeat
+#include <boost/test/unit_test.hpp>
+
+#include <heartwheel/net/heartbeat.hpp>
+#include <heartwheel/net/idle_state.hpp>
+
+#include "manual_service.hpp"
+
+#include <random>
+
+using namespace hwtest;
+using namespace heartwheel::net;
+
+namespace {
+struct recorded {
+    duration at;
+    idle_event e;
+};
+} // namespace
+
+BOOST_AUTO_TEST_CASE(reader_idle_fires_at_its_tick_then_repeats) {
+    manual_service svc;
+    std::vector<recorded> got;
+    idle_policy p;
+    p.reader_idle = 100ms;
+    idle_state idle(svc, p, [&](idle_event e) { got.push_back({svc.since_start(), e}); });
+    svc.step_by(99ms);
+    BOOST_TEST(got.empty());
+    svc.step_by(1ms);
+    BOOST_TEST_REQUIRE(got.size() == 1u);
+    BOOST_TEST((got[0].at == 100ms));
+    BOOST_TEST((got[0].e.kind == idle_kind::reader));
+    BOOST_TEST(got[0].e.first);
+    svc.step_by(100ms);
+    BOOST_TEST_REQUIRE(got.size() == 2u);
+    BOOST_TEST((got[1].at == 200ms));
+    BOOST_TEST(!got[1].e.first); // still idle: a repeat
+    svc.step_by(10ms);
+    idle.on_read(); // activity at 210 ms
+    svc.step_by(99ms);
+    BOOST_TEST(got.size() == 2u);
+    svc.step_by(1ms);
+    BOOST_TEST_REQUIRE(got.size() == 3u);
+    BOOST_TEST((got[2].at == 310ms));
+    BOOST_TEST(got[2].e.first); // first again after activity
+}
+
+BOOST_AUTO_TEST_CASE(recording_activity_does_not_reschedule) {
+    manual_service svc;
+    idle_policy p;
+    p.reader_idle = 50ms;
+    p.all_idle = 80ms;
+    int events = 0;
+    idle_state idle(svc, p, [&](idle_event) { ++events; });
+    const auto schedules = svc.schedules;
+    for (int i = 0; i < 1000; ++i) idle.on_read();
+    BOOST_TEST(svc.schedules == schedules); // a store, no timer work
+    svc.step_by(40ms);
+    idle.on_read();
+    svc.step_by(50ms); // reader: at 50 re-filed lazily for 90, at 90 fires and re-arms; all: 80 -> 120
+    BOOST_TEST(events == 1);
+    BOOST_TEST(svc.schedules == schedules + 3u);
+}
+
+BOOST_AUTO_TEST_CASE(writer_and_all_idle_and_write_progress) {
+    for (bool progress_counts : {true, false}) {
+        manual_service svc;
+        std::vector<recorded> got;
+        idle_policy p;
+        p.writer_idle = 30ms;
+        p.all_idle = 50ms;
+        p.write_progress_is_activity = progress_counts;
+        idle_state idle(svc, p, [&](idle_event e) { got.push_back({svc.since_start(), e}); });
+        // A slow write: a few bytes every 20 ms, never completing.
+        for (int i = 0; i < 4; ++i) {
+            svc.step_by(20ms);
+            idle.on_write_progress();
+        }
+        if (progress_counts) {
+            BOOST_TEST(got.empty()); // slow but draining: never writer- or all-idle
+        } else {
+            BOOST_TEST_REQUIRE(got.size() >= 2u);
+            BOOST_TEST((got[0].at == 30ms));
+            BOOST_TEST((got[0].e.kind == idle_kind::writer));
+            BOOST_TEST((got[1].at == 50ms));
+            BOOST_TEST((got[1].e.kind == idle_kind::all));
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(zero_disables) {
+    manual_service svc;
+    int events = 0;
+    idle_state idle(svc, idle_policy{}, [&](idle_event) { ++events; });
+    BOOST_TEST(svc.wheel().empty());
+    svc.step_by(1s, 10ms);
+    BOOST_TEST(events == 0);
+}
+
+BOOST_AUTO_TEST_CASE(never_early_with_a_stale_cached_clock) {
+    manual_service svc;
+    svc.lag = 7ms; // stamps are up to 7 ms behind real time
+    idle_policy p;
+    p.reader_idle = 100ms;
+    std::vector<duration> at;
+    idle_state idle(svc, p, [&](idle_event) { at.push_back(svc.since_start()); });
+    svc.step_by(20ms);
+    idle.on_read(); // real time 20 ms, stamped 13 ms
+    svc.step_by(150ms);
+    BOOST_TEST_REQUIRE(!at.empty());
+    BOOST_TEST((at[0] >= 120ms)); // a full 100 ms after the real read
+    BOOST_TEST((at[0] <= 120ms + 7ms + 1ms)); // late by at most the stamp's uncertainty and a tick
+}
+
+BOOST_AUTO_TEST_CASE(destroying_idle_state_from_its_callback_is_safe) {
+    manual_service svc;
+    idle_policy p;
+    p.reader_idle = 10ms;
+    p.all_idle = 10ms;
+    std::unique_ptr<idle_state> idle;
+    idle = std::make_unique<idle_state>(svc, p, [&](idle_event) { idle.reset(); });
+    svc.step_by(20ms);
+    BOOST_TEST(!idle);
+    BOOST_TEST(svc.wheel().empty());
+}
+
+namespace {
+struct hb_log {
+    std::vector<duration> pings, misses;
+    std::optional<duration> dead;
+};
+
+heartbeat make_hb(manual_service& svc, hb_log& log, heartbeat_policy p, heartbeat::random_source rnd = {}) {
+    return heartbeat(svc, p,
+                     {[&] { log.pings.push_back(svc.since_start()); },
+                      [&] { log.dead = svc.since_start(); },
+                      [&] { log.misses.push_back(svc.since_start()); }},
+                     std::move(rnd));
+}
+} // namespace
+
+BOOST_AUTO_TEST_CASE(heartbeat_pings_after_outbound_silence_and_closes_after_misses) {
+    manual_service svc;
+    hb_log log;
+    heartbeat_policy p;
+    p.interval = 100ms;
+    p.timeout = 40ms;
+    p.misses = 3;
+    heartbeat hb(svc, p, {[&] { log.pings.push_back(svc.since_start()); }, [&] { log.dead = svc.since_start(); },
+                          [&] { log.misses.push_back(svc.since_start()); }});
+    svc.step_by(50ms);
+    hb.on_write(svc.stamp()); // outbound traffic at 50: the first ping moves to 150
+    svc.step_by(100ms);
+    BOOST_TEST_REQUIRE(log.pings.size() == 1u);
+    BOOST_TEST((log.pings[0] == 150ms));
+    svc.step_by(40ms);
+    BOOST_TEST_REQUIRE(log.misses.size() == 1u);
+    BOOST_TEST((log.misses[0] == 190ms));
+    svc.step_by(200ms); // pings at 250, 350; misses at 290, 390 -> dead at the third
+    BOOST_TEST((log.pings == std::vector<duration>{150ms, 250ms, 350ms}));
+    BOOST_TEST_REQUIRE(log.dead.has_value());
+    BOOST_TEST((*log.dead == 390ms)); // (misses - 1) * interval + timeout after the first ping
+}
+
+BOOST_AUTO_TEST_CASE(heartbeat_answered_pings_keep_it_alive_and_give_rtt) {
+    manual_service svc;
+    hb_log log;
+    heartbeat_policy p;
+    p.interval = 100ms;
+    p.timeout = 50ms;
+    p.misses = 2;
+    auto hb = make_hb(svc, log, p);
+    svc.step_by(100ms); // first ping at 100
+    for (int i = 0; i < 10; ++i) {
+        svc.step_by(5ms);
+        hb.on_pong(svc.stamp()); // answered 5 ms after each ping
+        svc.step_by(95ms);
+    }
+    BOOST_TEST(log.pings.size() == 11u);
+    BOOST_TEST(log.misses.empty());
+    BOOST_TEST(!log.dead);
+    BOOST_TEST_REQUIRE(hb.last_rtt().has_value());
+    BOOST_TEST((*hb.last_rtt() == 5ms));
+}
+
+BOOST_AUTO_TEST_CASE(heartbeat_any_read_resets_misses) {
+    manual_service svc;
+    hb_log log;
+    heartbeat_policy p;
+    p.interval = 100ms;
+    p.timeout = 50ms;
+    p.misses = 2;
+    auto hb = make_hb(svc, log, p);
+    svc.step_by(150ms); // ping at 100, miss at 150
+    BOOST_TEST(hb.consecutive_misses() == 1u);
+    svc.step_by(20ms);
+    hb.on_read(svc.stamp()); // some data (not a pong) at 170
+    svc.step_by(80ms);       // ping at 200, nothing after it: a miss, but the count restarted
+    svc.step_by(50ms);
+    BOOST_TEST(hb.consecutive_misses() == 1u);
+    BOOST_TEST(!log.dead);
+    svc.step_by(100ms); // ping at 300, miss at 350: second consecutive
+    BOOST_TEST(log.dead.has_value());
+}
+
+BOOST_AUTO_TEST_CASE(heartbeat_jitter_stays_in_bounds_with_a_seeded_source) {
+    manual_service svc;
+    hb_log log;
+    heartbeat_policy p;
+    p.interval = 1000ms;
+    p.timeout = 100ms;
+    p.misses = 1000;
+    p.jitter = 0.2;
+    std::mt19937_64 engine(99);
+    auto hb = make_hb(svc, log, p, [&] { return std::uniform_real_distribution<double>(0, 1)(engine); });
+    svc.step_by(60s, 1ms);
+    BOOST_TEST_REQUIRE(log.pings.size() > 40u);
+    bool varied = false;
+    for (std::size_t i = 1; i < log.pings.size(); ++i) {
+        const auto gap = log.pings[i] - log.pings[i - 1];
+        BOOST_TEST((gap >= 800ms));
+        BOOST_TEST((gap <= 1201ms));
+        if (gap != log.pings[1] - log.pings[0]) varied = true;
+    }
+    BOOST_TEST(varied);
+}
+
+BOOST_AUTO_TEST_CASE(heartbeat_validation_names_fields) {
+    heartbeat_policy p;
+    p.interval = 1000ms;
+    p.timeout = 5000ms;
+    try {
+        p.validate();
+        BOOST_FAIL("expected config_error");
+    } catch (const config_error& e) {
+        const std::string what = e.what();
+        BOOST_TEST(what.find("heartbeat.timeout") != std::string::npos);
+        BOOST_TEST(what.find("heartbeat.interval") != std::string::npos);
+        BOOST_TEST(what.find("5000 ms") != std::string::npos);
+    }
+    p.timeout = 100ms;
+    p.misses = 0;
+    BOOST_CHECK_THROW(p.validate(), config_error);
+    p.misses = 3;
+    p.jitter = 0.9;
+    BOOST_CHECK_THROW(p.validate(), config_error);
+}

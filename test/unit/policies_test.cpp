@@ -1,0 +1,233 @@
+// policies_test.cpp — backoff sequences and jitter bounds, reconnect state machine, connection limits,
+// request timeouts, TOML loading and validation errors; all on a manual clock.
+#define BOOST_TEST_MODULE policies
+#include <boost/test/unit_test.hpp>
+
+#include <heartwheel/error.hpp>
+#include <heartwheel/net/backoff.hpp>
+#include <heartwheel/net/connection_limits.hpp>
+#include <heartwheel/net/connection_liveness.hpp>
+#include <heartwheel/net/liveness_config.hpp>
+#include <heartwheel/net/reconnector.hpp>
+#include <heartwheel/net/request_tracker.hpp>
+
+#include "manual_service.hpp"
+
+#include <asio/io_context.hpp>
+
+#include <random>
+
+using namespace hwtest;
+using namespace heartwheel::net;
+using std::chrono::milliseconds;
+
+BOOST_AUTO_TEST_CASE(grpc_backoff_sequence_and_cap) {
+    backoff_policy p; // gRPC defaults: 1 s, x1.6, ±20 %, 120 s cap
+    backoff b(p, [] { return 0.5; }); // mid-point: no jitter
+    std::vector<long long> got;
+    for (int i = 0; i < 14; ++i) got.push_back(b.next().count());
+    BOOST_TEST((std::vector<long long>(got.begin(), got.begin() + 5) == std::vector<long long>{1000, 1600, 2560, 4096, 6554}));
+    BOOST_TEST(got.back() == 120000);
+    BOOST_TEST(b.connect_timeout().count() == 120000); // max(20 s, current backoff)
+    b.reset();
+    BOOST_TEST(b.next().count() == 1000);
+    BOOST_TEST(b.connect_timeout().count() == 20000);
+}
+
+BOOST_AUTO_TEST_CASE(jitter_strategies_stay_in_bounds) {
+    std::mt19937_64 engine(5);
+    auto rnd = [&] { return std::uniform_real_distribution<double>(0, 1)(engine); };
+    for (auto strategy : {backoff_strategy::grpc, backoff_strategy::full, backoff_strategy::equal, backoff_strategy::decorrelated}) {
+        backoff_policy p;
+        p.strategy = strategy;
+        backoff b(p, rnd);
+        double base = 1000;
+        long long prev = 1000;
+        for (int i = 0; i < 30; ++i) {
+            const auto d = static_cast<double>(b.next().count());
+            const double cap = std::min(base, 120000.0);
+            switch (strategy) {
+            case backoff_strategy::grpc: BOOST_TEST((d >= cap * 0.8 - 1 && d <= cap * 1.2 + 1)); break;
+            case backoff_strategy::full: BOOST_TEST((d >= 0 && d <= cap + 1)); break;
+            case backoff_strategy::equal: BOOST_TEST((d >= cap / 2 - 1 && d <= cap + 1)); break;
+            case backoff_strategy::decorrelated:
+                BOOST_TEST((d >= 999 && d <= std::min(120000.0, 3.0 * static_cast<double>(prev)) + 1));
+                break;
+            }
+            prev = std::max<long long>(static_cast<long long>(d), 1000);
+            base *= 1.6;
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(reconnector_grows_on_failure_and_resets_only_after_stable) {
+    manual_service svc;
+    backoff_policy p;
+    p.initial = 100ms;
+    p.multiplier = 2.0;
+    p.max = 1000ms;
+    p.stable_after = 500ms;
+    std::vector<duration> attempts;
+    reconnector r(svc, p, [&] { attempts.push_back(svc.since_start()); }, [] { return 0.5; });
+    r.start();
+    BOOST_TEST((attempts == std::vector<duration>{0ms}));
+    r.failed(); // wait 100
+    svc.step_by(100ms);
+    BOOST_TEST_REQUIRE(attempts.size() == 2u);
+    BOOST_TEST((attempts[1] == 100ms));
+    r.connected();
+    svc.step_by(50ms);
+    r.disconnected(); // connect-then-drop: a failure, wait 200
+    BOOST_TEST((r.last_delay() == 200ms));
+    svc.step_by(200ms);
+    BOOST_TEST((attempts.back() == 350ms));
+    r.failed(); // wait 400, but cut short
+    BOOST_TEST((r.last_delay() == 400ms));
+    svc.step_by(10ms);
+    r.reconnect_now();
+    BOOST_TEST((attempts.back() == 360ms));
+    r.connected();
+    svc.step_by(500ms); // stable: the backoff resets
+    BOOST_TEST((r.state() == reconnector::phase::stable));
+    r.disconnected();
+    BOOST_TEST((r.last_delay() == 100ms));
+    r.stop();
+    svc.step_by(1s);
+    BOOST_TEST(attempts.size() == 4u); // nothing after stop
+}
+
+BOOST_AUTO_TEST_CASE(connection_limits_handshake_age_and_drain) {
+    manual_service svc;
+    server_limits l;
+    l.handshake_timeout = 50ms;
+    l.max_age = 1000ms;
+    l.max_age_jitter = 0.1;
+    l.drain_grace = 200ms;
+    std::vector<std::pair<std::string, duration>> ev;
+    auto note = [&](const char* what) { return [&, what] { ev.emplace_back(what, svc.since_start()); }; };
+    connection_limits c(svc, l, {note("handshake"), note("age"), note("drain")}, [] { return 1.0; });
+    BOOST_TEST((c.age_limit() == 1100ms)); // +10 % at the top of the jitter range
+    c.handshake_started();
+    svc.step_by(49ms);
+    BOOST_TEST(ev.empty());
+    svc.step_by(1ms);
+    BOOST_TEST_REQUIRE(ev.size() == 1u);
+    BOOST_TEST((ev[0] == std::pair<std::string, duration>("handshake", 50ms)));
+    svc.step_by(1300ms, 10ms);
+    BOOST_TEST_REQUIRE(ev.size() == 3u);
+    BOOST_TEST((ev[1] == std::pair<std::string, duration>("age", 1100ms)));
+    BOOST_TEST((ev[2] == std::pair<std::string, duration>("drain", 1300ms)));
+}
+
+BOOST_AUTO_TEST_CASE(request_timeouts_say_queued_or_sent) {
+    asio::io_context io;
+    manual_service svc;
+    request_policy p;
+    p.timeout = 100ms;
+    request_tracker<> t(svc, io.get_executor(), p);
+    std::map<int, std::pair<std::error_code, request_state>> done;
+    auto rec = [&](int id) { return [&, id](std::error_code ec, request_state s) { done[id] = {ec, s}; }; };
+    t.track(1, rec(1));
+    t.track(2, rec(2));
+    t.track(3, 300ms, rec(3));
+    t.mark_sent(2);
+    t.mark_sent(3);
+    t.track(2, rec(99)); // duplicate id
+    svc.step_by(99ms);
+    io.poll();
+    BOOST_TEST(done.size() == 1u);
+    BOOST_TEST((done[99].first == heartwheel::errc::duplicate_request));
+    svc.step_by(1ms);
+    io.poll();
+    BOOST_TEST((done[1].first == heartwheel::errc::timed_out));
+    BOOST_TEST((done[1].second == request_state::queued));
+    BOOST_TEST((done[2].first == heartwheel::errc::timed_out));
+    BOOST_TEST((done[2].second == request_state::sent));
+    BOOST_TEST(t.complete(3)); // the response arrived in time
+    BOOST_TEST(!t.complete(3));
+    io.poll();
+    BOOST_TEST(!done[3].first);
+    BOOST_TEST(svc.wheel().empty()); // its timer was cancelled
+}
+
+BOOST_AUTO_TEST_CASE(requests_fail_at_once_on_close) {
+    asio::io_context io;
+    manual_service svc;
+    liveness_config cfg;
+    cfg.request.timeout = 10s;
+    int closed = 0;
+    std::vector<std::error_code> results;
+    liveness_counters counters;
+    {
+        connection_liveness live(svc, io.get_executor(), cfg, {{}, {}, [&](close_reason) { ++closed; }}, &counters);
+        for (std::uint64_t i = 0; i < 5; ++i)
+            live.requests().track(i, [&](std::error_code ec, request_state) { results.push_back(ec); });
+        live.close();
+        BOOST_TEST(live.requests().outstanding() == 0u);
+    }
+    io.poll();
+    BOOST_TEST(results.size() == 5u);
+    for (auto ec : results) BOOST_TEST((ec == heartwheel::errc::connection_closed));
+    BOOST_TEST(counters.snapshot().requests_failed_on_close == 5u);
+    BOOST_TEST(svc.wheel().empty());
+}
+
+BOOST_AUTO_TEST_CASE(liveness_closes_with_a_reason_and_counts) {
+    asio::io_context io;
+    manual_service svc;
+    liveness_config cfg;
+    cfg.idle.reader_idle = 300ms;
+    cfg.heartbeat.interval = 100ms;
+    cfg.heartbeat.timeout = 50ms;
+    cfg.heartbeat.misses = 2;
+    liveness_counters counters;
+    std::vector<close_reason> why;
+    int pings = 0;
+    connection_liveness live(svc, io.get_executor(), cfg, {{}, [&] { ++pings; }, [&](close_reason r) { why.push_back(r); }},
+                             &counters);
+    svc.step_by(1s, 5ms);
+    BOOST_TEST_REQUIRE(why.size() == 1u);
+    BOOST_TEST((why[0] == close_reason::heartbeat_timeout)); // dead at 250 ms, before reader idle at 300
+    BOOST_TEST(pings == 2);
+    const auto s = counters.snapshot();
+    BOOST_TEST(s.heartbeat_misses == 2u);
+    BOOST_TEST(s.closes[static_cast<std::size_t>(close_reason::heartbeat_timeout)] == 1u);
+    BOOST_TEST(svc.wheel().empty()); // nothing left after the close
+}
+
+BOOST_AUTO_TEST_CASE(toml_loads_policies_and_names_bad_keys) {
+    const auto c = parse_liveness_config(R"(
+[idle]
+reader_idle = 30000
+write_progress_is_activity = false
+[heartbeat]
+interval = 10000
+timeout = 5000
+misses = 4
+jitter = 0.1
+[backoff]
+strategy = "decorrelated"
+max = 60000
+)");
+    BOOST_TEST(c.idle.reader_idle.count() == 30000);
+    BOOST_TEST(!c.idle.write_progress_is_activity);
+    BOOST_TEST(c.heartbeat.misses == 4u);
+    BOOST_TEST(c.heartbeat.jitter == 0.1);
+    BOOST_TEST((c.backoff.strategy == backoff_strategy::decorrelated));
+    BOOST_TEST(c.backoff.max.count() == 60000);
+    auto error_of = [](const char* text) -> std::string {
+        try {
+            parse_liveness_config(text);
+        } catch (const config_error& e) {
+            return e.what();
+        }
+        return "no error";
+    };
+    BOOST_TEST(error_of("[idle]\nreader_idel = 5").find("idle.reader_idel") != std::string::npos);
+    BOOST_TEST(error_of("[idle]\nreader_idle = \"5s\"").find("integer number of milliseconds") != std::string::npos);
+    BOOST_TEST(error_of("[heartbeat]\ninterval = 1000\nmisses = 0").find("heartbeat.misses = 0") != std::string::npos);
+    BOOST_TEST(error_of("[backoff]\nstrategy = \"random\"").find("grpc, full, equal or decorrelated") != std::string::npos);
+    BOOST_TEST(error_of("[nonsense]\nx = 1").find("nonsense") != std::string::npos);
+    BOOST_TEST(error_of("[idle\nx=").find("valid TOML") != std::string::npos);
+    BOOST_CHECK_THROW(load_liveness_config("/nonexistent/heartwheel.toml"), config_error);
+}
