@@ -1,0 +1,63 @@
+// client.hpp — echo_client: many connections from one io_context, each sending timed requests
+// (a line that its echo answers), answering PINGs, counting BYE reasons, and reconnecting with
+// backoff. At the end it prints one JSON object (the last line of stdout).
+#ifndef HEARTWHEEL_ECHO_CLIENT_HPP
+#define HEARTWHEEL_ECHO_CLIENT_HPP
+
+#include "options.hpp"
+
+#include <heartwheel/asio_wheel.hpp>
+
+#include <asio/io_context.hpp>
+#include <asio/ssl/context.hpp>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <random>
+#include <vector>
+
+namespace echo {
+
+struct client_stats {
+    std::uint64_t connects = 0, connect_failures = 0, reconnects = 0, requests = 0, responses = 0, timeouts = 0;
+    std::uint64_t pings_received = 0, pongs_sent = 0, disconnects = 0;
+    std::map<std::string, std::uint64_t> closed_by_server;
+    std::vector<std::uint32_t> rtt_us; ///< a uniform sample (reservoir) of echo round trips
+    std::uint64_t rtt_seen = 0;
+    std::mt19937_64 sampler{12345};
+
+    void add_rtt(std::uint32_t us);
+    std::string json() const;
+};
+
+class client_connection;
+
+class load_client {
+public:
+    explicit load_client(const client_options& options);
+    ~load_client();
+    /// Runs for --duration, prints progress to `err` (unless --quiet) and the JSON summary to `out`.
+    int run(std::ostream& out, std::ostream& err);
+
+    const client_options& options() const noexcept { return options_; }
+    client_stats& stats() noexcept { return stats_; }
+    asio::io_context& io() noexcept { return io_; }
+    heartwheel::asio_wheel& wheel() noexcept { return wheel_; }
+    asio::ssl::context* tls() noexcept { return tls_ ? &*tls_ : nullptr; }
+    bool stopping() const noexcept { return stopping_; }
+
+private:
+    client_options options_;
+    asio::io_context io_{1};
+    heartwheel::asio_wheel wheel_;
+    std::optional<asio::ssl::context> tls_;
+    client_stats stats_;
+    std::vector<std::shared_ptr<client_connection>> connections_;
+    bool stopping_ = false;
+};
+
+} // namespace echo
+
+#endif

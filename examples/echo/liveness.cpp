@@ -1,0 +1,125 @@
+// liveness.cpp — the wheel bundle's wiring and the steady_timer baseline.
+#include "liveness.hpp"
+
+namespace echo {
+
+wheel_liveness::wheel_liveness(worker& w, liveness_hooks hooks)
+    : hooks_(std::move(hooks)),
+      live_(w.wheel, w.io.get_executor(), w.options.live,
+            {{}, [this] { hooks_.send_ping(); }, [this](close_reason r) { decide(r); }, true}, &w.live_counters),
+      limits_(w.wheel, w.options.live.limits,
+              {[this, &w] {
+                   w.live_counters.closed(close_reason::handshake_timeout);
+                   decide(close_reason::handshake_timeout);
+               },
+               [this, &w] {
+                   w.live_counters.closed(close_reason::max_age);
+                   decide(close_reason::max_age);
+               },
+               {}}) {}
+
+void wheel_liveness::decide(close_reason r) {
+    if (closed_) return;
+    closed_ = true;
+    close();
+    hooks_.close(r);
+}
+
+asio_liveness::asio_liveness(worker& w, liveness_hooks hooks)
+    : w_(w), hooks_(std::move(hooks)), cfg_(w.options.live), self_(std::make_shared<asio_liveness*>(this)),
+      reader_(w.io), writer_(w.io), all_(w.io), write_timeout_(w.io), ping_(w.io), miss_(w.io), handshake_(w.io),
+      age_(w.io) {
+    arm(reader_, cfg_.idle.reader_idle, &asio_liveness::reader_idle);
+    arm(writer_, cfg_.idle.writer_idle, &asio_liveness::writer_idle);
+    arm(all_, cfg_.idle.all_idle, &asio_liveness::all_idle);
+    arm(ping_, cfg_.heartbeat.interval, &asio_liveness::send_ping);
+    arm(age_, cfg_.limits.max_age, &asio_liveness::max_age);
+}
+
+asio_liveness::~asio_liveness() { *self_ = nullptr; }
+
+void asio_liveness::arm(timer& t, std::chrono::milliseconds after, void (asio_liveness::*fn)()) {
+    if (after.count() <= 0 || closed_) return;
+    t.expires_after(after); // cancels the pending wait: an operation_aborted completion per re-arm
+    t.async_wait([weak = std::weak_ptr<asio_liveness*>(self_), fn](std::error_code ec) {
+        auto alive = weak.lock();
+        if (ec || !alive || *alive == nullptr) return;
+        ((**alive).*fn)();
+    });
+}
+
+void asio_liveness::handshake_started() { arm(handshake_, cfg_.limits.handshake_timeout, &asio_liveness::handshake_timed_out); }
+
+void asio_liveness::on_read(bool data) {
+    read_since_ping_ = true;
+    if (data) {
+        arm(reader_, cfg_.idle.reader_idle, &asio_liveness::reader_idle);
+        arm(all_, cfg_.idle.all_idle, &asio_liveness::all_idle);
+    }
+}
+
+void asio_liveness::on_write_started() {
+    writing_ = true;
+    arm(write_timeout_, cfg_.timeouts.write_timeout, &asio_liveness::write_timed_out);
+}
+
+void asio_liveness::on_write_progress() {
+    arm(write_timeout_, cfg_.timeouts.write_timeout, &asio_liveness::write_timed_out);
+    if (cfg_.idle.write_progress_is_activity) {
+        arm(writer_, cfg_.idle.writer_idle, &asio_liveness::writer_idle);
+        arm(all_, cfg_.idle.all_idle, &asio_liveness::all_idle);
+    }
+}
+
+void asio_liveness::on_write_complete(bool drained) {
+    if (drained) {
+        writing_ = false;
+        write_timeout_.cancel();
+    }
+    arm(writer_, cfg_.idle.writer_idle, &asio_liveness::writer_idle);
+    arm(all_, cfg_.idle.all_idle, &asio_liveness::all_idle);
+    arm(ping_, cfg_.heartbeat.interval, &asio_liveness::send_ping);
+}
+
+void asio_liveness::on_pong() {
+    read_since_ping_ = true;
+    w_.live_counters.pong_received();
+    if (awaiting_pong_) {
+        awaiting_pong_ = false;
+        w_.live_counters.rtt(heartwheel::clock::now() - ping_sent_);
+    }
+}
+
+void asio_liveness::send_ping() {
+    ping_sent_ = heartwheel::clock::now();
+    awaiting_pong_ = true;
+    read_since_ping_ = false;
+    w_.live_counters.ping_sent();
+    arm(miss_, cfg_.heartbeat.timeout, &asio_liveness::judge_ping);
+    arm(ping_, cfg_.heartbeat.interval, &asio_liveness::send_ping);
+    hooks_.send_ping();
+}
+
+void asio_liveness::judge_ping() {
+    if (read_since_ping_) {
+        misses_ = 0;
+        return;
+    }
+    ++misses_;
+    w_.live_counters.heartbeat_miss();
+    if (misses_ >= cfg_.heartbeat.misses) decide(close_reason::heartbeat_timeout);
+}
+
+void asio_liveness::decide(close_reason r) {
+    if (closed_) return;
+    w_.live_counters.closed(r);
+    close();
+    hooks_.close(r);
+}
+
+void asio_liveness::close() {
+    closed_ = true;
+    for (timer* t : {&reader_, &writer_, &all_, &write_timeout_, &ping_, &miss_, &handshake_, &age_}) t->cancel();
+}
+
+} // namespace echo

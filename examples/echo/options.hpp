@@ -1,0 +1,72 @@
+// options.hpp — echo_server and echo_client options: CLI11 flags, each also settable in a TOML file
+// given with --config (flags override the file; keys are the flag names with '_' for '-').
+// parse_*() throws usage_error with a one-line message naming the flag or key, the value and the
+// accepted range; main() prints it and exits 2.
+#ifndef HEARTWHEEL_ECHO_OPTIONS_HPP
+#define HEARTWHEEL_ECHO_OPTIONS_HPP
+
+#include <heartwheel/net/liveness_config.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace echo {
+
+struct usage_error : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+/// --help was asked for: the text to print, exit 0.
+struct help_requested {
+    std::string text;
+};
+
+struct endpoint_spec {
+    std::string host;
+    std::uint16_t port = 0;
+    std::string text() const { return host + ":" + std::to_string(port); }
+};
+
+enum class timer_mode { wheel, asio };
+
+struct server_options {
+    endpoint_spec listen{"127.0.0.1", 7000};
+    heartwheel::net::liveness_config live; ///< idle, heartbeat, limits, timeouts
+    std::int64_t tick_ms = 1;
+    unsigned threads = 1;
+    timer_mode timers = timer_mode::wheel;
+    std::size_t max_line = 65536;
+    std::size_t max_connections = 100000;
+    bool tls = false;
+    std::string cert, key;
+    std::int64_t stats_interval_ms = 0;
+    std::optional<endpoint_spec> metrics;
+    std::int64_t shutdown_grace_ms = 2000;
+};
+
+struct client_options {
+    endpoint_spec connect{"127.0.0.1", 7000};
+    unsigned connections = 1;
+    std::int64_t send_interval_ms = 1000;
+    std::size_t payload = 32;
+    std::int64_t duration_ms = 10000;
+    bool answer_pings = true;
+    bool tls = false;
+    std::string ca;
+    bool insecure = false;
+    std::int64_t request_timeout_ms = 0;
+    bool reconnect = false;
+    heartwheel::net::backoff_policy backoff;
+    bool quiet = false;
+    std::int64_t connect_stagger_us = 0; ///< spread the initial connects
+};
+
+server_options parse_server_options(int argc, const char* const* argv);
+client_options parse_client_options(int argc, const char* const* argv);
+endpoint_spec parse_endpoint(const std::string& text, const std::string& flag);
+
+} // namespace echo
+
+#endif

@@ -1,0 +1,232 @@
+// server.cpp — accepting, handing out, stats and the graceful stop.
+#include "server.hpp"
+
+#include "metrics.hpp"
+#include "session.hpp"
+
+#include <asio/post.hpp>
+#include <asio/write.hpp>
+
+#include <csignal>
+#include <iomanip>
+#include <sstream>
+#include <thread>
+
+namespace echo {
+namespace {
+
+asio::ip::tcp::endpoint resolve(asio::io_context& io, const endpoint_spec& e, const char* what) {
+    std::error_code ec;
+    auto results = asio::ip::tcp::resolver(io).resolve(e.host, std::to_string(e.port), asio::ip::resolver_base::passive, ec);
+    if (ec || results.empty()) throw startup_error(std::string("cannot resolve ") + what + " " + e.text() + ": " + ec.message());
+    return results.begin()->endpoint();
+}
+
+void listen_on(asio::ip::tcp::acceptor& a, const asio::ip::tcp::endpoint& ep, const std::string& text) {
+    std::error_code ec;
+    a.open(ep.protocol(), ec);
+    if (!ec) a.set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) a.bind(ep, ec);
+    if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) throw startup_error("cannot listen on " + text + ": " + ec.message());
+}
+
+} // namespace
+
+std::vector<std::unique_ptr<worker>> server::make_workers() {
+    std::vector<std::unique_ptr<worker>> out;
+    for (unsigned i = 0; i < options_.threads; ++i)
+        out.push_back(std::make_unique<worker>(options_, live_counters_, counters_));
+    return out;
+}
+
+server::server(const server_options& options)
+    : options_(options), workers_(make_workers()), acceptor_(workers_[0]->io), signals_(workers_[0]->io) {
+    if (options_.tls) {
+        tls_.emplace(asio::ssl::context::tls_server);
+        std::error_code ec;
+        tls_->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 | asio::ssl::context::no_sslv3, ec);
+        tls_->use_certificate_chain_file(options_.cert, ec);
+        if (ec) throw startup_error("cannot load --cert " + options_.cert + ": " + ec.message());
+        tls_->use_private_key_file(options_.key, asio::ssl::context::pem, ec);
+        if (ec) throw startup_error("cannot load --key " + options_.key + ": " + ec.message());
+    }
+    listen_on(acceptor_, resolve(workers_[0]->io, options_.listen, "--listen"), options_.listen.text());
+    if (options_.metrics) {
+        metrics_acceptor_.emplace(workers_[0]->io);
+        listen_on(*metrics_acceptor_, resolve(workers_[0]->io, *options_.metrics, "--metrics"), options_.metrics->text());
+    }
+}
+
+server::~server() = default;
+
+endpoint_spec server::local_endpoint() const {
+    const auto ep = acceptor_.local_endpoint();
+    return {ep.address().to_string(), ep.port()};
+}
+
+void server::accept() {
+    worker& target = *workers_[next_worker_++ % workers_.size()];
+    acceptor_.async_accept(target.io, [this, &target](std::error_code ec, asio::ip::tcp::socket socket) {
+        if (stopping_ || ec == asio::error::operation_aborted) return;
+        if (!ec) {
+            counters_.accepted.fetch_add(1, std::memory_order_relaxed);
+            socket.set_option(asio::ip::tcp::no_delay(true), ec);
+            if (counters_.active.load(std::memory_order_relaxed) >= options_.max_connections) {
+                asio::post(target.io, [this, &target, s = std::move(socket)]() mutable { reject_busy(target, std::move(s)); });
+            } else {
+                counters_.active.fetch_add(1, std::memory_order_relaxed); // reserved; the session takes it over
+                asio::post(target.io, [this, &target, s = std::move(socket)]() mutable {
+                    counters_.active.fetch_sub(1, std::memory_order_relaxed);
+                    start_session(target, std::move(s));
+                });
+            }
+        }
+        accept();
+    });
+}
+
+void server::start_session(worker& w, asio::ip::tcp::socket socket) {
+    using tcp = asio::ip::tcp::socket;
+    using tls = asio::ssl::stream<tcp>;
+    const bool wheel = options_.timers == timer_mode::wheel;
+    if (tls_) {
+        tls stream(std::move(socket), *tls_);
+        if (wheel) std::make_shared<session<tls, wheel_liveness>>(w, std::move(stream))->start();
+        else std::make_shared<session<tls, asio_liveness>>(w, std::move(stream))->start();
+    } else {
+        if (wheel) std::make_shared<session<tcp, wheel_liveness>>(w, std::move(socket))->start();
+        else std::make_shared<session<tcp, asio_liveness>>(w, std::move(socket))->start();
+    }
+}
+
+void server::reject_busy(worker& w, asio::ip::tcp::socket socket) {
+    counters_.busy.fetch_add(1, std::memory_order_relaxed);
+    live_counters_.closed(close_reason::busy);
+    static const std::string bye = "BYE busy\n";
+    auto s = std::make_shared<asio::ip::tcp::socket>(std::move(socket));
+    (void)w;
+    if (tls_) { // a TLS client cannot read plain text: just close
+        std::error_code ignored;
+        s->close(ignored);
+        return;
+    }
+    asio::async_write(*s, asio::buffer(bye), [s](std::error_code, std::size_t) {
+        std::error_code ignored;
+        s->shutdown(asio::socket_base::shutdown_both, ignored);
+        s->close(ignored);
+    });
+}
+
+std::string server::stats_line() const {
+    const auto c = live_counters_.snapshot();
+    std::size_t wheel = 0;
+    for (const auto& w : workers_) wheel += w->wheel_size.load(std::memory_order_relaxed);
+    std::ostringstream os;
+    os << "connections=" << counters_.active.load() << " accepted=" << counters_.accepted.load() << " closes=";
+    bool any = false;
+    for (std::size_t i = 0; i < heartwheel::net::close_reason_count; ++i) {
+        if (!c.closes[i]) continue;
+        os << (any ? "," : "") << heartwheel::net::to_string(static_cast<close_reason>(i)) << ':' << c.closes[i];
+        any = true;
+    }
+    if (!any) os << "none";
+    os << " pings=" << c.pings_sent << " pongs=" << c.pongs_received << " misses=" << c.heartbeat_misses
+       << " idle=" << c.reader_idle << '/' << c.writer_idle << '/' << c.all_idle << " timeouts="
+       << c.request_timeouts + c.closes[static_cast<std::size_t>(close_reason::write_timeout)]
+       << " rtt_avg_ms=" << std::fixed << std::setprecision(3)
+       << (c.rtt_samples ? static_cast<double>(c.rtt_total_us) / static_cast<double>(c.rtt_samples) / 1000.0 : 0.0)
+       << " wheel=" << wheel;
+    return os.str();
+}
+
+std::string server::prometheus_text() const {
+    const auto c = live_counters_.snapshot();
+    std::size_t wheel = 0;
+    for (const auto& w : workers_) wheel += w->wheel_size.load(std::memory_order_relaxed);
+    std::ostringstream os;
+    auto metric = [&](const char* name, const char* type, const char* help, auto value) {
+        os << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n' << name << ' ' << value << '\n';
+    };
+    metric("heartwheel_connections", "gauge", "Open connections.", counters_.active.load());
+    metric("heartwheel_accepted_total", "counter", "Accepted connections.", counters_.accepted.load());
+    os << "# HELP heartwheel_closes_total Connections closed, by reason.\n# TYPE heartwheel_closes_total counter\n";
+    for (std::size_t i = 0; i < heartwheel::net::close_reason_count; ++i)
+        os << "heartwheel_closes_total{reason=\"" << heartwheel::net::to_string(static_cast<close_reason>(i)) << "\"} " << c.closes[i] << '\n';
+    os << "# HELP heartwheel_idle_events_total Idle events, by kind.\n# TYPE heartwheel_idle_events_total counter\n"
+       << "heartwheel_idle_events_total{kind=\"reader\"} " << c.reader_idle << "\nheartwheel_idle_events_total{kind=\"writer\"} "
+       << c.writer_idle << "\nheartwheel_idle_events_total{kind=\"all\"} " << c.all_idle << '\n';
+    metric("heartwheel_pings_sent_total", "counter", "Heartbeat pings sent.", c.pings_sent);
+    metric("heartwheel_pongs_received_total", "counter", "Heartbeat pongs received.", c.pongs_received);
+    metric("heartwheel_heartbeat_misses_total", "counter", "Pings not answered in time.", c.heartbeat_misses);
+    metric("heartwheel_rtt_seconds_sum", "counter", "Sum of ping round trips.", static_cast<double>(c.rtt_total_us) / 1e6);
+    metric("heartwheel_rtt_seconds_count", "counter", "Ping round trips measured.", c.rtt_samples);
+    metric("heartwheel_wheel_timers", "gauge", "Timers pending in all wheels.", wheel);
+    return os.str();
+}
+
+void server::start_timers(std::ostream& out) {
+    const auto mirror = std::chrono::milliseconds(options_.stats_interval_ms > 0 ? std::min<std::int64_t>(options_.stats_interval_ms, 1000) : 1000);
+    for (auto& w : workers_) {
+        worker* wp = w.get();
+        asio::post(w->io, [wp, mirror] {
+            wp->wheel_size = wp->wheel.size();
+            wp->mirror = wp->wheel.schedule_every(mirror, [wp] { wp->wheel_size = wp->wheel.size(); });
+        });
+    }
+    if (options_.stats_interval_ms > 0) {
+        worker& w0 = *workers_[0];
+        timers_.push_back(w0.wheel.schedule_every(std::chrono::milliseconds(options_.stats_interval_ms),
+                                                   [this, &out] { out << "stats " << stats_line() << std::endl; }));
+    }
+}
+
+void server::begin_shutdown() {
+    if (stopping_) return;
+    stopping_ = true;
+    std::error_code ignored;
+    acceptor_.close(ignored);
+    if (metrics_acceptor_) metrics_acceptor_->close(ignored);
+    for (auto& w : workers_) {
+        worker* wp = w.get();
+        asio::post(wp->io, [wp] {
+            std::vector<session_base*> all(wp->sessions.begin(), wp->sessions.end());
+            for (auto* s : all)
+                if (wp->sessions.count(s)) s->shutdown();
+        });
+    }
+    // Stop everything once every connection is gone, or when the grace period is over.
+    const auto deadline = heartwheel::clock::now() + std::chrono::milliseconds(options_.shutdown_grace_ms);
+    worker& w0 = *workers_[0];
+    timers_.push_back(w0.wheel.schedule_every(std::chrono::milliseconds(10), [this, deadline] {
+        if (counters_.active.load() != 0 && heartwheel::clock::now() < deadline) return;
+        for (auto& w : workers_) w->io.stop();
+    }));
+}
+
+void server::stop() {
+    asio::post(workers_[0]->io, [this] { begin_shutdown(); });
+}
+
+int server::run(std::ostream& out) {
+    out << "listening on " << local_endpoint().text() << std::endl;
+    signals_.add(SIGINT);
+    signals_.add(SIGTERM);
+    signals_.async_wait([this](std::error_code ec, int) {
+        if (!ec) begin_shutdown();
+    });
+    accept();
+    if (metrics_acceptor_) serve_metrics(*workers_[0], *metrics_acceptor_, [this] { return prometheus_text(); });
+    start_timers(out);
+    std::vector<std::thread> threads;
+    std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards;
+    for (auto& w : workers_) guards.push_back(asio::make_work_guard(w->io));
+    for (std::size_t i = 1; i < workers_.size(); ++i) threads.emplace_back([&, i] { workers_[i]->io.run(); });
+    workers_[0]->io.run();
+    for (auto& t : threads) t.join();
+    for (auto& w : workers_) w->wheel_size = w->wheel.size();
+    out << "final " << stats_line() << std::endl;
+    return 0;
+}
+
+} // namespace echo

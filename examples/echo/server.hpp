@@ -1,0 +1,67 @@
+// server.hpp — the echo/heartbeat server: one acceptor, N workers (io_context + wheel each, one
+// thread each), sessions handed out round-robin, optional TLS, a stats line and a /metrics endpoint,
+// and a graceful stop on SIGINT/SIGTERM (BYE shutdown to everyone, bounded in time).
+#ifndef HEARTWHEEL_ECHO_SERVER_HPP
+#define HEARTWHEEL_ECHO_SERVER_HPP
+
+#include "options.hpp"
+#include "worker.hpp"
+
+#include <asio/ip/tcp.hpp>
+#include <asio/signal_set.hpp>
+#include <asio/ssl/context.hpp>
+
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <stdexcept>
+#include <vector>
+
+namespace echo {
+
+/// A failure to start (port in use, unreadable certificate): exit code 1.
+struct startup_error : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+class server {
+public:
+    /// Binds and listens (throws startup_error); prints nothing yet.
+    explicit server(const server_options& options);
+    ~server();
+    /// The bound address (with the real port when --listen gave port 0).
+    endpoint_spec local_endpoint() const;
+    /// Prints "listening on HOST:PORT", serves until SIGINT/SIGTERM (or stop()), prints the final
+    /// counters and returns the exit code.
+    int run(std::ostream& out);
+    /// Starts the graceful stop (as a signal would). Thread-safe.
+    void stop();
+
+    std::string stats_line() const;
+    std::string prometheus_text() const;
+
+private:
+    std::vector<std::unique_ptr<worker>> make_workers();
+    void accept();
+    void start_session(worker& w, asio::ip::tcp::socket socket);
+    void reject_busy(worker& w, asio::ip::tcp::socket socket);
+    void begin_shutdown();
+    void start_metrics();
+    void start_timers(std::ostream& out);
+
+    server_options options_;
+    heartwheel::net::liveness_counters live_counters_;
+    server_counters counters_;
+    std::vector<std::unique_ptr<worker>> workers_;
+    std::optional<asio::ssl::context> tls_;
+    asio::ip::tcp::acceptor acceptor_;
+    std::optional<asio::ip::tcp::acceptor> metrics_acceptor_;
+    asio::signal_set signals_;
+    std::size_t next_worker_ = 0;
+    bool stopping_ = false;
+    std::vector<heartwheel::timer_handle> timers_;
+};
+
+} // namespace echo
+
+#endif

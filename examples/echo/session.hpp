@@ -1,0 +1,166 @@
+// session.hpp — one server connection, for any stream (tcp::socket or ssl::stream) and either
+// liveness bundle. Reads lines up to --max-line bytes, answers PING, consumes PONG, echoes the rest.
+// Writes go through a queue; when more than `max_queued` bytes wait (a peer that does not read), the
+// session stops reading until the queue drains, so memory per connection stays bounded and the write
+// timeout decides. close(reason) sends "BYE <reason>" and closes once it is written, or after a grace
+// period, whichever comes first.
+#ifndef HEARTWHEEL_ECHO_SESSION_HPP
+#define HEARTWHEEL_ECHO_SESSION_HPP
+
+#include "liveness.hpp"
+#include "protocol.hpp"
+
+#include <asio/read_until.hpp>
+#include <asio/ssl/stream.hpp>
+#include <asio/write.hpp>
+
+#include <deque>
+#include <memory>
+#include <string>
+
+namespace echo {
+
+template <class Stream>
+struct is_tls : std::false_type {};
+template <class S>
+struct is_tls<asio::ssl::stream<S>> : std::true_type {};
+
+template <class Stream, class Liveness>
+class session final : public session_base, public std::enable_shared_from_this<session<Stream, Liveness>> {
+public:
+    static constexpr std::size_t max_queued = 1 << 20;
+
+    session(worker& w, Stream stream)
+        : w_(w), stream_(std::move(stream)),
+          live_(w, {[this] { send("PING " + std::to_string(++ping_seq_)); },
+                    [this](close_reason r) { close(r); }}),
+          linger_() {
+        w_.sessions.insert(this);
+        w_.counters.active.fetch_add(1, std::memory_order_relaxed);
+    }
+    ~session() override {
+        w_.sessions.erase(this);
+        w_.counters.active.fetch_sub(1, std::memory_order_relaxed);
+    }
+
+    void start() {
+        if constexpr (is_tls<Stream>::value) {
+            live_.handshake_started();
+            stream_.async_handshake(asio::ssl::stream_base::server, [self = this->shared_from_this()](std::error_code ec) {
+                if (self->closing_) return;
+                if (ec) return self->abort();
+                self->live_.handshake_done();
+                self->read();
+            });
+        } else {
+            read();
+        }
+    }
+
+    void shutdown() override { close(close_reason::shutdown); }
+
+private:
+    void read() {
+        if (closing_ || reading_) return;
+        if (queued_bytes_ > max_queued) return; // backpressure: resumed when the queue drains
+        reading_ = true;
+        asio::async_read_until(stream_, asio::dynamic_buffer(in_, w_.options.max_line + 1), '\n',
+                               [self = this->shared_from_this()](std::error_code ec, std::size_t n) {
+                                   self->reading_ = false;
+                                   self->on_line(ec, n);
+                               });
+    }
+
+    void on_line(std::error_code ec, std::size_t n) {
+        if (closing_) return;
+        if (ec == asio::error::not_found) return close(close_reason::line_too_long);
+        if (ec) {
+            w_.live_counters.closed(ec == asio::error::eof ? close_reason::peer_closed : close_reason::io_error);
+            return abort();
+        }
+        std::string_view line(in_.data(), n - 1);
+        const parsed_line p = parse_line(line);
+        live_.on_read(p.kind != line_kind::pong);
+        w_.counters.lines.fetch_add(1, std::memory_order_relaxed);
+        if (p.kind == line_kind::ping) {
+            w_.counters.pings_answered.fetch_add(1, std::memory_order_relaxed);
+            send("PONG " + std::string(p.arg));
+        } else if (p.kind == line_kind::pong) {
+            live_.on_pong();
+        } else {
+            send(std::string(line));
+        }
+        in_.erase(0, n);
+        read();
+    }
+
+    void send(std::string line) {
+        line.push_back('\n');
+        queued_bytes_ += line.size();
+        out_.push_back(std::move(line));
+        if (!writing_) write();
+    }
+
+    void write() {
+        writing_ = true;
+        live_.on_write_started();
+        asio::async_write(stream_, asio::buffer(out_.front()), [self = this->shared_from_this()](std::error_code ec, std::size_t) {
+            self->on_written(ec);
+        });
+    }
+
+    void on_written(std::error_code ec) {
+        writing_ = false;
+        if (ec) {
+            if (!closing_) w_.live_counters.closed(close_reason::io_error);
+            return abort();
+        }
+        queued_bytes_ -= out_.front().size();
+        out_.pop_front();
+        if (!closing_) live_.on_write_complete(out_.empty());
+        if (!out_.empty()) return write();
+        if (closing_) return abort(); // the BYE line is out
+        if (queued_bytes_ <= max_queued / 2) read();
+    }
+
+    void close(close_reason r) {
+        if (closing_) return;
+        if (r == close_reason::line_too_long || r == close_reason::shutdown) w_.live_counters.closed(r);
+        live_.close();
+        if (r == close_reason::handshake_timeout || r == close_reason::write_timeout) {
+            closing_ = true;
+            return abort(); // nothing can be written
+        }
+        // Drop what was queued (but the buffer a write is using); the BYE line goes next.
+        if (!out_.empty()) out_.erase(out_.begin() + (writing_ ? 1 : 0), out_.end());
+        queued_bytes_ = out_.empty() ? 0 : out_.front().size();
+        send("BYE " + std::string(heartwheel::net::to_string(r)));
+        closing_ = true;
+        linger_ = w_.wheel.schedule_after(std::chrono::seconds(1), [weak = this->weak_from_this()] {
+            if (auto self = weak.lock()) self->abort(); // the peer does not take the BYE line
+        });
+    }
+
+    void abort() {
+        closing_ = true;
+        live_.close();
+        linger_.cancel();
+        std::error_code ignored;
+        stream_.lowest_layer().shutdown(asio::socket_base::shutdown_both, ignored);
+        stream_.lowest_layer().close(ignored);
+    }
+
+    worker& w_;
+    Stream stream_;
+    Liveness live_;
+    heartwheel::timer_handle linger_;
+    std::string in_;
+    std::deque<std::string> out_;
+    std::size_t queued_bytes_ = 0;
+    std::uint64_t ping_seq_ = 0;
+    bool reading_ = false, writing_ = false, closing_ = false;
+};
+
+} // namespace echo
+
+#endif

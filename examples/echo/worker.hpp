@@ -1,0 +1,58 @@
+// worker.hpp — one io_context thread of the server: its context, its wheel, and its sessions.
+//
+// Sessions register themselves so that shutdown can say BYE to each; the registry is touched only
+// from the worker's own thread. wheel_size mirrors the wheel's size for the stats line (other threads
+// read it).
+#ifndef HEARTWHEEL_ECHO_WORKER_HPP
+#define HEARTWHEEL_ECHO_WORKER_HPP
+
+#include "options.hpp"
+
+#include <heartwheel/asio_wheel.hpp>
+#include <heartwheel/net/counters.hpp>
+
+#include <asio/io_context.hpp>
+
+#include <atomic>
+#include <functional>
+#include <unordered_set>
+
+namespace echo {
+
+class session_base {
+public:
+    virtual ~session_base() = default;
+    /// Say BYE shutdown and close.
+    virtual void shutdown() = 0;
+};
+
+struct server_counters {
+    std::atomic<std::uint64_t> accepted{0}, active{0}, busy{0}, lines{0}, pings_answered{0};
+};
+
+// Member order matters: sessions still queued in `io` are destroyed by its destructor, after `wheel`
+// is gone (its nodes were detached) but while `sessions` and the counters still exist.
+struct worker {
+    worker(const server_options& o, heartwheel::net::liveness_counters& lc, server_counters& sc)
+        : options(o), live_counters(lc), counters(sc), io(1), wheel(io.get_executor(), wheel_config(o)) {}
+
+    static heartwheel::wheel_config wheel_config(const server_options& o) {
+        heartwheel::wheel_config c;
+        c.tick = std::chrono::milliseconds(o.tick_ms);
+        c.max_fires_per_advance = 10000;
+        return c;
+    }
+
+    std::unordered_set<session_base*> sessions;
+    const server_options& options;
+    heartwheel::net::liveness_counters& live_counters;
+    server_counters& counters;
+    asio::io_context io;
+    heartwheel::asio_wheel wheel;
+    heartwheel::timer_handle mirror; ///< keeps wheel_size current
+    std::atomic<std::size_t> wheel_size{0};
+};
+
+} // namespace echo
+
+#endif
