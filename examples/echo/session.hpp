@@ -101,22 +101,32 @@ private:
         if (!writing_) write();
     }
 
+    // One write_some at a time, so every partial write is reported as progress: a slow but
+    // draining peer is never writer-idle, and the write timeout measures real stalls.
     void write() {
         writing_ = true;
         live_.on_write_started();
-        asio::async_write(stream_, asio::buffer(out_.front()), [self = this->shared_from_this()](std::error_code ec, std::size_t) {
-            self->on_written(ec);
-        });
+        const std::string& front = out_.front();
+        stream_.async_write_some(asio::buffer(front.data() + written_, front.size() - written_),
+                                 [self = this->shared_from_this()](std::error_code ec, std::size_t n) {
+                                     self->on_written(ec, n);
+                                 });
     }
 
-    void on_written(std::error_code ec) {
+    void on_written(std::error_code ec, std::size_t n) {
         writing_ = false;
         if (ec) {
             if (!closing_) w_.live_counters.closed(close_reason::io_error);
             return abort();
         }
+        written_ += n;
+        if (written_ < out_.front().size()) {
+            if (!closing_) live_.on_write_progress();
+            return write();
+        }
         queued_bytes_ -= out_.front().size();
         out_.pop_front();
+        written_ = 0;
         if (!closing_) live_.on_write_complete(out_.empty());
         if (!out_.empty()) return write();
         if (closing_) return abort(); // the BYE line is out
@@ -132,7 +142,8 @@ private:
             return abort(); // nothing can be written
         }
         // Drop what was queued (but the buffer a write is using); the BYE line goes next.
-        if (!out_.empty()) out_.erase(out_.begin() + (writing_ ? 1 : 0), out_.end());
+        const bool partly_written = writing_ || written_ > 0;
+        if (!out_.empty()) out_.erase(out_.begin() + (partly_written ? 1 : 0), out_.end());
         queued_bytes_ = out_.empty() ? 0 : out_.front().size();
         send("BYE " + std::string(heartwheel::net::to_string(r)));
         closing_ = true;
@@ -157,6 +168,7 @@ private:
     std::string in_;
     std::deque<std::string> out_;
     std::size_t queued_bytes_ = 0;
+    std::size_t written_ = 0; ///< bytes of out_.front() already written
     std::uint64_t ping_seq_ = 0;
     bool reading_ = false, writing_ = false, closing_ = false;
 };

@@ -1,0 +1,125 @@
+"""harness.py — start echo_server / echo_client binaries and talk to them over 127.0.0.1.
+
+Every wait is bounded; a test never asserts a duration tighter than generous bounds."""
+import os
+import select
+import signal
+import socket
+import ssl
+import subprocess
+import tempfile
+import time
+
+BUILD = os.environ.get("HEARTWHEEL_BUILD", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
+SERVER = os.path.join(BUILD, "examples", "echo_server")
+CLIENT = os.path.join(BUILD, "examples", "echo_client")
+
+
+class Server:
+    """An echo_server on a free port; stopped (SIGTERM) on exit."""
+
+    def __init__(self, *flags, expect_listen=True):
+        self.proc = subprocess.Popen([SERVER, "--listen", "127.0.0.1:0", *flags], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        self.port = None
+        if expect_listen:
+            line = self.proc.stdout.readline()
+            assert line.startswith("listening on 127.0.0.1:"), f"first line was {line!r}, stderr: {self.proc.stderr.read()}"
+            self.port = int(line.strip().rsplit(":", 1)[1])
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def stop(self, timeout=10):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            out, err = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            out, err = self.proc.communicate()
+        return self.proc.returncode, out, err
+
+
+class Line:
+    """A line-oriented connection (plain or TLS) with bounded reads."""
+
+    def __init__(self, port, tls_ca=None, answer_pings=False):
+        raw = socket.create_connection(("127.0.0.1", port), timeout=5)
+        if tls_ca:
+            ctx = ssl.create_default_context(cafile=tls_ca)
+            raw = ctx.wrap_socket(raw, server_hostname="localhost")
+        self.sock = raw
+        self.buf = b""
+        self.answer_pings = answer_pings
+        self.pings = 0
+
+    def send(self, text):
+        self.sock.sendall(text.encode() if isinstance(text, str) else text)
+
+    def readline(self, timeout=5.0):
+        """The next line (without newline) that is not an answered PING; None on close or timeout."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if b"\n" in self.buf:
+                line, self.buf = self.buf.split(b"\n", 1)
+                text = line.decode(errors="replace")
+                if self.answer_pings and text.startswith("PING "):
+                    self.pings += 1
+                    self.send("PONG " + text[5:] + "\n")
+                    continue
+                return text
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            pending = isinstance(self.sock, ssl.SSLSocket) and self.sock.pending()
+            if not pending:
+                ready, _, _ = select.select([self.sock], [], [], left)
+                if not ready:
+                    return None
+            try:
+                chunk = self.sock.recv(65536)
+            except (ConnectionResetError, ssl.SSLError, OSError):
+                return None
+            if not chunk:
+                return None
+            self.buf += chunk
+
+    def wait_for(self, prefix, timeout=5.0):
+        """Reads lines until one starts with prefix; returns (line, seconds waited) or (None, ...)."""
+        start = time.monotonic()
+        while time.monotonic() - start < timeout:
+            line = self.readline(timeout - (time.monotonic() - start))
+            if line is None:
+                return None, time.monotonic() - start
+            if line.startswith(prefix):
+                return line, time.monotonic() - start
+        return None, time.monotonic() - start
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+def run_client(*flags, timeout=60):
+    p = subprocess.run([CLIENT, "--quiet", *flags], capture_output=True, text=True, timeout=timeout)
+    return p
+
+
+def make_cert(directory):
+    """A throwaway CA-less self-signed certificate for localhost / 127.0.0.1, made at test time."""
+    cert = os.path.join(directory, "cert.pem")
+    key = os.path.join(directory, "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                    "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"], check=True, capture_output=True)
+    return cert, key
+
+
+def tempdir():
+    return tempfile.TemporaryDirectory(prefix="heartwheel-e2e-")

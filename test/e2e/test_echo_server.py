@@ -1,0 +1,374 @@
+"""End-to-end tests of echo_server and echo_client through real processes and sockets on 127.0.0.1,
+over TCP and TLS: the protocol, every BYE reason, heartbeats, limits, the stats/metrics output, the
+graceful stop, bad flags and config, and the client's JSON summary. Bounded in time and count."""
+import json
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import time
+import unittest
+import urllib.request
+
+from harness import CLIENT, SERVER, Line, Server, make_cert, run_client, tempdir
+
+
+class Transport:
+    """Runs a liveness scenario over plain TCP or TLS."""
+    tls = False
+
+    def setUp(self):
+        self.tmp = tempdir()
+        self.flags = []
+        self.ca = None
+        if self.tls:
+            cert, key = make_cert(self.tmp.name)
+            self.flags = ["--tls", "--cert", cert, "--key", key]
+            self.ca = cert
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def server(self, *flags):
+        return Server(*self.flags, *flags)
+
+    def connect(self, srv, answer_pings=False):
+        return Line(srv.port, tls_ca=self.ca, answer_pings=answer_pings)
+
+    def test_echo_ping_pong(self):
+        with self.server() as srv:
+            c = self.connect(srv)
+            c.send("hello world\nPING abc\nPONG zzz\nPING\n\n")
+            self.assertEqual(c.readline(), "hello world")
+            self.assertEqual(c.readline(), "PONG abc")
+            self.assertEqual(c.readline(), "PING")  # no token: plain data, echoed
+            self.assertEqual(c.readline(), "")      # empty line echoed; the PONG was consumed
+            c.close()
+
+    def test_silent_peer_closed_by_reader_idle(self):
+        with self.server("--reader-idle", "300") as srv:
+            c = self.connect(srv)
+            start = time.monotonic()
+            line, _ = c.wait_for("BYE", timeout=5)
+            self.assertEqual(line, "BYE reader-idle")
+            self.assertGreaterEqual(time.monotonic() - start, 0.29)
+            self.assertIsNone(c.readline(timeout=2))  # closed after the BYE
+
+    def test_peer_answering_pings_survives(self):
+        with self.server("--heartbeat-interval", "100", "--heartbeat-timeout", "80", "--heartbeat-misses", "2") as srv:
+            c = self.connect(srv, answer_pings=True)
+            line, _ = c.wait_for("BYE", timeout=1.2)
+            self.assertIsNone(line)
+            self.assertGreaterEqual(c.pings, 5)
+            c.send("still here\n")
+            self.assertEqual(c.readline(), "still here")
+
+    def test_peer_not_answering_closed_after_misses(self):
+        with self.server("--heartbeat-interval", "100", "--heartbeat-timeout", "80", "--heartbeat-misses", "3") as srv:
+            c = self.connect(srv)
+            start = time.monotonic()
+            pings = 0
+            while True:
+                line = c.readline(timeout=5)
+                self.assertIsNotNone(line, "closed without BYE")
+                if line.startswith("PING "):
+                    pings += 1
+                    continue
+                break
+            self.assertEqual(line, "BYE heartbeat-timeout")
+            self.assertEqual(pings, 3)
+            # dead after (misses - 1) * interval + timeout from the first ping (sent 100 ms in)
+            self.assertGreaterEqual(time.monotonic() - start, 0.1 + 2 * 0.1 + 0.08 - 0.01)
+
+    def test_slow_draining_peer_is_not_write_idle(self):
+        """The peer sends 8 MB lines and reads 64 KB per 20 ms: each echo takes seconds to drain, far
+        longer than --writer-idle, but the socket keeps accepting pieces of it. Progress counts as
+        activity, so the server must not close it as writer-idle. (The kernel reports a socket writable
+        only when a good part of its send buffer is free, so the idle period must exceed that.)"""
+        srv = self.server("--writer-idle", "1000", "--max-line", "9000000")
+        c = self.connect(srv)
+        c.sock.setblocking(False)
+        would_block = (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
+        pending, received = b"", 0
+        end = time.monotonic() + 4.0
+        while time.monotonic() < end:
+            if len(pending) < 1 << 20:
+                pending += b"y" * (8 << 20) + b"\n"
+            try:
+                pending = pending[c.sock.send(pending[:1 << 20]):]
+            except would_block:
+                pass
+            except (OSError, ssl.SSLError):
+                self.fail("server closed the connection: " + srv.stop()[1])
+            budget = 65536  # per tick; a TLS recv returns at most one record
+            while budget > 0:
+                try:
+                    chunk = c.sock.recv(budget)
+                except would_block:
+                    break
+                except (OSError, ssl.SSLError):
+                    chunk = b""
+                if chunk == b"":
+                    self.fail("server closed the connection: " + srv.stop()[1])
+                received += len(chunk)
+                budget -= len(chunk)
+            time.sleep(0.02)
+        code, out, _ = srv.stop()
+        self.assertEqual(code, 0)
+        final = [line for line in out.splitlines() if line.startswith("final ")][0]
+        self.assertNotIn("writer-idle", final)
+        self.assertIn("shutdown:1", final)
+        self.assertGreater(received, 2 << 20)
+        self.assertLess(received, 16 << 20)  # under 4 MB/s: each 8 MB echo took well over 1 s
+
+
+class TcpTransport(Transport, unittest.TestCase):
+    tls = False
+
+
+class TlsTransport(Transport, unittest.TestCase):
+    tls = True
+
+    def test_handshake_timeout(self):
+        with self.server("--handshake-timeout", "300") as srv:
+            s = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+            start = time.monotonic()
+            s.settimeout(5)
+            self.assertEqual(s.recv(100), b"")  # closed, no handshake ever started
+            self.assertGreaterEqual(time.monotonic() - start, 0.29)
+            good = self.connect(srv)  # unaffected
+            good.send("ok\n")
+            self.assertEqual(good.readline(), "ok")
+
+    def test_garbage_instead_of_client_hello(self):
+        with self.server("--handshake-timeout", "2000") as srv:
+            s = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+            s.sendall(b"GET / HTTP/1.0\r\n\r\n" * 10)
+            s.settimeout(5)
+            try:
+                data = s.recv(1000)
+                while data:
+                    data = s.recv(1000)
+            except ConnectionResetError:
+                pass
+            good = self.connect(srv)
+            good.send("ok\n")
+            self.assertEqual(good.readline(), "ok")
+
+
+class Limits(unittest.TestCase):
+    def test_line_too_long(self):
+        with Server("--max-line", "10") as srv:
+            c = Line(srv.port)
+            c.send("0123456789\n")  # exactly 10 bytes before the newline: fine
+            self.assertEqual(c.readline(), "0123456789")
+            c.send("01234567890\n")
+            self.assertEqual(c.wait_for("BYE")[0], "BYE line-too-long")
+
+    def test_max_connections_busy(self):
+        with Server("--max-connections", "2") as srv:
+            a, b = Line(srv.port), Line(srv.port)
+            a.send("a\n")
+            self.assertEqual(a.readline(), "a")
+            b.send("b\n")
+            self.assertEqual(b.readline(), "b")
+            c = Line(srv.port)
+            self.assertEqual(c.readline(), "BYE busy")
+            a.send("still\n")
+            self.assertEqual(a.readline(), "still")
+
+    def test_max_age(self):
+        with Server("--max-age", "300") as srv:
+            c = Line(srv.port, answer_pings=True)
+            line, waited = c.wait_for("BYE", timeout=5)
+            self.assertEqual(line, "BYE max-age")
+            self.assertGreaterEqual(waited, 0.26)  # 300 ms - 10 % jitter
+
+    def test_writer_and_all_idle(self):
+        for flag, reason in (("--writer-idle", "writer-idle"), ("--all-idle", "all-idle")):
+            with Server(flag, "200") as srv:
+                c = Line(srv.port)
+                self.assertEqual(c.wait_for("BYE")[0], "BYE " + reason)
+
+    def test_asio_timers_mode_behaves_the_same(self):
+        with Server("--timers", "asio", "--reader-idle", "200", "--heartbeat-interval", "50",
+                    "--heartbeat-timeout", "40") as srv:
+            c = Line(srv.port, answer_pings=True)
+            c.send("x\n")
+            self.assertEqual(c.readline(), "x")
+            self.assertEqual(c.wait_for("BYE")[0], "BYE reader-idle")
+            d = Line(srv.port)
+            self.assertEqual(d.wait_for("BYE")[0], "BYE heartbeat-timeout")
+
+
+class Lifecycle(unittest.TestCase):
+    def test_sigterm_says_bye_shutdown_and_exits_0(self):
+        srv = Server("--stats-interval", "100")
+        conns = [Line(srv.port) for _ in range(5)]
+        for i, c in enumerate(conns):
+            c.send(f"n{i}\n")
+            self.assertEqual(c.readline(), f"n{i}")
+        time.sleep(0.35)  # a few stats lines
+        start = time.monotonic()
+        srv.proc.send_signal(signal.SIGTERM)
+        for c in conns:
+            self.assertEqual(c.wait_for("BYE")[0], "BYE shutdown")
+        code, out, _ = srv.stop(timeout=10)
+        self.assertEqual(code, 0)
+        self.assertLess(time.monotonic() - start, 5)
+        self.assertIn("final connections=0", out)
+        self.assertIn("shutdown:5", out)
+        self.assertIn("stats connections=", out)
+
+    def test_metrics_endpoint(self):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        with Server("--metrics", f"127.0.0.1:{port}") as srv:
+            c = Line(srv.port)
+            c.send("x\n")
+            c.readline()
+            body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+            self.assertIn("heartwheel_connections 1", body)
+            self.assertIn('heartwheel_closes_total{reason="reader-idle"} 0', body)
+            self.assertIn("# TYPE heartwheel_accepted_total counter", body)
+
+    def test_port_in_use_exits_1(self):
+        with Server() as srv:
+            p = subprocess.run([SERVER, "--listen", f"127.0.0.1:{srv.port}"], capture_output=True, text=True, timeout=10)
+            self.assertEqual(p.returncode, 1)
+            self.assertIn(f"cannot listen on 127.0.0.1:{srv.port}", p.stderr)
+
+
+class BadInput(unittest.TestCase):
+    def run_server(self, *args):
+        return subprocess.run([SERVER, *args], capture_output=True, text=True, timeout=10)
+
+    def test_invalid_flags_name_flag_value_and_range(self):
+        cases = [
+            (["--reader-idle", "-5"], "--reader-idle", "-5", "0.."),
+            (["--reader-idle=abc"], "--reader-idle", "abc", "milliseconds"),
+            (["--heartbeat-misses", "0"], "--heartbeat-misses", "0", "1..1000"),
+            (["--heartbeat-jitter", "2"], "--heartbeat-jitter", "2", "0..0.5"),
+            (["--timers", "fast"], "--timers", "fast", "wheel or asio"),
+            (["--listen", "nonsense"], "--listen", "nonsense", "HOST:PORT"),
+            (["--listen", "127.0.0.1:70000"], "--listen", "70000", "0..65535"),
+            (["--threads", "0"], "--threads", "0", "1..256"),
+            (["--heartbeat-interval", "100", "--heartbeat-timeout", "500"], "--heartbeat-timeout", "500", "--heartbeat-interval"),
+        ]
+        for args, flag, value, accepted in cases:
+            p = self.run_server(*args)
+            self.assertEqual(p.returncode, 2, args)
+            msg = p.stderr.strip()
+            self.assertEqual(len(msg.splitlines()), 1, msg)
+            for part in (flag, value, accepted):
+                self.assertIn(part, msg, args)
+
+    def test_unknown_flag_and_tls_without_cert(self):
+        self.assertEqual(self.run_server("--no-such-flag").returncode, 2)
+        p = self.run_server("--tls")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--cert", p.stderr)
+
+    def test_help_lists_flags_with_defaults(self):
+        p = self.run_server("--help")
+        self.assertEqual(p.returncode, 0)
+        for flag in ("--listen", "--reader-idle", "--heartbeat-interval", "--timers", "--max-line", "--tls", "--metrics"):
+            self.assertIn(flag, p.stdout)
+        self.assertIn("65536", p.stdout)
+
+    def test_config_file_and_flag_override(self):
+        with tempdir() as d:
+            cfg = os.path.join(d, "server.toml")
+            with open(cfg, "w") as f:
+                f.write('reader_idle = 200\nmax_line = 5\nlisten = "127.0.0.1:0"\n')
+            with Server("--config", cfg, "--max-line=100") as srv:
+                c = Line(srv.port)
+                c.send("0123456789\n")  # max_line 5 from the file is overridden by the flag
+                self.assertEqual(c.readline(), "0123456789")
+                self.assertEqual(c.wait_for("BYE")[0], "BYE reader-idle")
+            with open(cfg, "w") as f:
+                f.write("reader_idle = -1\n")
+            p = self.run_server("--config", cfg)
+            self.assertEqual(p.returncode, 2)
+            self.assertIn("reader_idle", p.stderr)
+            self.assertIn("-1", p.stderr)
+            with open(cfg, "w") as f:
+                f.write("reader_idel = 5\n")
+            p = self.run_server("--config", cfg)
+            self.assertEqual(p.returncode, 2)
+            self.assertIn("reader_idel", p.stderr)
+
+
+class Client(unittest.TestCase):
+    KEYS = {"connects", "connect_failures", "reconnects", "requests", "responses", "timeouts", "pings_received",
+            "pongs_sent", "closed_by_server", "rtt_ms"}
+
+    def summary(self, p):
+        self.assertEqual(p.returncode, 0, p.stderr)
+        data = json.loads(p.stdout.strip().splitlines()[-1])
+        self.assertTrue(self.KEYS <= set(data), data)
+        self.assertTrue({"p50", "p99", "max"} <= set(data["rtt_ms"]))
+        return data
+
+    def test_load_and_summary(self):
+        with Server("--heartbeat-interval", "100", "--heartbeat-timeout", "90") as srv:
+            s = self.summary(run_client("--connect", f"127.0.0.1:{srv.port}", "--connections", "20",
+                                        "--send-interval=20", "--duration", "1000", "--request-timeout", "1000"))
+            self.assertEqual(s["connects"], 20)
+            self.assertGreater(s["requests"], 40)
+            self.assertGreaterEqual(s["responses"], s["requests"] - 20)
+            self.assertEqual(s["timeouts"], 0)
+            self.assertGreater(s["rtt_ms"]["p50"], 0)
+
+    def test_counts_bye_reasons_and_pings(self):
+        with Server("--reader-idle", "300", "--heartbeat-interval", "100", "--heartbeat-timeout", "90") as srv:
+            s = self.summary(run_client("--connect", f"127.0.0.1:{srv.port}", "--connections", "3",
+                                        "--send-interval", "0", "--duration", "800"))
+            self.assertEqual(s["closed_by_server"].get("reader-idle"), 3)
+            self.assertGreaterEqual(s["pings_received"], 3)
+            self.assertEqual(s["pongs_sent"], s["pings_received"])
+
+    def test_request_timeouts_against_a_server_that_never_answers(self):
+        with socket.socket() as mute:
+            mute.bind(("127.0.0.1", 0))
+            mute.listen(16)
+            port = mute.getsockname()[1]
+            s = self.summary(run_client("--connect", f"127.0.0.1:{port}", "--send-interval", "50",
+                                        "--request-timeout", "100", "--duration", "600"))
+            self.assertGreater(s["requests"], 5)
+            self.assertEqual(s["responses"], 0)
+            self.assertGreaterEqual(s["timeouts"], s["requests"] - 3)
+
+    def test_reconnects_with_growing_backoff(self):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]  # nothing listens here
+        s = self.summary(run_client("--connect", f"127.0.0.1:{port}", "--reconnect", "yes", "--backoff-initial", "50",
+                                    "--backoff-multiplier", "2", "--backoff-jitter", "0", "--duration", "1000"))
+        # attempts at 0, 50, 150, 350, 750 ms: five failures, not dozens
+        self.assertGreaterEqual(s["connect_failures"], 4)
+        self.assertLessEqual(s["connect_failures"], 6)
+
+    def test_tls_client(self):
+        with tempdir() as d:
+            cert, key = make_cert(d)
+            with Server("--tls", "--cert", cert, "--key", key) as srv:
+                s = self.summary(run_client("--connect", f"127.0.0.1:{srv.port}", "--tls", "--ca", cert,
+                                            "--send-interval", "50", "--duration", "500"))
+                self.assertEqual(s["connects"], 1)
+                self.assertGreater(s["responses"], 3)
+
+    def test_bad_client_flags(self):
+        p = subprocess.run([CLIENT, "--backoff-strategy", "random"], capture_output=True, text=True, timeout=10)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--backoff-strategy", p.stderr)
+        self.assertIn("decorrelated", p.stderr)
+        p = subprocess.run([CLIENT, "--answer-pings", "maybe"], capture_output=True, text=True, timeout=10)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("yes or no", p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
