@@ -126,22 +126,26 @@ void memory(benchmark::State& st) {
 
 } // namespace
 
-#define HEARTWHEEL_SIZES ->Arg(1'000)->Arg(100'000)->Arg(1'000'000)->Unit(benchmark::kNanosecond)
-#define HEARTWHEEL_ALL(op)                                                                       \
-    BENCHMARK_TEMPLATE(op, bench::wheel_system) HEARTWHEEL_SIZES->Name(#op "/heartwheel");       \
-    BENCHMARK_TEMPLATE(op, bench::asio_system) HEARTWHEEL_SIZES->Name(#op "/asio");              \
-    BENCHMARK_TEMPLATE(op, bench::libevent_system<false>) HEARTWHEEL_SIZES->Name(#op "/libevent"); \
-    BENCHMARK_TEMPLATE(op, bench::libevent_system<true>) HEARTWHEEL_SIZES->Name(#op "/libevent-common"); \
-    BENCHMARK_TEMPLATE(op, bench::libuv_system) HEARTWHEEL_SIZES->Name(#op "/libuv");            \
-    BENCHMARK_TEMPLATE(op, bench::heap_system) HEARTWHEEL_SIZES->Name(#op "/heap");
+// Fixed iteration counts keep a full run predictable (setup outside the timed part dominates the
+// wall time otherwise): 64 batches of 4,096 for arm and cancel, 256 for rearm and touch, 3 full
+// expiries of N timers.
+#define HEARTWHEEL_SIZES(iters) \
+    ->Arg(1'000)->Arg(100'000)->Arg(1'000'000)->Iterations(iters)->Unit(benchmark::kNanosecond)
+#define HEARTWHEEL_ALL(op, iters)                                                                       \
+    BENCHMARK_TEMPLATE(op, bench::wheel_system) HEARTWHEEL_SIZES(iters)->Name(#op "/heartwheel");       \
+    BENCHMARK_TEMPLATE(op, bench::asio_system) HEARTWHEEL_SIZES(iters)->Name(#op "/asio");              \
+    BENCHMARK_TEMPLATE(op, bench::libevent_system<false>) HEARTWHEEL_SIZES(iters)->Name(#op "/libevent"); \
+    BENCHMARK_TEMPLATE(op, bench::libevent_system<true>) HEARTWHEEL_SIZES(iters)->Name(#op "/libevent-common"); \
+    BENCHMARK_TEMPLATE(op, bench::libuv_system) HEARTWHEEL_SIZES(iters)->Name(#op "/libuv");            \
+    BENCHMARK_TEMPLATE(op, bench::heap_system) HEARTWHEEL_SIZES(iters)->Name(#op "/heap");
 
-HEARTWHEEL_ALL(arm)
-HEARTWHEEL_ALL(cancel)
-HEARTWHEEL_ALL(rearm)
-HEARTWHEEL_ALL(expire)
-BENCHMARK(touch) HEARTWHEEL_SIZES->Name("touch/heartwheel");
-BENCHMARK_TEMPLATE(next_expiry, bench::wheel_system) HEARTWHEEL_SIZES->Name("next_expiry/heartwheel");
-BENCHMARK_TEMPLATE(next_expiry, bench::heap_system) HEARTWHEEL_SIZES->Name("next_expiry/heap");
-HEARTWHEEL_ALL(memory)
+HEARTWHEEL_ALL(arm, 64)
+HEARTWHEEL_ALL(cancel, 64)
+HEARTWHEEL_ALL(rearm, 256)
+HEARTWHEEL_ALL(expire, 3)
+BENCHMARK(touch) HEARTWHEEL_SIZES(256)->Name("touch/heartwheel");
+BENCHMARK_TEMPLATE(next_expiry, bench::wheel_system) HEARTWHEEL_SIZES(1'000'000)->Name("next_expiry/heartwheel");
+BENCHMARK_TEMPLATE(next_expiry, bench::heap_system) HEARTWHEEL_SIZES(1'000'000)->Name("next_expiry/heap");
+HEARTWHEEL_ALL(memory, 1)
 
 BENCHMARK_MAIN();

@@ -64,7 +64,12 @@ public:
     client_connection(load_client& c, std::size_t index)
         : c_(c), index_(index),
           reconnector_(c.wheel(), c.options().backoff, [this] { attempt(); }),
-          requests_(c.wheel(), c.io().get_executor(), request_policy(c.options())) {}
+          requests_(c.wheel(), c.io().get_executor(), request_policy(c.options())) {
+        if (c.options().verbose)
+            reconnector_.on_wait([this](std::chrono::milliseconds delay, unsigned failures) {
+                log() << "reconnecting in " << delay.count() << " ms (failure " << failures << ")" << std::endl;
+            });
+    }
 
     void start() { reconnector_.start(); }
     void stop() {
@@ -82,6 +87,8 @@ private:
     }
 
     tcp::socket& socket() { return tls_ ? tls_->next_layer() : *plain_; }
+
+    std::ostream& log() { return std::cerr << "client " << index_ << ": "; }
 
     void attempt() {
         if (c_.stopping()) return;
@@ -117,6 +124,7 @@ private:
 
     void failed_to_connect() {
         ++c_.stats().connect_failures;
+        if (c_.options().verbose) log() << "connect failed" << std::endl;
         close_socket();
         if (c_.options().reconnect && !c_.stopping()) reconnector_.failed();
     }
@@ -126,6 +134,7 @@ private:
         if (ever_connected_) ++s.reconnects;
         ever_connected_ = true;
         ++s.connects;
+        if (c_.options().verbose) log() << "connected" << std::endl;
         open_ = true;
         in_.clear();
         reconnector_.connected();
@@ -159,6 +168,7 @@ private:
             }
         } else if (p.kind == line_kind::bye) {
             ++s.closed_by_server[std::string(p.arg)];
+            if (c_.options().verbose) log() << "server said BYE " << p.arg << std::endl;
         } else if (line.rfind("REQ ", 0) == 0) {
             std::uint64_t id = 0;
             std::int64_t sent_ns = 0;
@@ -183,7 +193,9 @@ private:
         if (line.size() < c_.options().payload) line.append(c_.options().payload - line.size(), 'x');
         ++s.requests;
         requests_.track(id, [this, &s](std::error_code ec, heartwheel::net::request_state) {
-            if (ec == heartwheel::errc::timed_out) ++s.timeouts;
+            if (ec != heartwheel::errc::timed_out) return;
+            ++s.timeouts;
+            if (c_.options().verbose) log() << "request timed out" << std::endl;
         });
         requests_.mark_sent(id);
         send(std::move(line));

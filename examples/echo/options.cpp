@@ -254,6 +254,7 @@ client_options parse_client_options(int argc, const char* const* argv) {
         text_opt("backoff-strategy", "grpc, full, equal or decorrelated", strategy),
         dur_opt("stable-after", "a connection up this long resets the backoff", o.backoff.stable_after),
         switch_opt("quiet", "no progress line on stderr", o.quiet),
+        switch_opt("verbose", "log each connect, close and reconnect wait on stderr", o.verbose),
         count_opt("connect-stagger-us", "microseconds between initial connects", o.connect_stagger_us, 0, 1'000'000, " (microseconds)"),
     };
     parse("echo_client", "heartwheel echo/heartbeat client and load generator", specs, argc, argv);

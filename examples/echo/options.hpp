@@ -60,6 +60,7 @@ struct client_options {
     bool reconnect = false;
     heartwheel::net::backoff_policy backoff;
     bool quiet = false;
+    bool verbose = false; ///< log connects, closes and reconnect waits on stderr
     std::int64_t connect_stagger_us = 0; ///< spread the initial connects
 };
 

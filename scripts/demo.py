@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""demo.py — a scripted scene with echo_server and echo_client that a person can follow.
+
+Starts the server on a free port and shows, as they happen: healthy clients echoing, a silent client
+closed for reader-idle, a client that stops answering pings closed for heartbeat-timeout, a request
+that times out, and a client reconnecting with growing backoff while the server is restarted. Prints
+a summary, then stops everything it started."""
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+BUILD = os.environ.get("HEARTWHEEL_BUILD", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build"))
+SERVER = os.path.join(BUILD, "examples", "echo_server")
+CLIENT = os.path.join(BUILD, "examples", "echo_client")
+T0 = time.monotonic()
+LOCK = threading.Lock()
+PROCS = []
+SERVER_FLAGS = ["--reader-idle", "3000", "--heartbeat-interval", "500", "--heartbeat-timeout", "400",
+                "--heartbeat-misses", "3", "--stats-interval", "2000"]
+
+
+def say(who, what):
+    with LOCK:
+        print(f"[{time.monotonic() - T0:5.1f}s] {who:<12} {what}", flush=True)
+
+
+def relay(stream, who, keep=None):
+    for line in stream:
+        line = line.rstrip("\n")
+        if keep is not None:
+            keep.append(line)
+        if line.startswith("{"):
+            continue  # the JSON summary is printed at the end
+        say(who, line)
+
+
+def start_server(port=0):
+    proc = subprocess.Popen([SERVER, "--listen", f"127.0.0.1:{port}", *SERVER_FLAGS], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    PROCS.append(proc)
+    first = proc.stdout.readline().strip()
+    if not first.startswith("listening on"):
+        raise SystemExit(f"server did not start: {first}")
+    say("server", first)
+    lines = []
+    threading.Thread(target=relay, args=(proc.stdout, "server", lines), daemon=True).start()
+    return proc, int(first.rsplit(":", 1)[1]), lines
+
+
+def start_client(name, *flags):
+    proc = subprocess.Popen([CLIENT, *flags], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    PROCS.append(proc)
+    out = []
+    threading.Thread(target=relay, args=(proc.stderr, name), daemon=True).start()
+    threading.Thread(target=relay, args=(proc.stdout, name, out), daemon=True).start()
+    return proc, out
+
+
+def raw_peer(name, port, answer_pings, results):
+    """A hand-driven peer: sends one line, then stays silent; optionally answers PINGs."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s.sendall(b"hello from " + name.encode() + b"\n")
+    buf, start = b"", time.monotonic()
+    while time.monotonic() - start < 10:
+        ready, _, _ = select.select([s], [], [], 0.5)
+        if not ready:
+            continue
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        buf += chunk
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            text = line.decode()
+            if text.startswith("PING "):
+                if answer_pings:
+                    s.sendall(b"PONG " + line[5:] + b"\n")
+                    say(name, f"got {text}, answered PONG")
+                else:
+                    say(name, f"got {text}, ignoring it")
+            elif text.startswith("BYE "):
+                say(name, f"server said {text} after {time.monotonic() - start:.1f}s")
+                results[name] = text
+            else:
+                say(name, f"echo: {text}")
+    s.close()
+
+
+def main():
+    print("heartwheel demo: echo/heartbeat server with idle detection, heartbeats, request timeouts and backoff\n")
+    server, port, server_lines = start_server()
+    print(f"  server policy: {' '.join(SERVER_FLAGS)}\n")
+    results = {}
+
+    say("scene", "3 healthy clients send a request every 200 ms and answer pings")
+    healthy, healthy_out = start_client("healthy", "--connect", f"127.0.0.1:{port}", "--connections", "3",
+                                        "--send-interval", "200", "--request-timeout", "1000", "--duration", "9000",
+                                        "--quiet")
+    say("scene", "a silent client answers pings but sends no data: reader-idle after 3 s")
+    say("scene", "a stuck client neither sends nor answers pings: heartbeat-timeout after 3 misses")
+    peers = [threading.Thread(target=raw_peer, args=("silent", port, True, results)),
+             threading.Thread(target=raw_peer, args=("stuck", port, False, results))]
+    for p in peers:
+        p.start()
+
+    mute = socket.socket()
+    mute.bind(("127.0.0.1", 0))
+    mute.listen(4)
+    say("scene", "a client sends requests to a service that accepts but never answers: 300 ms request timeout")
+    timing_out, timing_out_out = start_client("impatient", "--connect", f"127.0.0.1:{mute.getsockname()[1]}",
+                                              "--send-interval", "700", "--request-timeout", "300",
+                                              "--duration", "1600", "--quiet", "--verbose")
+
+    say("scene", "a client with reconnect (backoff 200 ms x2, up to 2 s) stays connected")
+    rec, rec_out = start_client("reconnector", "--connect", f"127.0.0.1:{port}", "--send-interval", "500",
+                                "--reconnect", "yes", "--backoff-initial", "200", "--backoff-multiplier", "2",
+                                "--backoff-max", "2000", "--backoff-jitter", "0", "--stable-after", "1000",
+                                "--duration", "13000", "--quiet", "--verbose")
+    for p in peers:
+        p.join()
+    timing_out.wait(timeout=10)
+    mute.close()
+
+    time.sleep(0.5)
+    say("scene", "restarting the server: it says BYE shutdown, the reconnector backs off 200, 400, 800 ms ...")
+    server.send_signal(signal.SIGTERM)
+    server.wait(timeout=10)
+    say("server", f"exited with code {server.returncode}")
+    time.sleep(3.2)
+    server, _, server_lines2 = start_server(port)
+    healthy.wait(timeout=20)
+    rec.wait(timeout=20)
+    time.sleep(0.3)
+
+    print("\n=== summary ===")
+    for name, out in (("healthy (3 connections)", healthy_out), ("impatient", timing_out_out), ("reconnector", rec_out)):
+        summary = next((json.loads(l) for l in reversed(out) if l.startswith("{")), {})
+        keys = ("connects", "reconnects", "connect_failures", "requests", "responses", "timeouts", "pings_received",
+                "pongs_sent", "closed_by_server")
+        print(f"{name}: " + ", ".join(f"{k}={summary.get(k)}" for k in keys) + f", rtt_ms={summary.get('rtt_ms')}")
+    for name in ("silent", "stuck"):
+        print(f"{name}: {results.get(name, 'no BYE seen')}")
+    final = [l for l in server_lines if l.startswith("final ")]
+    print("server before restart:", final[0] if final else "(no final line)")
+    server.send_signal(signal.SIGTERM)
+    server.wait(timeout=10)
+    final2 = [l for l in server_lines2 if l.startswith("final ")]
+    print("server after restart: ", final2[0] if final2 else "(no final line)")
+    ok = (results.get("silent") == "BYE reader-idle" and results.get("stuck") == "BYE heartbeat-timeout")
+    print("\ndemo", "finished: every behaviour shown" if ok else "finished, but a scene did not go as scripted")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    finally:
+        for p in PROCS:
+            if p.poll() is None:
+                p.kill()
