@@ -115,9 +115,9 @@ template <class S>
 void memory(benchmark::State& st) {
     const auto n = static_cast<std::size_t>(st.range(0));
     for (auto _ : st) {
-        const auto before = mallinfo2().uordblks;
+        const auto before = mallinfo2().uordblks + mallinfo2().hblkhd;
         auto f = std::make_unique<fixture<S>>(n);
-        const auto after = mallinfo2().uordblks;
+        const auto after = mallinfo2().uordblks + mallinfo2().hblkhd;
         const auto delay_bytes = (n + batch) * sizeof(std::int64_t);
         st.counters["bytes_per_timer"] =
             static_cast<double>(after - before - delay_bytes + sizeof(fixture<S>)) / static_cast<double>(n + batch);

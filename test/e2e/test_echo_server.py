@@ -234,6 +234,23 @@ class Lifecycle(unittest.TestCase):
             self.assertIn('heartwheel_closes_total{reason="reader-idle"} 0', body)
             self.assertIn("# TYPE heartwheel_accepted_total counter", body)
 
+    def test_threads_share_the_load(self):
+        with Server("--threads", "2", "--reader-idle", "400", "--heartbeat-interval", "100",
+                    "--heartbeat-timeout", "90", "--stats-interval", "100") as srv:
+            s = run_client("--connect", f"127.0.0.1:{srv.port}", "--connections", "40", "--send-interval", "20",
+                           "--request-timeout", "1000", "--duration", "800")
+            self.assertEqual(s.returncode, 0, s.stderr)
+            data = json.loads(s.stdout.strip().splitlines()[-1])
+            self.assertEqual(data["connects"], 40)
+            self.assertEqual(data["timeouts"], 0)
+            self.assertGreater(data["responses"], 400)
+            silent = [Line(srv.port) for _ in range(4)]  # spread over both threads
+            for c in silent:
+                self.assertEqual(c.wait_for("BYE")[0], "BYE heartbeat-timeout")
+            code, out, _ = srv.stop()
+            self.assertEqual(code, 0)
+            self.assertIn("heartbeat-timeout:4", out.splitlines()[-1])
+
     def test_port_in_use_exits_1(self):
         with Server() as srv:
             p = subprocess.run([SERVER, "--listen", f"127.0.0.1:{srv.port}"], capture_output=True, text=True, timeout=10)

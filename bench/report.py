@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""report.py — turns micro_timers' JSON output into markdown tables (ns per op and ratios against
+heartwheel, from the same run) and a chart of cost per operation against N for every system.
+
+usage: report.py micro.json [--chart docs/micro_timers.png] > tables.md"""
+import argparse
+import json
+import sys
+from collections import defaultdict
+
+SYSTEMS = ["heartwheel", "asio", "libevent", "libevent-common", "libuv", "heap"]
+OPS = ["arm", "cancel", "rearm", "touch", "expire", "next_expiry", "memory"]
+
+
+def load(path):
+    data = json.load(open(path))
+    table = defaultdict(dict)  # (op, n) -> system -> value
+    for b in data["benchmarks"]:
+        if b.get("run_type") == "aggregate" or b.get("error_occurred"):
+            continue
+        op, system, n = b["name"].split("/")[:3]
+        value = b.get("bytes_per_timer") if op == "memory" else b.get("ns_per_op")
+        if value is not None:
+            table[(op, int(n))][system] = float(value)
+    return data.get("context", {}), table
+
+
+def fmt(v):
+    return "—" if v is None else (f"{v:.1f}" if v < 100 else f"{v:,.0f}")
+
+
+def markdown(table):
+    out = []
+    sizes = sorted({n for (_, n) in table})
+    for op in OPS:
+        rows = [(n, table.get((op, n), {})) for n in sizes if (op, n) in table]
+        if not rows:
+            continue
+        present = [s for s in SYSTEMS if any(s in r for _, r in rows)]
+        unit = "bytes per live timer" if op == "memory" else "ns per operation"
+        out.append(f"\n### {op} ({unit}; in parentheses: how many times heartwheel's figure)\n")
+        out.append("| live timers | " + " | ".join(present) + " |")
+        out.append("|---:|" + "---:|" * len(present))
+        for n, r in rows:
+            base = r.get("heartwheel")
+            cells = []
+            for s in present:
+                v = r.get(s)
+                ratio = f" ({v / base:.1f}×)" if v is not None and base and s != "heartwheel" else ""
+                cells.append(fmt(v) + ratio)
+            out.append(f"| {n:,} | " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
+
+
+def chart(table, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    ops = [op for op in OPS if op != "next_expiry" and any(k[0] == op for k in table)]
+    fig, axes = plt.subplots(1, len(ops), figsize=(4 * len(ops), 4), squeeze=False)
+    for ax, op in zip(axes[0], ops):
+        sizes = sorted(n for (o, n) in table if o == op)
+        for s in SYSTEMS:
+            pts = [(n, table[(op, n)][s]) for n in sizes if s in table[(op, n)]]
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=s)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(op)
+        ax.set_xlabel("live timers")
+        ax.set_ylabel("bytes / timer" if op == "memory" else "ns / op")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0][0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("json")
+    ap.add_argument("--chart")
+    args = ap.parse_args()
+    context, table = load(args.json)
+    print(f"Machine: {context.get('num_cpus')} × {context.get('mhz_per_cpu')} MHz, "
+          f"run {context.get('date')}, library build {context.get('library_build_type')}.")
+    print(markdown(table))
+    if args.chart:
+        chart(table, args.chart)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
