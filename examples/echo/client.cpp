@@ -45,7 +45,7 @@ std::string client_stats::json() const {
     std::ostringstream os;
     os << "{\"connects\":" << connects << ",\"connect_failures\":" << connect_failures << ",\"reconnects\":" << reconnects
        << ",\"disconnects\":" << disconnects << ",\"requests\":" << requests << ",\"responses\":" << responses
-       << ",\"timeouts\":" << timeouts << ",\"pings_received\":" << pings_received << ",\"pongs_sent\":" << pongs_sent
+       << ",\"timeouts\":" << timeouts << ",\"failed_on_close\":" << failed_on_close << ",\"pings_received\":" << pings_received << ",\"pongs_sent\":" << pongs_sent
        << ",\"closed_by_server\":{";
     bool first = true;
     for (const auto& [reason, n] : closed_by_server) {
@@ -193,6 +193,7 @@ private:
         if (line.size() < c_.options().payload) line.append(c_.options().payload - line.size(), 'x');
         ++s.requests;
         requests_.track(id, [this, &s](std::error_code ec, heartwheel::net::request_state) {
+            if (ec == heartwheel::errc::connection_closed) ++s.failed_on_close;
             if (ec != heartwheel::errc::timed_out) return;
             ++s.timeouts;
             if (c_.options().verbose) log() << "request timed out" << std::endl;

@@ -23,6 +23,7 @@ namespace echo {
 struct client_stats {
     std::uint64_t connects = 0, connect_failures = 0, reconnects = 0, requests = 0, responses = 0, timeouts = 0;
     std::uint64_t pings_received = 0, pongs_sent = 0, disconnects = 0;
+    std::uint64_t failed_on_close = 0; ///< requests still outstanding when their connection closed
     std::map<std::string, std::uint64_t> closed_by_server;
     std::vector<std::uint32_t> rtt_us; ///< a uniform sample (reservoir) of echo round trips
     std::uint64_t rtt_seen = 0;

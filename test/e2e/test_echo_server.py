@@ -358,6 +358,32 @@ class Client(unittest.TestCase):
             self.assertEqual(s["responses"], 0)
             self.assertGreaterEqual(s["timeouts"], s["requests"] - 3)
 
+    def test_outstanding_requests_fail_at_once_on_close(self):
+        """A peer that takes requests, never answers, and hangs up after 400 ms: every outstanding
+        request fails with the close (the 10 s request timeout never comes into play)."""
+        with socket.socket() as peer:
+            peer.bind(("127.0.0.1", 0))
+            peer.listen(4)
+            port = peer.getsockname()[1]
+
+            def hang_up():
+                conn, _ = peer.accept()
+                time.sleep(0.4)
+                conn.close()
+
+            import threading
+            t = threading.Thread(target=hang_up)
+            t.start()
+            start = time.monotonic()
+            s = self.summary(run_client("--connect", f"127.0.0.1:{port}", "--send-interval", "50",
+                                        "--request-timeout", "10000", "--duration", "1500"))
+            t.join()
+            self.assertLess(time.monotonic() - start, 5)
+            self.assertGreaterEqual(s["requests"], 4)
+            self.assertEqual(s["responses"], 0)
+            self.assertEqual(s["timeouts"], 0)
+            self.assertEqual(s["failed_on_close"], s["requests"])
+
     def test_reconnects_with_growing_backoff(self):
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
