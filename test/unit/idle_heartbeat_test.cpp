@@ -148,8 +148,7 @@ BOOST_AUTO_TEST_CASE(heartbeat_pings_after_outbound_silence_and_closes_after_mis
     p.interval = 100ms;
     p.timeout = 40ms;
     p.misses = 3;
-    heartbeat hb(svc, p, {[&] { log.pings.push_back(svc.since_start()); }, [&] { log.dead = svc.since_start(); },
-                          [&] { log.misses.push_back(svc.since_start()); }});
+    auto hb = make_hb(svc, log, p);
     svc.step_by(50ms);
     hb.on_write(svc.stamp()); // outbound traffic at 50: the first ping moves to 150
     svc.step_by(100ms);
