@@ -1,8 +1,25 @@
 #!/usr/bin/env bash
-# The README's test command: installs what is needed, builds, and runs every test with ctest.
+# The README's test command: installs what is needed, then builds and runs every test with ctest three
+# times — a normal build, an AddressSanitizer + UndefinedBehaviorSanitizer build and a
+# ThreadSanitizer build. Set HEARTWHEEL_SANITIZERS=0 to run only the normal build.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bash "$root/scripts/install-deps.sh"
+jobs=$(nproc)
+
+echo "== normal build =="
 bash "$root/scripts/build.sh" "$root/build"
-cd "$root/build"
-ctest --output-on-failure -j "$(nproc)" --timeout 900
+(cd "$root/build" && ctest --output-on-failure -j "$jobs" --timeout 900)
+
+if [[ ${HEARTWHEEL_SANITIZERS:-1} != 0 ]]; then
+  # The package and benchmark checks do not apply to sanitizer builds (a consumer would need the same
+  # flags); everything else runs, end-to-end tests included.
+  for san in address,undefined thread; do
+    dir="$root/build-${san%%,*}"
+    echo "== $san sanitizer build =="
+    bash "$root/scripts/build.sh" "$dir" -DHEARTWHEEL_SANITIZE="$san" -DHEARTWHEEL_BUILD_BENCH=OFF
+    (cd "$dir" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+       TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+       ctest --output-on-failure -j "$jobs" --timeout 900 -LE package)
+  done
+fi
