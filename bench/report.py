@@ -2,7 +2,8 @@
 """report.py — turns micro_timers' JSON output into markdown tables (ns per op and ratios against
 heartwheel, from the same run) and a chart of cost per operation against N for every system.
 
-usage: report.py micro.json [--chart docs/micro_timers.png] > tables.md"""
+usage: report.py micro.json [more.json ...] [--chart docs/micro_timers.png] > tables.md
+A later file's figures replace an earlier one's for the same operation, size and system."""
 import argparse
 import json
 import sys
@@ -12,9 +13,17 @@ SYSTEMS = ["heartwheel", "asio", "libevent", "libevent-common", "libuv", "heap"]
 OPS = ["arm", "cancel", "rearm", "touch", "expire", "next_expiry", "memory"]
 
 
-def load(path):
-    data = json.load(open(path))
+def load(paths):
     table = defaultdict(dict)  # (op, n) -> system -> value
+    context = {}
+    for path in paths:
+        data = json.load(open(path))
+        context = context or data.get("context", {})
+        add(table, data)
+    return context, table
+
+
+def add(table, data):
     for b in data["benchmarks"]:
         if b.get("run_type") == "aggregate" or b.get("error_occurred"):
             continue
@@ -22,7 +31,6 @@ def load(path):
         value = b.get("bytes_per_timer") if op == "memory" else b.get("ns_per_op")
         if value is not None:
             table[(op, int(n))][system] = float(value)
-    return data.get("context", {}), table
 
 
 def fmt(v):
@@ -77,7 +85,7 @@ def chart(table, path):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("json")
+    ap.add_argument("json", nargs="+")
     ap.add_argument("--chart")
     args = ap.parse_args()
     context, table = load(args.json)

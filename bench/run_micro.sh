@@ -5,6 +5,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bash "$root/scripts/install-deps.sh"
 bash "$root/scripts/build.sh" "$root/build"
+rm -f "$root/docs/micro_memory.json"
 "$root/build/bench/micro_timers" --benchmark_out="$root/docs/micro_timers.json" --benchmark_out_format=json "$@"
 tables=$(/usr/bin/python3 "$root/bench/report.py" "$root/docs/micro_timers.json" --chart "$root/docs/micro_timers.png")
 TABLES="$tables" /usr/bin/python3 - "$root/docs/benchmarks.md" <<'PY'
