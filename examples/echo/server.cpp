@@ -73,7 +73,7 @@ void server::accept() {
             counters_.accepted.fetch_add(1, std::memory_order_relaxed);
             socket.set_option(asio::ip::tcp::no_delay(true), ec);
             if (counters_.active.load(std::memory_order_relaxed) >= options_.max_connections) {
-                asio::post(target.io, [this, &target, s = std::move(socket)]() mutable { reject_busy(target, std::move(s)); });
+                asio::post(target.io, [this, s = std::move(socket)]() mutable { reject_busy(std::move(s)); });
             } else {
                 counters_.active.fetch_add(1, std::memory_order_relaxed); // reserved; the session takes it over
                 asio::post(target.io, [this, &target, s = std::move(socket)]() mutable {
@@ -100,12 +100,11 @@ void server::start_session(worker& w, asio::ip::tcp::socket socket) {
     }
 }
 
-void server::reject_busy(worker& w, asio::ip::tcp::socket socket) {
+void server::reject_busy(asio::ip::tcp::socket socket) {
     counters_.busy.fetch_add(1, std::memory_order_relaxed);
     live_counters_.closed(close_reason::busy);
     static const std::string bye = "BYE busy\n";
     auto s = std::make_shared<asio::ip::tcp::socket>(std::move(socket));
-    (void)w;
     if (tls_) { // a TLS client cannot read plain text: just close
         std::error_code ignored;
         s->close(ignored);

@@ -44,7 +44,7 @@ private:
     std::vector<std::unique_ptr<worker>> make_workers();
     void accept();
     void start_session(worker& w, asio::ip::tcp::socket socket);
-    void reject_busy(worker& w, asio::ip::tcp::socket socket);
+    void reject_busy(asio::ip::tcp::socket socket);
     void begin_shutdown();
     void start_metrics();
     void start_timers(std::ostream& out);

@@ -12,7 +12,6 @@
 
 #include <asio/read_until.hpp>
 #include <asio/ssl/stream.hpp>
-#include <asio/write.hpp>
 
 #include <deque>
 #include <memory>
