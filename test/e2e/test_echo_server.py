@@ -202,6 +202,52 @@ class Limits(unittest.TestCase):
             self.assertEqual(d.wait_for("BYE")[0], "BYE heartbeat-timeout")
 
 
+class BadPeerInput(unittest.TestCase):
+    """Rows of docs/reliability.md: each odd input gets a defined outcome and the server keeps serving."""
+
+    def test_binary_nul_and_invalid_utf8_are_echoed_byte_for_byte(self):
+        with Server() as srv:
+            c = Line(srv.port)
+            payload = b"\x00\x01\xff\xfe bin \xc3\x28 \xed\xa0\x80 \x00\r"
+            c.send(payload + b"\n")
+            deadline = time.monotonic() + 5
+            while b"\n" not in c.buf and time.monotonic() < deadline:
+                c.sock.settimeout(1)
+                c.buf += c.sock.recv(4096)
+            self.assertEqual(c.buf.split(b"\n", 1)[0], payload)
+
+    def test_malformed_control_lines_are_data(self):
+        with Server() as srv:
+            c = Line(srv.port)
+            for line in ("PING", "PING ", "PINGX 1", "ping 1", "PONG", "BYE you", " PING 1"):
+                c.send(line + "\n")
+                self.assertEqual(c.readline(), line)
+
+    def test_partial_line_at_close_and_abrupt_resets_do_not_hurt(self):
+        with Server("--stats-interval", "50") as srv:
+            for i in range(20):
+                s = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+                s.sendall(b"no newline here" * (i + 1))
+                if i % 2:
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                s.close()  # half the time a RST
+            c = Line(srv.port)
+            c.send("alive\n")
+            self.assertEqual(c.readline(), "alive")
+            c.close()
+            code, out, _ = srv.stop()
+            self.assertEqual(code, 0)
+            self.assertIn("final connections=0 accepted=21", out)
+
+    def test_empty_connection(self):
+        with Server() as srv:
+            for _ in range(10):
+                socket.create_connection(("127.0.0.1", srv.port), timeout=5).close()
+            c = Line(srv.port)
+            c.send("ok\n")
+            self.assertEqual(c.readline(), "ok")
+
+
 class Lifecycle(unittest.TestCase):
     def test_sigterm_says_bye_shutdown_and_exits_0(self):
         srv = Server("--stats-interval", "100")
