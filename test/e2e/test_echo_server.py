@@ -192,7 +192,7 @@ class Limits(unittest.TestCase):
                 self.assertEqual(c.wait_for("BYE")[0], "BYE " + reason)
 
     def test_asio_timers_mode_behaves_the_same(self):
-        with Server("--timers", "asio", "--reader-idle", "200", "--heartbeat-interval", "50",
+        with Server("--timers", "asio", "--reader-idle", "800", "--heartbeat-interval", "50",
                     "--heartbeat-timeout", "40") as srv:
             c = Line(srv.port, answer_pings=True)
             c.send("x\n")
@@ -281,7 +281,8 @@ class Lifecycle(unittest.TestCase):
             self.assertIn("# TYPE heartwheel_accepted_total counter", body)
 
     def test_threads_share_the_load(self):
-        with Server("--threads", "2", "--reader-idle", "400", "--heartbeat-interval", "100",
+        # heartbeat-timeout at ~390 ms (3 misses), reader-idle far later: no race even under sanitizers
+        with Server("--threads", "2", "--reader-idle", "2000", "--heartbeat-interval", "100",
                     "--heartbeat-timeout", "90", "--stats-interval", "100") as srv:
             s = run_client("--connect", f"127.0.0.1:{srv.port}", "--connections", "40", "--send-interval", "20",
                            "--request-timeout", "1000", "--duration", "800")
