@@ -40,9 +40,7 @@ void asio_wheel::schedule_every(periodic_timer& t, duration period, missed_tick 
 bool asio_wheel::cancel(timer_node& t) noexcept { return wheel_.cancel(t); }
 
 void asio_wheel::touch(timer_node& t, time_point deadline) {
-    const bool lazy = t.pending() && t.wheel() == &wheel_ && wheel_.tick_ceil(deadline) >= t.deadline_tick();
-    wheel_.touch(t, deadline);
-    if (!lazy) after_schedule(t);
+    if (wheel_.touch(t, deadline)) after_schedule(t); // a lazy touch never needs an earlier wake-up
 }
 
 timer_handle asio_wheel::schedule_after(duration delay, std::function<void()> fn) {

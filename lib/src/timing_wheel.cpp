@@ -154,7 +154,7 @@ bool timing_wheel::cancel(timer_node& t) noexcept {
     return true;
 }
 
-void timing_wheel::touch(timer_node& t, time_point deadline) { touch_tick(t, tick_ceil(deadline)); }
+bool timing_wheel::touch(timer_node& t, time_point deadline) { return touch_tick(t, tick_ceil(deadline)); }
 
 std::uint64_t timing_wheel::filed_wakeup_tick(const timer_node& t) const noexcept {
     if (t.slot_ == due_slot) return elapsed_;

@@ -61,13 +61,16 @@ public:
 
     /// Moves the deadline of `t`. Later than the current deadline: a single store, and the timer is
     /// re-filed lazily when its old slot comes due. Earlier, or not pending: a reschedule.
-    void touch(timer_node& t, time_point deadline);
-    void touch_tick(timer_node& t, std::uint64_t deadline_tick) {
+    /// Returns true if the timer was (re)filed, false if only its deadline was stored — so a driver
+    /// knows whether it may need to wake earlier.
+    bool touch(timer_node& t, time_point deadline);
+    bool touch_tick(timer_node& t, std::uint64_t deadline_tick) {
         if (t.state_ == timer_state::pending && t.wheel_ == this && deadline_tick >= t.deadline_) {
             t.deadline_ = deadline_tick < max_tick_ ? deadline_tick : max_tick_;
-            return;
+            return false;
         }
         throw_on_error(try_schedule_tick(t, deadline_tick));
+        return true;
     }
 
     // --- time --------------------------------------------------------------------------------------
