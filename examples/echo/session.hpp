@@ -1,16 +1,16 @@
 // session.hpp — one server connection, for any stream (tcp::socket or ssl::stream) and either
 // liveness bundle. Reads lines up to --max-line bytes, answers PING, consumes PONG, echoes the rest.
-// Writes go through a queue; when more than `max_queued` bytes wait (a peer that does not read), the
+// Bytes are split into lines by line_framer. Writes go through a queue; when more than `max_queued` bytes wait (a peer that does not read), the
 // session stops reading until the queue drains, so memory per connection stays bounded and the write
 // timeout decides. close(reason) sends "BYE <reason>" and closes once it is written, or after a grace
 // period, whichever comes first.
 #ifndef HEARTWHEEL_ECHO_SESSION_HPP
 #define HEARTWHEEL_ECHO_SESSION_HPP
 
+#include "line_framer.hpp"
 #include "liveness.hpp"
 #include "protocol.hpp"
 
-#include <asio/read_until.hpp>
 #include <asio/ssl/stream.hpp>
 
 #include <deque>
@@ -33,7 +33,7 @@ public:
         : w_(w), stream_(std::move(stream)),
           live_(w, {[this] { send("PING " + std::to_string(++ping_seq_)); },
                     [this](close_reason r) { close(r); }}),
-          linger_() {
+          linger_(), framer_(w.options.max_line) {
         w_.sessions.insert(this);
         w_.counters.active.fetch_add(1, std::memory_order_relaxed);
     }
@@ -59,25 +59,44 @@ public:
     void shutdown() override { close(close_reason::shutdown); }
 
 private:
+    // Handles the lines already buffered, then reads more unless the session closed or its write
+    // queue is over the limit (resumed from on_written once the queue drains).
     void read() {
-        if (closing_ || reading_) return;
-        if (queued_bytes_ > max_queued) return; // backpressure: resumed when the queue drains
+        if (closing_ || reading_ || !handle_lines()) return;
         reading_ = true;
-        asio::async_read_until(stream_, asio::dynamic_buffer(in_, w_.options.max_line + 1), '\n',
-                               [self = this->shared_from_this()](std::error_code ec, std::size_t n) {
-                                   self->reading_ = false;
-                                   self->on_line(ec, n);
-                               });
+        const std::span<char> space = framer_.prepare();
+        stream_.async_read_some(asio::buffer(space.data(), space.size()),
+                                [self = this->shared_from_this()](std::error_code ec, std::size_t n) {
+                                    self->reading_ = false;
+                                    self->on_read(ec, n);
+                                });
     }
 
-    void on_line(std::error_code ec, std::size_t n) {
+    void on_read(std::error_code ec, std::size_t n) {
         if (closing_) return;
-        if (ec == asio::error::not_found) return close(close_reason::line_too_long);
         if (ec) {
             w_.live_counters.closed(ec == asio::error::eof ? close_reason::peer_closed : close_reason::io_error);
             return abort();
         }
-        std::string_view line(in_.data(), n - 1);
+        framer_.commit(n);
+        read();
+    }
+
+    /// True when every complete line was handled and more bytes are wanted.
+    bool handle_lines() {
+        std::string_view line;
+        while (queued_bytes_ <= max_queued) { // backpressure: stop while the peer does not read
+            switch (framer_.next(line)) {
+            case line_framer::status::need_more: return true;
+            case line_framer::status::too_long: close(close_reason::line_too_long); return false;
+            case line_framer::status::line: on_line(line); break;
+            }
+            if (closing_) return false;
+        }
+        return false;
+    }
+
+    void on_line(std::string_view line) {
         const parsed_line p = parse_line(line);
         live_.on_read(p.kind != line_kind::pong);
         w_.counters.lines.fetch_add(1, std::memory_order_relaxed);
@@ -89,8 +108,6 @@ private:
         } else {
             send(std::string(line));
         }
-        in_.erase(0, n);
-        read();
     }
 
     void send(std::string line) {
@@ -164,7 +181,7 @@ private:
     Stream stream_;
     Liveness live_;
     heartwheel::timer_handle linger_;
-    std::string in_;
+    line_framer framer_;
     std::deque<std::string> out_;
     std::size_t queued_bytes_ = 0;
     std::size_t written_ = 0; ///< bytes of out_.front() already written
