@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's test command: installs what is needed, then builds and runs every test with ctest three
 # times — a normal build, an AddressSanitizer + UndefinedBehaviorSanitizer build and a
-# ThreadSanitizer build. Set HEARTWHEEL_SANITIZERS=0 to run only the normal build.
+# ThreadSanitizer build — then replays the fuzz corpora and fuzzes each libFuzzer target briefly.
+# HEARTWHEEL_SANITIZERS=0 skips the sanitizer builds, HEARTWHEEL_FUZZ=0 the fuzz smoke.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bash "$root/scripts/install-deps.sh"
@@ -22,4 +23,9 @@ if [[ ${HEARTWHEEL_SANITIZERS:-1} != 0 ]]; then
        TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
        ctest --output-on-failure -j "$jobs" --timeout 900 -LE package)
   done
+fi
+
+if [[ ${HEARTWHEEL_FUZZ:-1} != 0 ]]; then
+  echo "== fuzz smoke (libFuzzer, ${HEARTWHEEL_FUZZ_SECONDS:-20}s per target) =="
+  bash "$root/scripts/fuzz.sh" "${HEARTWHEEL_FUZZ_SECONDS:-20}"
 fi
