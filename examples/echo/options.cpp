@@ -159,7 +159,8 @@ std::string flag_for(const std::string& field) {
     static const std::map<std::string, std::string> names = {
         {"heartbeat.timeout", "--heartbeat-timeout"}, {"heartbeat.interval", "--heartbeat-interval"},
         {"heartbeat.misses", "--heartbeat-misses"},   {"heartbeat.jitter", "--heartbeat-jitter"},
-        {"backoff.max", "--backoff-max"},             {"backoff.initial", "--backoff-initial"}};
+        {"backoff.max", "--backoff-max"},             {"backoff.initial", "--backoff-initial"},
+        {"backoff.min_connect_timeout", "--connect-timeout"}};
     auto it = names.find(field);
     return it == names.end() ? field : it->second;
 }
@@ -253,6 +254,8 @@ client_options parse_client_options(int argc, const char* const* argv) {
         frac_opt("backoff-jitter", "± fraction for the grpc strategy", o.backoff.jitter, 0.0, 1.0),
         text_opt("backoff-strategy", "grpc, full, equal or decorrelated", strategy),
         dur_opt("stable-after", "a connection up this long resets the backoff", o.backoff.stable_after),
+        dur_opt("connect-timeout", "a connect attempt gets at least this long (grows with the backoff)",
+                o.backoff.min_connect_timeout, 1),
         switch_opt("quiet", "no progress line on stderr", o.quiet),
         switch_opt("verbose", "log each connect, close and reconnect wait on stderr", o.verbose),
         count_opt("connect-stagger-us", "microseconds between initial connects", o.connect_stagger_us, 0, 1'000'000, " (microseconds)"),

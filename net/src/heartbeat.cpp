@@ -28,6 +28,13 @@ duration heartbeat::jittered_interval() {
 }
 
 void heartbeat::send_ping() {
+    if (checker_.pending()) {
+        // The last ping is not judged yet (timeout == interval puts both in one tick; jitter can make
+        // the interval shorter than the timeout). One ping is outstanding at a time: this one goes
+        // out right after that judgement — re-arming the checker now would skip it.
+        svc_.schedule(pinger_, judge_at_);
+        return;
+    }
     ping_sent_ = svc_.now();
     awaiting_pong_ = true;
     ++pings_;
@@ -35,7 +42,8 @@ void heartbeat::send_ping() {
     pinger_.set_timeout(next);
     pinger_.touch(ping_sent_);
     svc_.schedule(pinger_, ping_sent_ + next);
-    svc_.schedule(checker_, ping_sent_ + std::chrono::duration_cast<duration>(policy_.timeout));
+    judge_at_ = ping_sent_ + std::chrono::duration_cast<duration>(policy_.timeout);
+    svc_.schedule(checker_, judge_at_);
     if (cbs_.send_ping) cbs_.send_ping();
 }
 

@@ -16,15 +16,17 @@ CLIENT = os.path.join(BUILD, "examples", "echo_client")
 
 
 class Server:
-    """An echo_server on a free port; stopped (SIGTERM) on exit."""
+    """An echo_server on a free port of `host`; stopped (SIGTERM) on exit. `prefix` runs it through
+    another command (the fault tests use `ip netns exec NS`, which execs, so the pid is the server's)."""
 
-    def __init__(self, *flags, expect_listen=True):
-        self.proc = subprocess.Popen([SERVER, "--listen", "127.0.0.1:0", *flags], stdout=subprocess.PIPE,
+    def __init__(self, *flags, expect_listen=True, host="127.0.0.1", prefix=()):
+        self.proc = subprocess.Popen([*prefix, SERVER, "--listen", f"{host}:0", *flags], stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
+        self.host = host
         self.port = None
         if expect_listen:
             line = self.proc.stdout.readline()
-            assert line.startswith("listening on 127.0.0.1:"), f"first line was {line!r}, stderr: {self.proc.stderr.read()}"
+            assert line.startswith(f"listening on {host}:"), f"first line was {line!r}, stderr: {self.proc.stderr.read()}"
             self.port = int(line.strip().rsplit(":", 1)[1])
 
     def __enter__(self):
@@ -47,8 +49,8 @@ class Server:
 class Line:
     """A line-oriented connection (plain or TLS) with bounded reads."""
 
-    def __init__(self, port, tls_ca=None, answer_pings=False):
-        raw = socket.create_connection(("127.0.0.1", port), timeout=5)
+    def __init__(self, port, tls_ca=None, answer_pings=False, host="127.0.0.1"):
+        raw = socket.create_connection((host, port), timeout=5)
         if tls_ca:
             ctx = ssl.create_default_context(cafile=tls_ca)
             raw = ctx.wrap_socket(raw, server_hostname="localhost")

@@ -163,6 +163,34 @@ BOOST_AUTO_TEST_CASE(heartbeat_pings_after_outbound_silence_and_closes_after_mis
     BOOST_TEST((*log.dead == 390ms)); // (misses - 1) * interval + timeout after the first ping
 }
 
+// timeout == interval: the next ping falls due in the same tick as the last one's judgement. The
+// judgement must still happen (it once did not: the ping re-armed the miss check first, so a silent
+// peer was pinged forever and never closed); the ping follows one tick later.
+BOOST_AUTO_TEST_CASE(heartbeat_timeout_equal_to_interval_still_counts_misses) {
+    for (bool silent_write : {false, true}) {
+        manual_service svc;
+        hb_log log;
+        heartbeat_policy p;
+        p.interval = 100ms;
+        p.timeout = 100ms;
+        p.misses = 2;
+        std::optional<heartbeat> hb;
+        hb.emplace(svc, p,
+                   heartbeat::callbacks{[&] {
+                                            log.pings.push_back(svc.since_start());
+                                            if (silent_write) hb->on_write(svc.stamp()); // the ping is a write
+                                        },
+                                        [&] { log.dead = svc.since_start(); },
+                                        [&] { log.misses.push_back(svc.since_start()); }},
+                   heartbeat::random_source{});
+        svc.step_by(350ms);
+        BOOST_TEST((log.misses == std::vector<duration>{200ms, 301ms}));
+        BOOST_TEST((log.pings == std::vector<duration>{100ms, 201ms, 302ms})); // on_dead does not stop it here
+        BOOST_TEST_REQUIRE(log.dead.has_value());
+        BOOST_TEST((*log.dead == 301ms));
+    }
+}
+
 BOOST_AUTO_TEST_CASE(heartbeat_answered_pings_keep_it_alive_and_give_rtt) {
     manual_service svc;
     hb_log log;

@@ -67,6 +67,7 @@ private:
     time_point last_read_{};
     time_point read_at_last_judgement_{};
     time_point ping_sent_{};
+    time_point judge_at_{}; ///< when the outstanding ping is judged
     bool awaiting_pong_ = false;
     std::uint32_t misses_ = 0;
     std::uint64_t pings_ = 0;
