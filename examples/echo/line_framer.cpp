@@ -6,6 +6,10 @@
 namespace echo {
 
 std::span<char> line_framer::prepare() {
+    if (begin_ == end_ && buf_.size() > 4 * read_chunk) {
+        std::string().swap(buf_);
+        begin_ = scan_ = end_ = 0;
+    }
     if (begin_ > 0) {
         std::memmove(buf_.data(), buf_.data() + begin_, end_ - begin_);
         scan_ -= begin_;

@@ -19,11 +19,14 @@ namespace echo {
 class line_framer {
 public:
     enum class status { line, need_more, too_long };
-    static constexpr std::size_t read_chunk = 16 * 1024;
+    /// Bytes asked for per read. Small, because every connection holds this much: lines longer than
+    /// this grow the buffer, and an empty buffer that grew is released (see prepare()).
+    static constexpr std::size_t read_chunk = 4096;
 
     explicit line_framer(std::size_t max_line) : max_line_(max_line) {}
 
-    /// Space for the next read (read_chunk bytes); moves unread bytes to the front first.
+    /// Space for the next read (read_chunk bytes); moves unread bytes to the front first, and frees
+    /// a buffer that a long line grew once it is empty again.
     std::span<char> prepare();
     /// `n` bytes of the span from prepare() were filled.
     void commit(std::size_t n);

@@ -166,7 +166,9 @@ std::string server::prometheus_text() const {
 
 void server::start_timers(std::ostream& out) {
     const auto mirror = std::chrono::milliseconds(options_.stats_interval_ms > 0 ? std::min<std::int64_t>(options_.stats_interval_ms, 1000) : 1000);
+    // Without a stats line or /metrics to feed, nothing is mirrored: an idle server keeps no timer.
     for (auto& w : workers_) {
+        if (options_.stats_interval_ms <= 0 && !options_.metrics) break;
         worker* wp = w.get();
         asio::post(w->io, [wp, mirror] {
             wp->wheel_size = wp->wheel.size();

@@ -40,6 +40,7 @@ public:
     ~session() override {
         w_.sessions.erase(this);
         w_.counters.active.fetch_sub(1, std::memory_order_relaxed);
+        w_.session_gone();
     }
 
     void start() {

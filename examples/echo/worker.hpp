@@ -2,7 +2,9 @@
 //
 // Sessions register themselves so that shutdown can say BYE to each; the registry is touched only
 // from the worker's own thread. wheel_size mirrors the wheel's size for the stats line (other threads
-// read it).
+// read it). When its last session is gone the worker hands freed memory back to the OS a second later
+// (glibc keeps it in its arenas otherwise): one timer, armed only after activity, so an idle worker
+// has nothing pending and never wakes up.
 #ifndef HEARTWHEEL_ECHO_WORKER_HPP
 #define HEARTWHEEL_ECHO_WORKER_HPP
 
@@ -12,6 +14,10 @@
 #include <heartwheel/net/counters.hpp>
 
 #include <asio/io_context.hpp>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include <atomic>
 #include <functional>
@@ -35,6 +41,17 @@ struct server_counters {
 struct worker {
     worker(const server_options& o, heartwheel::net::liveness_counters& lc, server_counters& sc)
         : options(o), live_counters(lc), counters(sc), io(1), wheel(io.get_executor(), wheel_config(o)) {}
+    ~worker() { closing = true; } // sessions destroyed by io's destructor must not touch the wheel
+
+    /// Called by a session's destructor.
+    void session_gone() {
+        if (!sessions.empty() || closing || trim.pending()) return;
+        trim = wheel.schedule_after(std::chrono::seconds(1), [] {
+#if defined(__GLIBC__)
+            ::malloc_trim(0);
+#endif
+        });
+    }
 
     static heartwheel::wheel_config wheel_config(const server_options& o) {
         heartwheel::wheel_config c;
@@ -44,12 +61,14 @@ struct worker {
     }
 
     std::unordered_set<session_base*> sessions;
+    bool closing = false;
     const server_options& options;
     heartwheel::net::liveness_counters& live_counters;
     server_counters& counters;
     asio::io_context io;
     heartwheel::asio_wheel wheel;
-    heartwheel::timer_handle mirror; ///< keeps wheel_size current
+    heartwheel::timer_handle mirror; ///< keeps wheel_size current (only with stats or metrics)
+    heartwheel::timer_handle trim;   ///< malloc_trim once idle
     std::atomic<std::size_t> wheel_size{0};
 };
 
