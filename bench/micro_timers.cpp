@@ -104,6 +104,38 @@ void expire(benchmark::State& st) {
     per_op(st, n);
 }
 
+// A server's shape: per connection an idle timer (record activity on every read: heartwheel touches,
+// the others re-arm), a heartbeat timer pushed on every write, and a request timer that is cancelled
+// when the answer comes and armed for the next request — it almost never fires. One "event" is one
+// read + echo + request round on a connection; the figure is per event (four timer operations).
+// Timers 0..n-1 are idle timers, n..2n-1 heartbeats, 2n..3n-1 requests.
+template <class S>
+void mixed(benchmark::State& st) {
+    const auto n = static_cast<std::size_t>(st.range(0));
+    S sys(3 * n);
+    const auto delays = bench::spread_delays(n);
+    constexpr std::int64_t idle = 30'000'000'000, heartbeat = 10'000'000'000, request = 5'000'000'000;
+    for (std::size_t i = 0; i < n; ++i) {
+        sys.arm(i, idle + delays[i] % 1'000'000'000);
+        sys.arm(n + i, heartbeat + delays[i] % 1'000'000'000);
+        sys.arm(2 * n + i, request + delays[i] % 1'000'000'000);
+    }
+    std::size_t i = 0;
+    std::int64_t now = 0; // simulated: 1 µs per event
+    for (auto _ : st) {
+        for (std::size_t k = 0; k < batch; ++k) {
+            now += 1000;
+            if constexpr (requires { sys.touch(i, idle); }) sys.touch(i, now + idle);
+            else sys.rearm(i, now + idle);
+            sys.rearm(n + i, now + heartbeat);
+            sys.cancel(2 * n + i);
+            sys.arm(2 * n + i, now + request);
+            if (++i == n) i = 0;
+        }
+    }
+    per_op(st, batch);
+}
+
 template <class S>
 void next_expiry(benchmark::State& st) {
     fixture<S> f(static_cast<std::size_t>(st.range(0)));
@@ -143,6 +175,7 @@ HEARTWHEEL_ALL(arm, 64)
 HEARTWHEEL_ALL(cancel, 64)
 HEARTWHEEL_ALL(rearm, 256)
 HEARTWHEEL_ALL(expire, 3)
+HEARTWHEEL_ALL(mixed, 64)
 BENCHMARK(touch) HEARTWHEEL_SIZES(256)->Name("touch/heartwheel");
 BENCHMARK_TEMPLATE(next_expiry, bench::wheel_system) HEARTWHEEL_SIZES(1'000'000)->Name("next_expiry/heartwheel");
 BENCHMARK_TEMPLATE(next_expiry, bench::heap_system) HEARTWHEEL_SIZES(1'000'000)->Name("next_expiry/heap");

@@ -52,9 +52,12 @@ timing_wheel::~timing_wheel() {
     for (timer_node* t : stop()) t->wheel_ = nullptr;
 }
 
-void timing_wheel::throw_on_error(std::error_code ec) {
-    if (ec) throw std::system_error(ec);
+std::error_code timing_wheel::to_error(placed p) noexcept {
+    if (p == placed::ok) return {};
+    return p == placed::full ? make_error_code(errc::wheel_full) : make_error_code(errc::wheel_stopped);
 }
+
+void timing_wheel::throw_placed(placed p) { throw std::system_error(to_error(p)); }
 
 std::uint64_t timing_wheel::tick_ceil(time_point t) const noexcept {
     const auto ns = (t - start_).count();
@@ -82,6 +85,12 @@ detail::list_head& timing_wheel::list_of(std::uint16_t slot) noexcept {
     return slots_[slot / slots_per_level][slot % slots_per_level];
 }
 
+std::uint16_t timing_wheel::slot_for(std::uint64_t d) const noexcept {
+    const unsigned level = level_for(elapsed_, d);
+    const auto index = static_cast<unsigned>((d >> (level * slot_bits)) & (slots_per_level - 1));
+    return static_cast<std::uint16_t>(level * slots_per_level + index);
+}
+
 void timing_wheel::file(timer_node& t) noexcept {
     const std::uint64_t d = t.deadline_;
     const bool rearmed_in_this_advance = advancing_ && t.fired_in_ == generation_ && d <= target_;
@@ -90,9 +99,8 @@ void timing_wheel::file(timer_node& t) noexcept {
         due_.push_back(t);
         return;
     }
-    const unsigned level = level_for(elapsed_, d);
-    const auto index = static_cast<unsigned>((d >> (level * slot_bits)) & (slots_per_level - 1));
-    t.slot_ = static_cast<std::uint16_t>(level * slots_per_level + index);
+    t.slot_ = slot_for(d);
+    const unsigned level = t.slot_ / slots_per_level, index = t.slot_ % slots_per_level;
     slots_[level][index].push_back(t);
     occupied_[level] |= std::uint64_t{1} << index;
 }
@@ -105,41 +113,55 @@ void timing_wheel::unlink(timer_node& t) noexcept {
     if (slots_[level][index].empty()) occupied_[level] &= ~(std::uint64_t{1} << index);
 }
 
-std::error_code timing_wheel::try_schedule_tick(timer_node& t, std::uint64_t deadline_tick) noexcept {
-    if (stopped_) return errc::wheel_stopped;
+timing_wheel::placed timing_wheel::place(timer_node& t, std::uint64_t deadline_tick) noexcept {
+    if (stopped_) [[unlikely]]
+        return placed::stopped;
+    const std::uint64_t d = deadline_tick < max_tick_ ? deadline_tick : max_tick_;
     if (t.state_ == timer_state::pending) {
-        if (t.wheel_ != this) t.wheel_->cancel(t);
-        else {
+        if (t.wheel_ == this) [[likely]] {
+            // Same slot (a re-arm a little later usually is, above level 0): nothing to move. Not
+            // during an advance, where file() may have to put it on the due list instead.
+            if (!advancing_ && t.slot_ != due_slot && d > elapsed_ && slot_for(d) == t.slot_) {
+                t.deadline_ = d;
+                t.flags_ &= static_cast<std::uint8_t>(~flag_periodic);
+                return placed::ok;
+            }
             unlink(t);
             --size_;
+        } else {
+            t.wheel_->cancel(t);
         }
     }
-    if (size_ >= config_.max_pending) {
+    if (size_ >= config_.max_pending) [[unlikely]] {
         t.state_ = timer_state::cancelled;
-        return errc::wheel_full;
+        return placed::full;
     }
     t.wheel_ = this;
-    t.deadline_ = deadline_tick < max_tick_ ? deadline_tick : max_tick_;
+    t.deadline_ = d;
     t.state_ = timer_state::pending;
     t.flags_ &= static_cast<std::uint8_t>(~flag_periodic);
     file(t);
     ++size_;
-    return {};
+    return placed::ok;
+}
+
+std::error_code timing_wheel::try_schedule_tick(timer_node& t, std::uint64_t deadline_tick) noexcept {
+    return to_error(place(t, deadline_tick));
 }
 
 std::error_code timing_wheel::try_schedule(timer_node& t, time_point deadline) noexcept {
-    return try_schedule_tick(t, tick_ceil(deadline));
+    return to_error(place(t, tick_ceil(deadline)));
 }
 
 void timing_wheel::schedule(timer_node& t, time_point deadline) {
-    throw_on_error(try_schedule(t, deadline));
+    check(place(t, tick_ceil(deadline)));
 }
 
 void timing_wheel::schedule_periodic(periodic_timer& t, time_point first, duration period,
                                      missed_tick policy) {
     if (period < config_.tick)
         throw std::invalid_argument("periodic timer: period must be >= the wheel's tick");
-    throw_on_error(try_schedule(t, first));
+    check(place(t, tick_ceil(first)));
     t.flags_ |= flag_periodic;
     t.period_ = static_cast<std::uint64_t>(period / config_.tick);
     t.policy_ = policy;

@@ -69,7 +69,7 @@ public:
             t.deadline_ = deadline_tick < max_tick_ ? deadline_tick : max_tick_;
             return false;
         }
-        throw_on_error(try_schedule_tick(t, deadline_tick));
+        check(place(t, deadline_tick));
         return true;
     }
 
@@ -136,7 +136,18 @@ private:
     };
     static constexpr std::uint16_t due_slot = levels * slots_per_level;
 
-    static void throw_on_error(std::error_code ec);
+    /// The outcome of place(); an error_code is only built on the (cold) failure paths.
+    enum class placed : std::uint8_t { ok, full, stopped };
+    static std::error_code to_error(placed p) noexcept;
+    static void check(placed p) {
+        if (p != placed::ok) [[unlikely]]
+            throw_placed(p);
+    }
+    [[noreturn]] static void throw_placed(placed p);
+    /// Every schedule goes through here: files `t` at `deadline_tick`, or, when it is pending here
+    /// and the new deadline maps to the slot it is already in, only stores the deadline.
+    placed place(timer_node& t, std::uint64_t deadline_tick) noexcept;
+    std::uint16_t slot_for(std::uint64_t deadline_tick) const noexcept;
     static timer_node& node_of(detail::list_hook* h) noexcept { return static_cast<timer_node&>(*h); }
     detail::list_head& list_of(std::uint16_t slot) noexcept;
     void file(timer_node& t) noexcept;
