@@ -1,5 +1,6 @@
 // connection_limits.cpp — handshake deadline, jittered max age, drain grace.
 #include <heartwheel/net/connection_limits.hpp>
+#include <heartwheel/net/detail/unit_random.hpp>
 
 #include <cmath>
 #include <random>
@@ -18,13 +19,7 @@ connection_limits::connection_limits(timer_service& svc, const server_limits& li
       drain_([this] { if (cbs_.on_drain_expired) cbs_.on_drain_expired(); }) {
     limits_.validate();
     if (limits_.max_age.count() <= 0) return;
-    double r = 0.5;
-    if (rnd) {
-        r = rnd();
-    } else {
-        std::mt19937_64 engine(std::random_device{}());
-        r = std::uniform_real_distribution<double>(0.0, 1.0)(engine);
-    }
+    const double r = rnd ? rnd() : detail::unit_random();
     const double factor = 1.0 + limits_.max_age_jitter * (2.0 * r - 1.0);
     const auto base = std::chrono::duration_cast<duration>(limits_.max_age);
     age_limit_ = duration(static_cast<duration::rep>(std::llround(static_cast<double>(base.count()) * factor)));

@@ -1,4 +1,5 @@
 // heartbeat.cpp — ping scheduling, miss judgement and RTT; see heartbeat.hpp.
+#include <heartwheel/net/detail/unit_random.hpp>
 #include <heartwheel/net/heartbeat.hpp>
 
 #include <cmath>
@@ -10,9 +11,7 @@ heartbeat::heartbeat(timer_service& svc, const heartbeat_policy& policy, callbac
       pinger_(svc, [this](bool) { send_ping(); }), checker_(*this) {
     policy_.validate();
     if (!rnd_) {
-        rnd_ = [engine = std::mt19937_64(std::random_device{}())]() mutable {
-            return std::uniform_real_distribution<double>(0.0, 1.0)(engine);
-        };
+        rnd_ = &detail::unit_random;
     }
     if (!policy_.enabled()) return;
     const time_point now = svc_.stamp();
