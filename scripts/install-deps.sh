@@ -9,7 +9,7 @@ packages=(
   libtomlplusplus-dev libcli11-dev
   libevent-dev libuv1-dev
   clang libclang-rt-14-dev
-  python3 python3-matplotlib procps iproute2 nftables netcat-openbsd
+  python3 python3-matplotlib procps iproute2 nftables netcat-openbsd valgrind
 )
 missing=()
 for p in "${packages[@]}"; do
