@@ -56,6 +56,7 @@ private:
     std::optional<asio::ssl::context> tls_;
     client_stats stats_;
     std::vector<std::shared_ptr<client_connection>> connections_;
+    std::vector<heartwheel::timer_handle> staggered_starts_; ///< --connect-stagger-us
     bool stopping_ = false;
 };
 
