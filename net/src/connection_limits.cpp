@@ -13,7 +13,7 @@ connection_limits::connection_limits(timer_service& svc, const server_limits& li
       handshake_([this] { if (cbs_.on_handshake_timeout) cbs_.on_handshake_timeout(); }),
       age_([this] {
           if (limits_.drain_grace.count() > 0)
-              svc_.schedule(drain_, svc_.now() + std::chrono::duration_cast<duration>(limits_.drain_grace));
+              svc_.schedule(drain_, svc_.deadline_after(std::chrono::duration_cast<duration>(limits_.drain_grace)));
           if (cbs_.on_max_age) cbs_.on_max_age();
       }),
       drain_([this] { if (cbs_.on_drain_expired) cbs_.on_drain_expired(); }) {
@@ -23,12 +23,12 @@ connection_limits::connection_limits(timer_service& svc, const server_limits& li
     const double factor = 1.0 + limits_.max_age_jitter * (2.0 * r - 1.0);
     const auto base = std::chrono::duration_cast<duration>(limits_.max_age);
     age_limit_ = duration(static_cast<duration::rep>(std::llround(static_cast<double>(base.count()) * factor)));
-    svc_.schedule(age_, svc_.now() + age_limit_);
+    svc_.schedule(age_, svc_.deadline_after(age_limit_));
 }
 
 void connection_limits::handshake_started() {
     if (limits_.handshake_timeout.count() <= 0) return;
-    svc_.schedule(handshake_, svc_.now() + std::chrono::duration_cast<duration>(limits_.handshake_timeout));
+    svc_.schedule(handshake_, svc_.deadline_after(std::chrono::duration_cast<duration>(limits_.handshake_timeout)));
 }
 
 void connection_limits::stop() noexcept {

@@ -18,7 +18,7 @@ void reconnector::fire_attempt() {
 
 void reconnector::connected() {
     phase_ = phase::connected;
-    svc_.schedule(stable_timer_, svc_.now() + std::chrono::duration_cast<duration>(backoff_.policy().stable_after));
+    svc_.schedule(stable_timer_, svc_.deadline_after(std::chrono::duration_cast<duration>(backoff_.policy().stable_after)));
 }
 
 void reconnector::became_stable() {
@@ -38,7 +38,7 @@ void reconnector::wait_then_retry() {
     stable_timer_.cancel();
     phase_ = phase::waiting;
     last_delay_ = backoff_.next();
-    svc_.schedule(retry_timer_, svc_.now() + std::chrono::duration_cast<duration>(last_delay_));
+    svc_.schedule(retry_timer_, svc_.deadline_after(std::chrono::duration_cast<duration>(last_delay_)));
     if (on_wait_) on_wait_(last_delay_, backoff_.failures());
 }
 

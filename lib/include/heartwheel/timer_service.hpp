@@ -21,6 +21,9 @@ public:
     virtual time_point stamp() = 0;
     virtual time_point latest_possible(time_point stamp) = 0;
     virtual void schedule(timer_node& t, time_point deadline) = 0;
+    /// The deadline `d` after something happening now. Never early against real time: now() may lag
+    /// behind it (it is refreshed once per wheel advance), so this counts from latest_possible().
+    time_point deadline_after(duration d) { return latest_possible(stamp()) + d; }
     bool cancel(timer_node& t) noexcept { return wheel().cancel(t); }
 };
 

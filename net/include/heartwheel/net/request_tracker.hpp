@@ -58,7 +58,7 @@ public:
                 if (entries_.size() >= policy_.max_outstanding) return e.release()->finish(errc::wheel_full);
                 auto [it, inserted] = entries_.try_emplace(rid, e.get());
                 if (!inserted) return e.release()->finish(errc::duplicate_request);
-                if (t > duration::zero()) svc_.schedule(*e, svc_.now() + t);
+                if (t > duration::zero()) svc_.schedule(*e, svc_.deadline_after(t));
                 e.release();
             },
             token, std::move(id), timeout);
