@@ -15,6 +15,15 @@ SERVER = os.path.join(BUILD, "examples", "echo_server")
 CLIENT = os.path.join(BUILD, "examples", "echo_client")
 
 
+def parse_stats(line):
+    """The fields of a server 'stats ...' or 'final ...' line: {name: text}, with 'closes' as
+    {reason: count}."""
+    fields = dict(f.split("=", 1) for f in line.split()[1:] if "=" in f)
+    closes = fields.get("closes", "none")
+    fields["closes"] = {} if closes == "none" else {k: int(v) for k, v in (p.split(":") for p in closes.split(","))}
+    return fields
+
+
 class Server:
     """An echo_server on a free port of `host`; stopped (SIGTERM) on exit. `prefix` runs it through
     another command (the fault tests use `ip netns exec NS`, which execs, so the pid is the server's)."""

@@ -20,7 +20,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
-from harness import CLIENT, Line, Server, make_cert, tempdir  # noqa: E402
+from harness import CLIENT, Line, Server, make_cert, parse_stats, tempdir  # noqa: E402
 import netns  # noqa: E402
 
 NET = None
@@ -44,8 +44,7 @@ def closes_of(final_output):
     """{reason: count} from the server's 'final ... closes=a:1,b:2 ...' line."""
     for line in final_output.splitlines():
         if line.startswith("final "):
-            field = next(f for f in line.split() if f.startswith("closes="))[len("closes="):]
-            return {} if field == "none" else {k: int(v) for k, v in (p.split(":") for p in field.split(","))}
+            return parse_stats(line)["closes"]
     raise AssertionError(f"no final line in {final_output!r}")
 
 
@@ -87,7 +86,7 @@ class StatsWatcher:
     def _read(self, stream):
         for line in stream:
             if line.startswith(("stats ", "final ")):
-                closes = closes_of("final " + line.split(" ", 1)[1])
+                closes = parse_stats(line)["closes"]
                 with self.cond:
                     self.history.append((time.monotonic(), closes))
                     self.last = closes

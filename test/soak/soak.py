@@ -30,7 +30,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
-from harness import CLIENT, SERVER  # noqa: E402
+from harness import CLIENT, SERVER, parse_stats  # noqa: E402
 
 EXPECTED = {"peer-closed", "io-error", "max-age", "shutdown"}
 
@@ -43,11 +43,9 @@ def rss_kib(pid, field="VmRSS"):
     return 0
 
 
-def parse_stats(line):
-    fields = dict(f.split("=", 1) for f in line.split()[1:] if "=" in f)
-    closes = {} if fields["closes"] == "none" else {
-        k: int(v) for k, v in (p.split(":") for p in fields["closes"].split(","))}
-    return int(fields["connections"]), int(fields["wheel"]), closes
+def stats_tuple(line):
+    f = parse_stats(line)
+    return int(f["connections"]), int(f["wheel"]), f["closes"]
 
 
 class ServerProc:
@@ -67,9 +65,9 @@ class ServerProc:
         for line in self.proc.stdout:
             with self.cond:
                 if line.startswith("stats "):
-                    self.latest = parse_stats(line)
+                    self.latest = stats_tuple(line)
                 elif line.startswith("final "):
-                    self.final = parse_stats(line)
+                    self.final = stats_tuple(line)
                 self.cond.notify_all()
 
     def wait_stats(self, pred, timeout):
