@@ -63,8 +63,8 @@ public:
 
     client_connection(load_client& c, std::size_t index)
         : c_(c), index_(index),
-          reconnector_(c.wheel(), c.options().backoff, [this] { attempt(); }),
-          requests_(c.wheel(), c.io().get_executor(), request_policy(c.options())) {
+          reconnector_(c.wheel(), c.options().live.backoff, [this] { attempt(); }),
+          requests_(c.wheel(), c.io().get_executor(), c.options().live.request) {
         if (c.options().verbose)
             reconnector_.on_wait([this](std::chrono::milliseconds delay, unsigned failures) {
                 log() << "reconnecting in " << delay.count() << " ms (failure " << failures << ")" << std::endl;
@@ -80,12 +80,6 @@ public:
     }
 
 private:
-    static heartwheel::net::request_policy request_policy(const client_options& o) {
-        heartwheel::net::request_policy p;
-        p.timeout = std::chrono::milliseconds(o.request_timeout_ms);
-        return p;
-    }
-
     tcp::socket& socket() { return tls_ ? tls_->next_layer() : *plain_; }
 
     std::ostream& log() { return std::cerr << "client " << index_ << ": "; }

@@ -87,10 +87,24 @@ void asio_liveness::on_pong() {
     if (awaiting_pong_) {
         awaiting_pong_ = false;
         w_.live_counters.rtt(heartwheel::clock::now() - ping_sent_);
+        // Answered: nothing to judge; a ping held back meanwhile goes out now.
+        judging_ = false;
+        miss_.cancel();
+        misses_ = 0;
+        if (ping_due_) send_ping();
     }
 }
 
+// One ping outstanding at a time, as net's heartbeat: a ping that falls due while the previous one is
+// neither answered nor judged goes out when it is (the timeout may be longer than the interval).
 void asio_liveness::send_ping() {
+    if (closed_) return;
+    if (judging_) {
+        ping_due_ = true;
+        return;
+    }
+    ping_due_ = false;
+    judging_ = true;
     ping_sent_ = heartwheel::clock::now();
     awaiting_pong_ = true;
     read_since_ping_ = false;
@@ -101,13 +115,15 @@ void asio_liveness::send_ping() {
 }
 
 void asio_liveness::judge_ping() {
+    judging_ = false;
     if (read_since_ping_) {
         misses_ = 0;
-        return;
+    } else {
+        ++misses_;
+        w_.live_counters.heartbeat_miss();
+        if (misses_ >= cfg_.heartbeat.misses) return decide(close_reason::heartbeat_timeout);
     }
-    ++misses_;
-    w_.live_counters.heartbeat_miss();
-    if (misses_ >= cfg_.heartbeat.misses) decide(close_reason::heartbeat_timeout);
+    if (ping_due_) send_ping();
 }
 
 void asio_liveness::decide(close_reason r) {

@@ -84,6 +84,8 @@ private:
     std::uint32_t misses_ = 0;
     heartwheel::time_point ping_sent_{};
     bool awaiting_pong_ = false;
+    bool judging_ = false;  ///< a ping is outstanding: neither answered nor judged
+    bool ping_due_ = false; ///< the next ping fell due meanwhile
 };
 
 } // namespace echo

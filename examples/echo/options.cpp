@@ -1,9 +1,12 @@
-// options.cpp — one table of option specs per binary drives CLI11 (flags), toml++ (the --config file)
+// options.cpp — one table of option specs per binary drives CLI11 (flags), the --config file's keys
 // and validation, so a flag and its config key can never disagree about names, ranges or defaults.
+// Options that set a liveness policy name its field: their values are parsed here, range-checked by
+// heartwheel::net's validate(), and its errors are reported with the flag or key the user wrote.
 #include "options.hpp"
 
+#include <heartwheel/net/liveness_toml.hpp>
+
 #include <CLI/CLI.hpp>
-#include <toml++/toml.h>
 
 #include <charconv>
 #include <functional>
@@ -13,82 +16,134 @@
 namespace echo {
 namespace {
 
+namespace net = heartwheel::net;
+using std::chrono::milliseconds;
+
 constexpr std::int64_t year_ms = 365LL * 24 * 3600 * 1000;
 
+/// A value as given: command-line text, or a TOML node's type and text.
+struct raw_value {
+    enum kind { cli, toml_string, toml_integer, toml_float, toml_bool, toml_other } from = cli;
+    std::string text;
+};
+
 struct spec {
-    std::string flag;    ///< without dashes: "reader-idle"
+    std::string flag;  ///< without dashes: "reader-idle"
     std::string help;
-    std::string def;     ///< default, as text
+    std::string def;   ///< default, as text
+    std::string field; ///< the liveness field it sets ("idle.reader_idle"), empty for the binary's own
     bool is_switch = false;
-    std::function<void(const std::string& value, const std::string& who)> apply;
+    std::function<void(const raw_value& value, const std::string& who)> apply;
 };
 
 [[noreturn]] void bad(const std::string& who, const std::string& value, const std::string& accepted) {
     throw usage_error(who + ": invalid value '" + value + "': accepted " + accepted);
 }
 
-std::int64_t to_int(const std::string& v, const std::string& who, std::int64_t lo, std::int64_t hi, const char* unit) {
+void need(const raw_value& v, const std::string& who, std::initializer_list<raw_value::kind> kinds, const char* accepted) {
+    if (v.from == raw_value::cli) return;
+    for (auto k : kinds)
+        if (v.from == k) return;
+    bad(who, v.text, accepted);
+}
+
+std::int64_t to_int(const raw_value& v, const std::string& who, std::int64_t lo, std::int64_t hi, const char* unit) {
+    need(v, who, {raw_value::toml_integer}, "an integer");
     std::int64_t out = 0;
-    const auto* end = v.data() + v.size();
-    auto [p, ec] = std::from_chars(v.data(), end, out);
+    const auto* end = v.text.data() + v.text.size();
+    auto [p, ec] = std::from_chars(v.text.data(), end, out);
     const std::string accepted = std::to_string(lo) + ".." + std::to_string(hi) + unit;
-    if (ec != std::errc{} || p != end || out < lo || out > hi) bad(who, v, accepted);
+    if (ec != std::errc{} || p != end || out < lo || out > hi) bad(who, v.text, accepted);
     return out;
 }
 
-double to_double(const std::string& v, const std::string& who, double lo, double hi) {
+double to_double(const raw_value& v, const std::string& who, double lo, double hi) {
+    need(v, who, {raw_value::toml_integer, raw_value::toml_float}, "a number");
     std::ostringstream range;
     range << lo << ".." << hi;
     try {
         std::size_t used = 0;
-        const double d = std::stod(v, &used);
-        if (used != v.size() || !(d >= lo && d <= hi)) bad(who, v, range.str());
+        const double d = std::stod(v.text, &used);
+        if (used != v.text.size() || !(d >= lo && d <= hi)) bad(who, v.text, range.str());
         return d;
     } catch (const std::logic_error&) {
-        bad(who, v, range.str());
+        bad(who, v.text, range.str());
     }
 }
 
-bool to_bool(const std::string& v, const std::string& who) {
-    if (v == "yes" || v == "true" || v == "1" || v == "on") return true;
-    if (v == "no" || v == "false" || v == "0" || v == "off") return false;
-    bad(who, v, "yes or no");
+bool to_bool(const raw_value& v, const std::string& who) {
+    need(v, who, {raw_value::toml_bool, raw_value::toml_string}, "yes or no (true or false)");
+    const auto& t = v.text;
+    if (t == "yes" || t == "true" || t == "1" || t == "on") return true;
+    if (t == "no" || t == "false" || t == "0" || t == "off") return false;
+    bad(who, t, "yes or no");
 }
 
-spec ms_opt(std::string flag, std::string help, std::int64_t& target, std::int64_t lo = 0, std::int64_t hi = year_ms) {
-    return {flag, help, std::to_string(target), false,
-            [&target, lo, hi](const std::string& v, const std::string& who) { target = to_int(v, who, lo, hi, " (milliseconds)"); }};
+/// A duration: on the command line a bare number is milliseconds; in TOML an integer is
+/// milliseconds and a string must carry its unit (so `reader_idle = "100"` is refused).
+milliseconds to_duration(const raw_value& v, const std::string& who) {
+    try {
+        switch (v.from) {
+        case raw_value::cli: return net::parse_duration(v.text, who, milliseconds(1));
+        case raw_value::toml_string: return net::parse_duration(v.text, who, milliseconds(0));
+        case raw_value::toml_integer: return net::parse_duration(v.text, who, milliseconds(1));
+        default: break;
+        }
+    } catch (const net::config_error& e) {
+        throw usage_error(e.what());
+    }
+    bad(who, v.text, "a duration: an integer number of milliseconds, or a string with a unit (\"500ms\", \"30s\", \"2m\")");
 }
-spec dur_opt(std::string flag, std::string help, std::chrono::milliseconds& target, std::int64_t lo = 0, std::int64_t hi = year_ms) {
-    return {flag, help, std::to_string(target.count()), false,
-            [&target, lo, hi](const std::string& v, const std::string& who) {
-                target = std::chrono::milliseconds(to_int(v, who, lo, hi, " (milliseconds)"));
+
+// --- spec makers: the binary's own options carry their range; liveness ones leave it to net -------
+spec own_ms(std::string flag, std::string help, std::int64_t& target, std::int64_t lo = 0, std::int64_t hi = year_ms) {
+    return {flag, help, std::to_string(target), "", false, [&target, lo, hi](const raw_value& v, const std::string& who) {
+                const auto ms = to_duration(v, who).count();
+                if (ms < lo || ms > hi)
+                    bad(who, v.text, std::to_string(lo) + ".." + std::to_string(hi) + " (milliseconds, or with a unit)");
+                target = ms;
             }};
 }
-template <class T>
-spec count_opt(std::string flag, std::string help, T& target, std::int64_t lo, std::int64_t hi, const char* unit = "") {
-    return {flag, help, std::to_string(target), false,
-            [&target, lo, hi, unit](const std::string& v, const std::string& who) { target = static_cast<T>(to_int(v, who, lo, hi, unit)); }};
+spec live_ms(std::string flag, std::string field, std::string help, milliseconds& target) {
+    return {flag, help, std::to_string(target.count()), field, false,
+            [&target](const raw_value& v, const std::string& who) { target = to_duration(v, who); }};
 }
-spec frac_opt(std::string flag, std::string help, double& target, double lo, double hi) {
+template <class T>
+spec own_count(std::string flag, std::string help, T& target, std::int64_t lo, std::int64_t hi, const char* unit = "") {
+    return {flag, help, std::to_string(target), "", false, [&target, lo, hi, unit](const raw_value& v, const std::string& who) {
+                target = static_cast<T>(to_int(v, who, lo, hi, unit));
+            }};
+}
+spec live_count(std::string flag, std::string field, std::string help, std::uint32_t& target) {
+    return {flag, help, std::to_string(target), field, false, [&target](const raw_value& v, const std::string& who) {
+                target = static_cast<std::uint32_t>(to_int(v, who, 0, 0xffffffffLL, ""));
+            }};
+}
+spec live_frac(std::string flag, std::string field, std::string help, double& target) {
     std::ostringstream d;
     d << target;
-    return {flag, help, d.str(), false,
-            [&target, lo, hi](const std::string& v, const std::string& who) { target = to_double(v, who, lo, hi); }};
+    return {flag, help, d.str(), field, false, [&target](const raw_value& v, const std::string& who) {
+                target = to_double(v, who, -1e9, 1e9);
+            }};
 }
 spec yesno_opt(std::string flag, std::string help, bool& target) {
-    return {flag, help, target ? "yes" : "no", false,
-            [&target](const std::string& v, const std::string& who) { target = to_bool(v, who); }};
+    return {flag, help, target ? "yes" : "no", "", false,
+            [&target](const raw_value& v, const std::string& who) { target = to_bool(v, who); }};
 }
 spec switch_opt(std::string flag, std::string help, bool& target) {
-    return {flag, help, "off", true, [&target](const std::string& v, const std::string& who) { target = to_bool(v, who); }};
+    return {flag, help, "off", "", true, [&target](const raw_value& v, const std::string& who) { target = to_bool(v, who); }};
 }
 spec text_opt(std::string flag, std::string help, std::string& target) {
-    return {flag, help, target, false, [&target](const std::string& v, const std::string&) { target = v; }};
+    return {flag, help, target, "", false, [&target](const raw_value& v, const std::string& who) {
+                need(v, who, {raw_value::toml_string}, "a string");
+                target = v.text;
+            }};
 }
 spec endpoint_opt(std::string flag, std::string help, endpoint_spec& target) {
-    return {flag, help, target.text(), false,
-            [&target](const std::string& v, const std::string& who) { target = parse_endpoint(v, who); }};
+    return {flag, help, target.text(), "", false, [&target](const raw_value& v, const std::string& who) {
+                need(v, who, {raw_value::toml_string}, "a string \"HOST:PORT\"");
+                target = parse_endpoint(v.text, who);
+            }};
 }
 
 std::string key_of(const std::string& flag) {
@@ -98,28 +153,34 @@ std::string key_of(const std::string& flag) {
     return k;
 }
 
-std::string toml_text(const toml::node& n) {
-    if (auto s = n.value_exact<std::string>()) return *s;
-    if (auto b = n.value_exact<bool>()) return *b ? "true" : "false";
+raw_value raw_of(const toml::node& n) {
+    raw_value v;
+    if (auto s = n.value_exact<std::string>()) return {raw_value::toml_string, *s};
+    if (auto b = n.value_exact<bool>()) return {raw_value::toml_bool, *b ? "true" : "false"};
+    if (auto i = n.value_exact<std::int64_t>()) return {raw_value::toml_integer, std::to_string(*i)};
     std::ostringstream os;
-    n.visit([&os](const auto& v) { os << v; });
-    return os.str();
+    n.visit([&os](const auto& x) { os << x; });
+    return {n.is_floating_point() ? raw_value::toml_float : raw_value::toml_other, os.str()};
 }
 
-/// Runs CLI11 over the specs, then fills what the command line did not give from --config.
-void parse(const std::string& name, const std::string& about, std::vector<spec>& specs, int argc, const char* const* argv) {
+/// Who set each liveness field ("--reader-idle", "reader_idle (in f.toml)", "heartbeat.interval (in
+/// f.toml)"), so net's validation errors name what the user wrote.
+using field_sources = std::map<std::string, std::string>;
+
+/// Runs CLI11 over the specs, then fills what the command line did not give from --config: its
+/// liveness tables through net's loader, then its keys. Returns who set each liveness field.
+field_sources parse(const std::string& name, const std::string& about, std::vector<spec>& specs,
+                    net::liveness_config& live, int argc, const char* const* argv) {
     CLI::App app(about, name);
     app.get_formatter()->column_width(34);
     std::map<std::string, std::string> given;
     std::map<std::string, bool> switches;
     std::string config_path;
-    app.add_option("--config", config_path, "TOML file with any of these options (keys use '_' for '-')");
+    app.add_option("--config", config_path,
+                   "TOML file: any of these options (keys use '_' for '-') and liveness tables ([heartbeat], [idle], ...)");
     for (auto& s : specs) {
-        if (s.is_switch) {
-            app.add_flag("--" + s.flag, switches[s.flag], s.help);
-        } else {
-            app.add_option("--" + s.flag, given[s.flag], s.help)->default_str(s.def)->type_name("");
-        }
+        if (s.is_switch) app.add_flag("--" + s.flag, switches[s.flag], s.help);
+        else app.add_option("--" + s.flag, given[s.flag], s.help)->default_str(s.def)->type_name("");
     }
     try {
         app.parse(argc, argv);
@@ -128,54 +189,68 @@ void parse(const std::string& name, const std::string& about, std::vector<spec>&
     } catch (const CLI::ParseError& e) {
         throw usage_error(e.what());
     }
+    field_sources sources;
     toml::table file;
-    if (!config_path.empty()) {
+    if (app.get_option("--config")->count() > 0) {
         try {
-            file = toml::parse_file(config_path);
-        } catch (const toml::parse_error& e) {
-            std::ostringstream os;
-            os << "--config " << config_path << ": invalid TOML at line " << e.source().begin.line << ": " << e.description();
-            throw usage_error(os.str());
+            const std::string text = net::read_config_file(config_path, "--config");
+            try {
+                file = toml::parse(text, config_path);
+            } catch (const toml::parse_error& e) {
+                std::ostringstream os;
+                os << "--config " << config_path << ": invalid TOML at line " << e.source().begin.line << ": " << e.description();
+                throw usage_error(os.str());
+            }
+            net::apply_liveness_tables(live, file, config_path, net::other_keys::ignore);
+        } catch (const net::config_error& e) {
+            throw usage_error(e.what());
         }
         for (const auto& [k, v] : file) {
+            const std::string key(k.str());
+            if (net::is_liveness_table(key)) {
+                for (const auto& [field, _] : *v.as_table())
+                    sources[key + "." + std::string(field.str())] = key + "." + std::string(field.str()) + " (in " + config_path + ")";
+                continue;
+            }
             bool known = false;
-            for (const auto& s : specs) known = known || key_of(s.flag) == k.str();
-            if (!known) throw usage_error("--config " + config_path + ": unknown key '" + std::string(k.str()) + "'");
+            for (const auto& s : specs) known = known || key_of(s.flag) == key;
+            if (!known) throw usage_error("--config " + config_path + ": unknown key '" + key + "'");
         }
     }
     for (auto& s : specs) {
         const auto* opt = app.get_option_no_throw("--" + s.flag);
-        const bool on_cli = opt != nullptr && opt->count() > 0;
-        if (on_cli) {
-            s.apply(s.is_switch ? "true" : given[s.flag], "--" + s.flag);
+        std::string who;
+        if (opt != nullptr && opt->count() > 0) {
+            who = "--" + s.flag;
+            s.apply({raw_value::cli, s.is_switch ? "true" : given[s.flag]}, who);
         } else if (auto* node = file.get(key_of(s.flag))) {
-            s.apply(toml_text(*node), key_of(s.flag) + " (in " + config_path + ")");
+            who = key_of(s.flag) + " (in " + config_path + ")";
+            s.apply(raw_of(*node), who);
         }
+        if (!who.empty() && !s.field.empty()) sources[s.field] = who;
     }
+    return sources;
 }
 
-/// Maps a policy field named by config_error to the flag that sets it.
-std::string flag_for(const std::string& field) {
-    static const std::map<std::string, std::string> names = {
-        {"heartbeat.timeout", "--heartbeat-timeout"}, {"heartbeat.interval", "--heartbeat-interval"},
-        {"heartbeat.misses", "--heartbeat-misses"},   {"heartbeat.jitter", "--heartbeat-jitter"},
-        {"backoff.max", "--backoff-max"},             {"backoff.initial", "--backoff-initial"},
-        {"backoff.min_connect_timeout", "--connect-timeout"}};
-    auto it = names.find(field);
-    return it == names.end() ? field : it->second;
-}
-
-void validate_policies(const heartwheel::net::liveness_config& c) {
+/// Validates the liveness policies; a config_error becomes a usage_error naming the flags or keys.
+void validate_policies(const net::liveness_config& c, const field_sources& sources) {
     try {
         c.validate();
-    } catch (const heartwheel::net::config_error& e) {
+    } catch (const net::config_error& e) {
         std::string msg = e.what();
-        const auto pos = msg.find(e.field());
-        if (pos != std::string::npos) msg.replace(pos, e.field().size(), flag_for(e.field()));
-        for (const char* f : {"heartbeat.interval"})
-            if (auto p = msg.find(f); p != std::string::npos) msg.replace(p, std::string(f).size(), flag_for(f));
+        const bool given = sources.count(e.field()) > 0;
+        if (msg.rfind(e.field(), 0) == 0) msg.replace(0, e.field().size(), given ? sources.at(e.field()) : e.field() + " (default)");
+        for (const auto& [field, who] : sources) // other fields the message mentions
+            if (field != e.field())
+                if (auto p = msg.find(field + ","); p != std::string::npos) msg.replace(p, field.size(), who);
         throw usage_error(msg);
     }
+}
+
+/// Setting only the largest backoff delay lowers the first one to it when the default is larger.
+void derive_backoff(net::backoff_policy& b, const field_sources& sources) {
+    if (sources.count("backoff.max") && !sources.count("backoff.initial") && b.initial > b.max && b.max.count() > 0)
+        b.initial = b.max;
 }
 
 } // namespace
@@ -186,92 +261,88 @@ endpoint_spec parse_endpoint(const std::string& text, const std::string& who) {
     endpoint_spec e;
     e.host = text.substr(0, colon);
     if (e.host.size() > 2 && e.host.front() == '[' && e.host.back() == ']') e.host = e.host.substr(1, e.host.size() - 2);
-    e.port = static_cast<std::uint16_t>(to_int(text.substr(colon + 1), who, 0, 65535, " (port)"));
+    e.port = static_cast<std::uint16_t>(to_int({raw_value::cli, text.substr(colon + 1)}, who, 0, 65535, " (port)"));
     return e;
 }
 
 server_options parse_server_options(int argc, const char* const* argv) {
     server_options o;
     auto& l = o.live;
-    l.heartbeat.timeout = std::chrono::milliseconds(10000);
-    l.timeouts.write_timeout = std::chrono::milliseconds(30000);
+    l.timeouts.write_timeout = milliseconds(30000);
     std::string timers = "wheel", metrics;
-    std::int64_t max_age = 0;
     std::vector<spec> specs = {
         endpoint_opt("listen", "address to listen on; port 0 picks a free port", o.listen),
-        dur_opt("reader-idle", "close after this long without a data line (0 = off)", l.idle.reader_idle),
-        dur_opt("writer-idle", "close after this long without writing (0 = off)", l.idle.writer_idle),
-        dur_opt("all-idle", "close after this long without reading or writing (0 = off)", l.idle.all_idle),
-        dur_opt("heartbeat-interval", "send PING after this long with nothing sent (0 = off)", l.heartbeat.interval),
-        dur_opt("heartbeat-timeout", "a PING with nothing received within this is a miss", l.heartbeat.timeout),
-        count_opt("heartbeat-misses", "close after this many consecutive misses", l.heartbeat.misses, 1, 1000),
-        frac_opt("heartbeat-jitter", "randomize each interval by up to this fraction", l.heartbeat.jitter, 0.0, 0.5),
-        dur_opt("write-timeout", "close when a write makes no progress for this long (0 = off)", l.timeouts.write_timeout),
-        ms_opt("tick", "the timing wheel's tick", o.tick_ms, 1, 1000),
-        count_opt("threads", "io_context threads, one wheel each", o.threads, 1, 256),
+        live_ms("reader-idle", "idle.reader_idle", "close after this long without a data line (0 = off)", l.idle.reader_idle),
+        live_ms("writer-idle", "idle.writer_idle", "close after this long without writing (0 = off)", l.idle.writer_idle),
+        live_ms("all-idle", "idle.all_idle", "close after this long without reading or writing (0 = off)", l.idle.all_idle),
+        live_ms("heartbeat-interval", "heartbeat.interval", "send PING after this long with nothing sent (0 = off)", l.heartbeat.interval),
+        live_ms("heartbeat-timeout", "heartbeat.timeout", "a PING with nothing received within this is a miss", l.heartbeat.timeout),
+        live_count("heartbeat-misses", "heartbeat.misses", "close after this many consecutive misses", l.heartbeat.misses),
+        live_frac("heartbeat-jitter", "heartbeat.jitter", "randomize each interval by up to this fraction", l.heartbeat.jitter),
+        live_ms("write-timeout", "timeouts.write_timeout", "close when a write makes no progress for this long (0 = off)", l.timeouts.write_timeout),
+        own_ms("tick", "the timing wheel's tick", o.tick_ms, 1, 1000),
+        own_count("threads", "io_context threads, one wheel each", o.threads, 1, 256),
         text_opt("timers", "wheel, or asio for one steady_timer per connection per concern", timers),
-        count_opt("max-line", "longest line in bytes before the newline", o.max_line, 1, 16 * 1024 * 1024, " (bytes)"),
-        count_opt("max-connections", "beyond this a new connection gets BYE busy", o.max_connections, 1, 10'000'000),
-        ms_opt("max-age", "close connections older than this, with ±10% jitter (0 = off)", max_age),
+        own_count("max-line", "longest line in bytes before the newline", o.max_line, 1, 16 * 1024 * 1024, " (bytes)"),
+        own_count("max-connections", "beyond this a new connection gets BYE busy", o.max_connections, 1, 10'000'000),
+        live_ms("max-age", "limits.max_age", "close connections older than this, with ±10% jitter (0 = off)", l.limits.max_age),
         switch_opt("tls", "serve TLS (needs --cert and --key)", o.tls),
         text_opt("cert", "PEM certificate chain for --tls", o.cert),
         text_opt("key", "PEM private key for --tls", o.key),
-        dur_opt("handshake-timeout", "TLS handshake must finish within this (0 = off)", l.limits.handshake_timeout),
-        ms_opt("stats-interval", "print a line of counters this often (0 = off)", o.stats_interval_ms),
+        live_ms("handshake-timeout", "limits.handshake_timeout", "TLS handshake must finish within this (0 = off)", l.limits.handshake_timeout),
+        own_ms("stats-interval", "print a line of counters this often (0 = off)", o.stats_interval_ms),
         text_opt("metrics", "serve Prometheus text at http://HOST:PORT/metrics", metrics),
-        ms_opt("shutdown-grace", "on SIGINT/SIGTERM, how long connections get to say BYE", o.shutdown_grace_ms, 0, 60000),
+        own_ms("shutdown-grace", "on SIGINT/SIGTERM, how long connections get to say BYE", o.shutdown_grace_ms, 0, 60000),
     };
-    parse("echo_server", "heartwheel echo/heartbeat server", specs, argc, argv);
+    const auto sources = parse("echo_server", "heartwheel echo/heartbeat server", specs, l, argc, argv);
     if (timers == "wheel") o.timers = timer_mode::wheel;
     else if (timers == "asio") o.timers = timer_mode::asio;
     else bad("--timers", timers, "wheel or asio");
     if (!metrics.empty()) o.metrics = parse_endpoint(metrics, "--metrics");
-    l.limits.max_age = std::chrono::milliseconds(max_age);
     if (o.tls && (o.cert.empty() || o.key.empty())) throw usage_error("--tls: --cert FILE and --key FILE are required");
     if (!o.tls && (!o.cert.empty() || !o.key.empty())) throw usage_error("--cert/--key: only valid with --tls");
-    validate_policies(l);
+    derive_backoff(l.backoff, sources);
+    validate_policies(l, sources);
     return o;
 }
 
 client_options parse_client_options(int argc, const char* const* argv) {
     client_options o;
-    std::string strategy = "grpc";
+    auto& l = o.live;
+    std::string strategy = net::to_string(l.backoff.strategy);
     std::vector<spec> specs = {
         endpoint_opt("connect", "server address", o.connect),
-        count_opt("connections", "connections to open", o.connections, 1, 1'000'000),
-        ms_opt("send-interval", "send one line per interval per connection (0 = send nothing)", o.send_interval_ms),
-        count_opt("payload", "bytes per line", o.payload, 1, 1 << 24, " (bytes)"),
-        ms_opt("duration", "run this long, then print the summary", o.duration_ms, 1),
+        own_count("connections", "connections to open", o.connections, 1, 1'000'000),
+        own_ms("send-interval", "send one line per interval per connection (0 = send nothing)", o.send_interval_ms),
+        own_count("payload", "bytes per line", o.payload, 1, 1 << 24, " (bytes)"),
+        own_ms("duration", "run this long, then print the summary", o.duration_ms, 1),
         yesno_opt("answer-pings", "answer the server's PING lines", o.answer_pings),
         switch_opt("tls", "connect with TLS", o.tls),
         text_opt("ca", "PEM CA file to verify the server with", o.ca),
         switch_opt("insecure", "do not verify the server's certificate", o.insecure),
-        ms_opt("request-timeout", "an echo later than this counts as a timeout (0 = off)", o.request_timeout_ms),
+        live_ms("request-timeout", "request.timeout", "an echo later than this counts as a timeout (0 = off)", l.request.timeout),
         yesno_opt("reconnect", "reconnect with backoff when closed", o.reconnect),
-        dur_opt("backoff-initial", "first reconnect delay", o.backoff.initial, 1),
-        dur_opt("backoff-max", "largest reconnect delay", o.backoff.max, 1),
-        frac_opt("backoff-multiplier", "growth per failure", o.backoff.multiplier, 1.0, 10.0),
-        frac_opt("backoff-jitter", "± fraction for the grpc strategy", o.backoff.jitter, 0.0, 1.0),
+        live_ms("backoff-initial", "backoff.initial", "first reconnect delay", l.backoff.initial),
+        live_ms("backoff-max", "backoff.max", "largest reconnect delay", l.backoff.max),
+        live_frac("backoff-multiplier", "backoff.multiplier", "growth per failure", l.backoff.multiplier),
+        live_frac("backoff-jitter", "backoff.jitter", "± fraction for the grpc strategy", l.backoff.jitter),
         text_opt("backoff-strategy", "grpc, full, equal or decorrelated", strategy),
-        dur_opt("stable-after", "a connection up this long resets the backoff", o.backoff.stable_after),
-        dur_opt("connect-timeout", "a connect attempt gets at least this long (grows with the backoff)",
-                o.backoff.min_connect_timeout, 1),
+        live_ms("stable-after", "backoff.stable_after", "a connection up this long resets the backoff", l.backoff.stable_after),
+        live_ms("connect-timeout", "backoff.min_connect_timeout",
+                "a connect attempt gets at least this long (grows with the backoff)", l.backoff.min_connect_timeout),
         switch_opt("quiet", "no progress line on stderr", o.quiet),
         switch_opt("verbose", "log each connect, close and reconnect wait on stderr", o.verbose),
-        count_opt("connect-stagger-us", "microseconds between initial connects", o.connect_stagger_us, 0, 1'000'000, " (microseconds)"),
+        own_count("connect-stagger-us", "microseconds between initial connects", o.connect_stagger_us, 0, 1'000'000, " (microseconds)"),
     };
-    parse("echo_client", "heartwheel echo/heartbeat client and load generator", specs, argc, argv);
-    if (strategy != "grpc" && strategy != "full" && strategy != "equal" && strategy != "decorrelated")
-        bad("--backoff-strategy", strategy, "grpc, full, equal or decorrelated");
-    o.backoff.strategy = heartwheel::net::parse_backoff_strategy(strategy, "--backoff-strategy");
-    if (o.tls && o.ca.empty() && !o.insecure) throw usage_error("--tls: give --ca FILE or --insecure");
+    const auto sources = parse("echo_client", "heartwheel echo/heartbeat client and load generator", specs, l, argc, argv);
     try {
-        o.backoff.validate();
-    } catch (const heartwheel::net::config_error& e) {
-        std::string msg = e.what();
-        msg.replace(0, e.field().size(), flag_for(e.field()));
-        throw usage_error(msg);
+        l.backoff.strategy = net::parse_backoff_strategy(strategy, "--backoff-strategy");
+    } catch (const net::config_error& e) {
+        bad("--backoff-strategy", strategy, e.accepted());
     }
+    if (o.tls && o.ca.empty() && !o.insecure) throw usage_error("--tls: give --ca FILE or --insecure");
+    derive_backoff(l.backoff, sources);
+    validate_policies(l, sources);
     return o;
 }
 

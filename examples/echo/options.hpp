@@ -1,7 +1,10 @@
 // options.hpp — echo_server and echo_client options: CLI11 flags, each also settable in a TOML file
-// given with --config (flags override the file; keys are the flag names with '_' for '-').
-// parse_*() throws usage_error with a one-line message naming the flag or key, the value and the
-// accepted range; main() prints it and exits 2.
+// given with --config (keys are the flag names with '_' for '-'); the file may also hold net's
+// liveness tables ([idle], [heartbeat], [backoff], ...), read by heartwheel::net's loader. Precedence:
+// flags, then the file's keys, then its tables, then defaults. Durations take units everywhere
+// ("30s", "500ms", "2m"; a bare number is milliseconds). Liveness values are range-checked by
+// net's policies only (one set of ranges). parse_*() throws usage_error with a one-line message
+// naming the flag or key, the value and the accepted range; main() prints it and exits 2.
 #ifndef HEARTWHEEL_ECHO_OPTIONS_HPP
 #define HEARTWHEEL_ECHO_OPTIONS_HPP
 
@@ -56,9 +59,8 @@ struct client_options {
     bool tls = false;
     std::string ca;
     bool insecure = false;
-    std::int64_t request_timeout_ms = 0;
     bool reconnect = false;
-    heartwheel::net::backoff_policy backoff;
+    heartwheel::net::liveness_config live; ///< request timeout, backoff
     bool quiet = false;
     bool verbose = false; ///< log connects, closes and reconnect waits on stderr
     std::int64_t connect_stagger_us = 0; ///< spread the initial connects

@@ -24,7 +24,7 @@ asio_wheel::~asio_wheel() {
     *self_ = nullptr;
     wheel_.set_empty_hook(nullptr, nullptr);
     for (timer_node* t : wheel_.stop())
-        if (auto* op = dynamic_cast<detail::wait_op_base*>(t)) op->complete(errc::wheel_stopped);
+        if (auto* op = dynamic_cast<detail::completion_node*>(t)) op->complete(errc::wheel_stopped);
 }
 
 void asio_wheel::schedule_at(timer_node& t, time_point deadline) {
@@ -33,7 +33,7 @@ void asio_wheel::schedule_at(timer_node& t, time_point deadline) {
 }
 
 void asio_wheel::schedule_every(periodic_timer& t, duration period, missed_tick policy) {
-    wheel_.schedule_periodic(t, refresh_now() + period, period, policy);
+    wheel_.schedule_periodic(t, saturating_add(refresh_now(), period), period, policy);
     after_schedule(t);
 }
 
@@ -42,6 +42,8 @@ bool asio_wheel::cancel(timer_node& t) noexcept { return wheel_.cancel(t); }
 void asio_wheel::touch(timer_node& t, time_point deadline) {
     if (wheel_.touch(t, deadline)) after_schedule(t); // a lazy touch never needs an earlier wake-up
 }
+
+void asio_wheel::schedule_after(timer_node& t, duration delay) { schedule_at(t, saturating_add(refresh_now(), delay)); }
 
 timer_handle asio_wheel::schedule_after(duration delay, std::function<void()> fn) {
     timer_handle h(std::move(fn));
@@ -133,7 +135,7 @@ std::vector<timer_node*> asio_wheel::shutdown() {
     disarm();
     std::vector<timer_node*> handed_back;
     for (timer_node* t : unfired) {
-        if (auto* op = dynamic_cast<detail::wait_op_base*>(t)) op->complete(errc::wheel_stopped);
+        if (auto* op = dynamic_cast<detail::completion_node*>(t)) op->complete(errc::wheel_stopped);
         else handed_back.push_back(t);
     }
     return handed_back;

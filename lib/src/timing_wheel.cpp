@@ -60,7 +60,7 @@ std::error_code timing_wheel::to_error(placed p) noexcept {
 void timing_wheel::throw_placed(placed p) { throw std::system_error(to_error(p)); }
 
 std::uint64_t timing_wheel::tick_ceil(time_point t) const noexcept {
-    const auto ns = (t - start_).count();
+    const auto ns = saturating_sub(t, start_).count(); // far past: 0 (due now); far future: max_tick_
     if (ns <= 0) return 0;
     const auto step = config_.tick.count();
     const auto ticks = static_cast<std::uint64_t>(ns / step + (ns % step != 0 ? 1 : 0));
@@ -68,7 +68,7 @@ std::uint64_t timing_wheel::tick_ceil(time_point t) const noexcept {
 }
 
 std::uint64_t timing_wheel::tick_floor(time_point t) const noexcept {
-    const auto ns = (t - start_).count();
+    const auto ns = saturating_sub(t, start_).count();
     if (ns <= 0) return 0;
     const auto ticks = static_cast<std::uint64_t>(ns / config_.tick.count());
     return ticks < max_tick_ ? ticks : max_tick_;
@@ -76,7 +76,7 @@ std::uint64_t timing_wheel::tick_floor(time_point t) const noexcept {
 
 duration timing_wheel::remaining(const timer_node& t, time_point now) const noexcept {
     if (t.state_ != timer_state::pending || t.wheel_ != this) return duration::zero();
-    const auto left = time_of(t.deadline_) - now;
+    const auto left = saturating_sub(time_of(t.deadline_), now);
     return left > duration::zero() ? left : duration::zero();
 }
 
@@ -95,14 +95,35 @@ void timing_wheel::file(timer_node& t) noexcept {
     const std::uint64_t d = t.deadline_;
     const bool rearmed_in_this_advance = advancing_ && t.fired_in_ == generation_ && d <= target_;
     if (d <= elapsed_ || rearmed_in_this_advance) {
-        t.slot_ = due_slot;
-        due_.push_back(t);
+        push_due(t);
         return;
     }
     t.slot_ = slot_for(d);
     const unsigned level = t.slot_ / slots_per_level, index = t.slot_ % slots_per_level;
     slots_[level][index].push_back(t);
     occupied_[level] |= std::uint64_t{1} << index;
+}
+
+void timing_wheel::push_due(timer_node& t) noexcept {
+    t.slot_ = due_slot;
+    if (!due_.empty() && t.deadline_ < node_of(due_.prev).deadline_) due_unsorted_ = true;
+    due_.push_back(t);
+}
+
+// Overdue timers fire in deadline order (oldest first), whatever order they were scheduled in. The
+// common case (appended in order) costs nothing; otherwise one stable sort of the batch.
+void timing_wheel::sort_due_batch(detail::list_head& batch) {
+    if (!due_unsorted_) return;
+    due_unsorted_ = false;
+    sort_scratch_.clear();
+    while (auto* h = batch.front()) {
+        h->unlink();
+        sort_scratch_.push_back(&node_of(h));
+    }
+    std::stable_sort(sort_scratch_.begin(), sort_scratch_.end(),
+                     [](const timer_node* a, const timer_node* b) { return a->deadline_ < b->deadline_; });
+    for (timer_node* t : sort_scratch_) batch.push_back(*t);
+    sort_scratch_.clear();
 }
 
 void timing_wheel::unlink(timer_node& t) noexcept {
@@ -236,10 +257,17 @@ void timing_wheel::fire(timer_node& t) {
 bool timing_wheel::fire_due_batch() {
     detail::list_head batch;
     batch.splice_back(due_);
+    sort_due_batch(batch);
     struct restore {
         timing_wheel& w;
         detail::list_head& batch;
-        ~restore() { w.due_.splice_front(batch); }
+        ~restore() {
+            // What the budget left keeps its order, ahead of what callbacks added meanwhile.
+            if (!batch.empty() && !w.due_.empty() &&
+                node_of(batch.prev).deadline_ > node_of(w.due_.next).deadline_)
+                w.due_unsorted_ = true;
+            w.due_.splice_front(batch);
+        }
     } guard{*this, batch};
     while (auto* h = batch.front()) {
         if (!budget_left()) return false;
@@ -256,8 +284,7 @@ void timing_wheel::requeue_slot_rest(detail::list_head& slot) noexcept {
     while (auto* h = slot.front()) {
         timer_node& t = node_of(h);
         t.list_hook::unlink();
-        t.slot_ = due_slot;
-        due_.push_back(t);
+        push_due(t);
     }
 }
 
@@ -323,6 +350,7 @@ std::vector<timer_node*> timing_wheel::stop() {
     occupied_.fill(0);
     size_ = 0;
     stopped_ = true;
+    due_unsorted_ = false;
     return unfired;
 }
 

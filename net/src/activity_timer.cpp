@@ -11,11 +11,11 @@ void activity_timer::start(duration timeout, time_point since) {
         cancel();
         return;
     }
-    svc_->schedule(*this, svc_->latest_possible(last_) + timeout_);
+    svc_->schedule(*this, saturating_add(svc_->latest_possible(last_), timeout_));
 }
 
 void activity_timer::on_expire() {
-    const time_point due = svc_->latest_possible(last_) + timeout_;
+    const time_point due = saturating_add(svc_->latest_possible(last_), timeout_);
     const time_point now = svc_->now();
     if (due > now) { // activity since it was armed: re-file for the real deadline
         svc_->schedule(*this, due);
@@ -23,7 +23,7 @@ void activity_timer::on_expire() {
     }
     const bool first = last_ != last_fired_for_;
     last_fired_for_ = last_;
-    svc_->schedule(*this, now + timeout_); // repeat every period while idle
+    svc_->schedule(*this, saturating_add(now, timeout_)); // repeat every period while idle
     cb_(first);                            // last: the callback may destroy this timer
 }
 

@@ -28,11 +28,9 @@ connection_liveness::connection_liveness(timer_service& svc, asio::any_io_execut
                       if (counters_) counters_->heartbeat_miss();
                   }},
                  std::move(rnd)),
-      requests_(svc, std::move(ex), config.request) {
+      requests_(svc, std::move(ex), config.request, counters) {
     config_.timeouts.validate();
     read_timeout_.start(std::chrono::duration_cast<duration>(config_.timeouts.read_timeout), svc_.stamp());
-    if (counters_)
-        requests_.on_timeout([c = counters_](const std::uint64_t&, request_state) { c->request_timed_out(); });
 }
 
 connection_liveness::~connection_liveness() { close(); }
@@ -85,8 +83,6 @@ void connection_liveness::close() {
     read_timeout_.stop();
     write_timeout_.stop();
     heartbeat_.stop();
-    const auto outstanding = requests_.outstanding();
-    if (counters_ && outstanding) counters_->requests_failed_on_close(outstanding);
     requests_.fail_all(errc::connection_closed);
 }
 

@@ -28,31 +28,36 @@ duration heartbeat::jittered_interval() {
 
 void heartbeat::send_ping() {
     if (checker_.pending()) {
-        // The last ping is not judged yet (timeout == interval puts both in one tick; jitter can make
-        // the interval shorter than the timeout). One ping is outstanding at a time: this one goes
-        // out right after that judgement — re-arming the checker now would skip it.
-        svc_.schedule(pinger_, judge_at_);
+        // The previous ping is neither answered nor judged: one ping is outstanding at a time, so
+        // this one goes out when it is (judge_ping or on_pong).
+        ping_due_ = true;
         return;
     }
+    ping_due_ = false;
     ping_sent_ = svc_.now();
     awaiting_pong_ = true;
     ++pings_;
     const duration next = jittered_interval(); // the next ping: interval after this one
     pinger_.set_timeout(next);
     pinger_.touch(ping_sent_);
-    svc_.schedule(pinger_, ping_sent_ + next);
-    judge_at_ = ping_sent_ + std::chrono::duration_cast<duration>(policy_.timeout);
-    svc_.schedule(checker_, judge_at_);
+    svc_.schedule(pinger_, saturating_add(ping_sent_, next));
+    svc_.schedule(checker_, saturating_add(ping_sent_, std::chrono::duration_cast<duration>(policy_.timeout)));
     if (cbs_.send_ping) cbs_.send_ping();
 }
 
 void heartbeat::judge_ping() {
     if (last_read_ != read_at_last_judgement_) misses_ = 0; // something arrived: liveness
     read_at_last_judgement_ = last_read_;
-    if (svc_.latest_possible(last_read_) >= ping_sent_) return; // answered (or possibly so)
-    ++misses_;
-    if (cbs_.on_miss) cbs_.on_miss();
-    if (misses_ >= policy_.misses && cbs_.on_dead) cbs_.on_dead(); // last: may destroy *this
+    if (svc_.latest_possible(last_read_) < ping_sent_) { // nothing can have arrived since the ping
+        ++misses_;
+        if (cbs_.on_miss) cbs_.on_miss();
+        if (misses_ >= policy_.misses) {
+            stop(); // dead: no more pings
+            if (cbs_.on_dead) cbs_.on_dead(); // last: may destroy *this
+            return;
+        }
+    }
+    if (ping_due_) send_ping(); // last: send_ping may write, and a write may close
 }
 
 void heartbeat::on_pong(time_point stamp) {
@@ -60,6 +65,11 @@ void heartbeat::on_pong(time_point stamp) {
     if (!awaiting_pong_) return;
     awaiting_pong_ = false;
     rtt_ = stamp > ping_sent_ ? stamp - ping_sent_ : duration::zero();
+    // Answered: nothing left to judge, and a ping that fell due meanwhile goes out now.
+    checker_.cancel();
+    misses_ = 0;
+    read_at_last_judgement_ = last_read_;
+    if (ping_due_) send_ping();
 }
 
 void heartbeat::stop() noexcept {

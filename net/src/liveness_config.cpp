@@ -1,8 +1,11 @@
-// liveness_config.cpp — TOML tables to policy structs, with errors that name the key.
+// liveness_config.cpp — TOML tables to policy structs, with errors that name the key and the source.
 #include <heartwheel/net/liveness_config.hpp>
+#include <heartwheel/net/liveness_toml.hpp>
 
-#include <toml++/toml.h>
+#include <sys/stat.h>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -13,27 +16,42 @@ namespace {
 
 using setter = std::function<void(const toml::node&, const std::string& key)>;
 
+constexpr const char* table_names = "idle, timeouts, heartbeat, request, backoff, limits, keepalive";
+
 std::string text_of(const toml::node& n) {
+    if (auto s = n.value_exact<std::string>()) return "\"" + *s + "\"";
     std::ostringstream os;
     n.visit([&os](const auto& v) { os << v; });
     return os.str();
 }
 
 std::int64_t as_int(const toml::node& n, const std::string& key, const char* what) {
-    if (auto v = n.value<std::int64_t>(); v && n.is_integer()) return *v;
-    throw config_error(key, text_of(n), what);
+    if (auto v = n.value_exact<std::int64_t>()) return *v;
+    throw config_error(key, text_of(n), what, "not valid");
 }
 
-double as_double(const toml::node& n, const std::string& key) {
-    if (n.is_integer() || n.is_floating_point()) return *n.value<double>();
-    throw config_error(key, text_of(n), "a number");
+// A duration: an integer in `unit`, or a string with a unit of its own.
+milliseconds as_duration(const toml::node& n, const std::string& key, milliseconds unit, const char* unit_name) {
+    if (auto v = n.value_exact<std::int64_t>()) {
+        if (*v > 1'000'000'000'000'000LL || *v < -1'000'000'000'000'000LL)
+            throw config_error(key, text_of(n), "a duration of at most a year", "out of range");
+        return milliseconds(*v * unit.count());
+    }
+    if (auto s = n.value_exact<std::string>()) return parse_duration(*s, key, milliseconds(0));
+    throw config_error(key, text_of(n),
+                       std::string("an integer number of ") + unit_name + ", or a string with a unit (\"500ms\", \"30s\", \"2m\")",
+                       "not valid");
 }
 
 setter ms(milliseconds& f) {
-    return [&f](const toml::node& n, const std::string& k) { f = milliseconds(as_int(n, k, "an integer number of milliseconds")); };
+    return [&f](const toml::node& n, const std::string& k) { f = as_duration(n, k, milliseconds(1), "milliseconds"); };
 }
 setter secs(std::chrono::seconds& f) {
-    return [&f](const toml::node& n, const std::string& k) { f = std::chrono::seconds(as_int(n, k, "an integer number of seconds")); };
+    return [&f](const toml::node& n, const std::string& k) {
+        const milliseconds v = as_duration(n, k, milliseconds(1000), "seconds");
+        if (v.count() % 1000 != 0) throw config_error(k, text_of(n), "a whole number of seconds", "not valid");
+        f = std::chrono::duration_cast<std::chrono::seconds>(v);
+    };
 }
 setter u32(std::uint32_t& f) {
     return [&f](const toml::node& n, const std::string& k) {
@@ -43,25 +61,64 @@ setter u32(std::uint32_t& f) {
     };
 }
 setter num(double& f) {
-    return [&f](const toml::node& n, const std::string& k) { f = as_double(n, k); };
+    return [&f](const toml::node& n, const std::string& k) {
+        if (!n.is_integer() && !n.is_floating_point()) throw config_error(k, text_of(n), "a number", "not valid");
+        f = *n.value<double>();
+    };
 }
 setter flag(bool& f) {
     return [&f](const toml::node& n, const std::string& k) {
-        if (!n.is_boolean()) throw config_error(k, text_of(n), "true or false");
+        if (!n.is_boolean()) throw config_error(k, text_of(n), "true or false", "not valid");
         f = *n.value<bool>();
     };
 }
 
-void apply_table(const toml::table& t, const std::string& name, const std::map<std::string, setter>& keys) {
+using key_table = std::map<std::string, setter>;
+
+std::map<std::string, key_table> tables_of(liveness_config& c) {
+    return {
+        {"idle", {{"reader_idle", ms(c.idle.reader_idle)}, {"writer_idle", ms(c.idle.writer_idle)},
+                  {"all_idle", ms(c.idle.all_idle)}, {"write_progress_is_activity", flag(c.idle.write_progress_is_activity)}}},
+        {"timeouts", {{"read_timeout", ms(c.timeouts.read_timeout)}, {"write_timeout", ms(c.timeouts.write_timeout)}}},
+        {"heartbeat", {{"interval", ms(c.heartbeat.interval)}, {"timeout", ms(c.heartbeat.timeout)},
+                       {"misses", u32(c.heartbeat.misses)}, {"jitter", num(c.heartbeat.jitter)}}},
+        {"request", {{"timeout", ms(c.request.timeout)}, {"max_outstanding", u32(c.request.max_outstanding)}}},
+        {"backoff", {{"initial", ms(c.backoff.initial)}, {"multiplier", num(c.backoff.multiplier)},
+                     {"jitter", num(c.backoff.jitter)}, {"max", ms(c.backoff.max)},
+                     {"min_connect_timeout", ms(c.backoff.min_connect_timeout)}, {"stable_after", ms(c.backoff.stable_after)},
+                     {"strategy", [&c](const toml::node& n, const std::string& k) {
+                          if (!n.is_string()) throw config_error(k, text_of(n), "grpc, full, equal or decorrelated", "not valid");
+                          c.backoff.strategy = parse_backoff_strategy(*n.value<std::string>(), k);
+                      }}}},
+        {"limits", {{"handshake_timeout", ms(c.limits.handshake_timeout)}, {"max_age", ms(c.limits.max_age)},
+                    {"max_age_jitter", num(c.limits.max_age_jitter)}, {"drain_grace", ms(c.limits.drain_grace)}}},
+        {"keepalive", {{"enabled", flag(c.keepalive.enabled)}, {"idle", secs(c.keepalive.idle)},
+                       {"interval", secs(c.keepalive.interval)}, {"count", u32(c.keepalive.count)},
+                       {"user_timeout", ms(c.keepalive.user_timeout)}}},
+    };
+}
+
+void apply_table(const toml::table& t, const std::string& name, const key_table& keys) {
     for (const auto& [k, v] : t) {
         const std::string key = name + "." + std::string(k.str());
         auto it = keys.find(std::string(k.str()));
         if (it == keys.end()) {
             std::string known;
             for (const auto& [kn, _] : keys) known += (known.empty() ? "" : ", ") + kn;
-            throw config_error(key, "(unknown key)", "one of: " + known);
+            throw config_error(key, "(unknown key)", "one of: " + known, "not valid");
         }
         it->second(v, key);
+    }
+}
+
+toml::table parse_toml(std::string_view text, std::string_view source) {
+    try {
+        return toml::parse(text, source);
+    } catch (const toml::parse_error& e) {
+        std::ostringstream os;
+        os << source << ": invalid TOML at line " << e.source().begin.line << ", column " << e.source().begin.column
+           << ": " << e.description();
+        throw config_error(std::string(source), os.str());
     }
 }
 
@@ -72,7 +129,7 @@ backoff_strategy parse_backoff_strategy(std::string_view name, const std::string
     if (name == "full") return backoff_strategy::full;
     if (name == "equal") return backoff_strategy::equal;
     if (name == "decorrelated") return backoff_strategy::decorrelated;
-    throw config_error(field, std::string(name), "grpc, full, equal or decorrelated");
+    throw config_error(field, std::string(name), "grpc, full, equal or decorrelated", "not valid");
 }
 
 const char* to_string(backoff_strategy s) noexcept {
@@ -95,54 +152,71 @@ void liveness_config::validate() const {
     keepalive.validate();
 }
 
-liveness_config parse_liveness_config(std::string_view text, std::string_view source) {
-    toml::table root;
+bool is_liveness_table(std::string_view name) noexcept {
+    for (const char* t : {"idle", "timeouts", "heartbeat", "request", "backoff", "limits", "keepalive"})
+        if (name == t) return true;
+    return false;
+}
+
+void apply_liveness_tables(liveness_config& c, const toml::table& doc, std::string_view source, other_keys others) {
+    const std::string src(source);
+    const auto tables = tables_of(c);
     try {
-        root = toml::parse(text, source);
-    } catch (const toml::parse_error& e) {
-        std::ostringstream os;
-        os << e.source().begin;
-        throw config_error(std::string(source), "line " + os.str(), std::string("valid TOML: ") + std::string(e.description()));
+        for (const auto& [name, node] : doc) {
+            const std::string table(name.str());
+            auto it = tables.find(table);
+            if (it == tables.end()) {
+                if (others == other_keys::ignore) continue;
+                throw config_error(table, "(unknown table)", table_names, "not valid");
+            }
+            if (!node.is_table()) throw config_error(table, text_of(node), std::string("a table [") + table + "]", "not valid");
+            const auto& t = *node.as_table();
+            const milliseconds initial_before = c.backoff.initial;
+            apply_table(t, table, it->second);
+            // backoff.max alone: an initial delay above it (the default 1 s) follows it down.
+            if (table == "backoff" && t.contains("max") && !t.contains("initial") && initial_before > c.backoff.max &&
+                c.backoff.max.count() > 0)
+                c.backoff.initial = c.backoff.max;
+        }
+    } catch (const config_error& e) {
+        throw e.in(src);
     }
+}
+
+liveness_config parse_liveness_config(const toml::table& doc, std::string_view source, other_keys others) {
     liveness_config c;
-    std::string strategy;
-    const std::map<std::string, std::map<std::string, setter>> tables = {
-        {"idle", {{"reader_idle", ms(c.idle.reader_idle)}, {"writer_idle", ms(c.idle.writer_idle)},
-                  {"all_idle", ms(c.idle.all_idle)}, {"write_progress_is_activity", flag(c.idle.write_progress_is_activity)}}},
-        {"timeouts", {{"read_timeout", ms(c.timeouts.read_timeout)}, {"write_timeout", ms(c.timeouts.write_timeout)}}},
-        {"heartbeat", {{"interval", ms(c.heartbeat.interval)}, {"timeout", ms(c.heartbeat.timeout)},
-                       {"misses", u32(c.heartbeat.misses)}, {"jitter", num(c.heartbeat.jitter)}}},
-        {"request", {{"timeout", ms(c.request.timeout)}, {"max_outstanding", u32(c.request.max_outstanding)}}},
-        {"backoff", {{"initial", ms(c.backoff.initial)}, {"multiplier", num(c.backoff.multiplier)},
-                     {"jitter", num(c.backoff.jitter)}, {"max", ms(c.backoff.max)},
-                     {"min_connect_timeout", ms(c.backoff.min_connect_timeout)}, {"stable_after", ms(c.backoff.stable_after)},
-                     {"strategy", [&](const toml::node& n, const std::string& k) {
-                          if (!n.is_string()) throw config_error(k, "(not a string)", "grpc, full, equal or decorrelated");
-                          c.backoff.strategy = parse_backoff_strategy(*n.value<std::string>(), k);
-                      }}}},
-        {"limits", {{"handshake_timeout", ms(c.limits.handshake_timeout)}, {"max_age", ms(c.limits.max_age)},
-                    {"max_age_jitter", num(c.limits.max_age_jitter)}, {"drain_grace", ms(c.limits.drain_grace)}}},
-        {"keepalive", {{"enabled", flag(c.keepalive.enabled)}, {"idle", secs(c.keepalive.idle)},
-                       {"interval", secs(c.keepalive.interval)}, {"count", u32(c.keepalive.count)},
-                       {"user_timeout", ms(c.keepalive.user_timeout)}}},
-    };
-    for (const auto& [name, node] : root) {
-        const std::string table(name.str());
-        auto it = tables.find(table);
-        if (it == tables.end() || !node.is_table())
-            throw config_error(table, "(unknown table)", "idle, timeouts, heartbeat, request, backoff, limits, keepalive");
-        apply_table(*node.as_table(), table, it->second);
+    apply_liveness_tables(c, doc, source, others);
+    try {
+        c.validate();
+    } catch (const config_error& e) {
+        throw e.in(std::string(source));
     }
-    c.validate();
     return c;
 }
 
-liveness_config load_liveness_config(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) throw config_error("config", path, "a readable TOML file");
+liveness_config parse_liveness_config(std::string_view text, std::string_view source) {
+    return parse_liveness_config(parse_toml(text, source), source);
+}
+
+std::string read_config_file(const std::string& path, const std::string& what) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0)
+        throw config_error(what, what + " " + path + ": cannot read the file: " + std::strerror(errno));
+    if (S_ISDIR(st.st_mode)) throw config_error(what, what + " " + path + ": is a directory, not a TOML file");
+    if (!S_ISREG(st.st_mode))
+        throw config_error(what, what + " " + path + ": is not a regular file (a device, pipe or socket), not a TOML file");
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw config_error(what, what + " " + path + ": cannot read the file: " + std::strerror(errno));
     std::stringstream ss;
     ss << in.rdbuf();
-    return parse_liveness_config(ss.str(), path);
+    std::string text = ss.str();
+    if (text.find_first_not_of(" \t\r\n") == std::string::npos)
+        throw config_error(what, what + " " + path + ": the file is empty (no settings); give a TOML file with at least one key");
+    return text;
+}
+
+liveness_config load_liveness_config(const std::string& path) {
+    return parse_liveness_config(read_config_file(path), path);
 }
 
 } // namespace heartwheel::net

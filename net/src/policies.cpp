@@ -32,9 +32,74 @@ void check_count(const std::string& field, std::uint64_t v, std::uint64_t lo, st
 
 } // namespace
 
-config_error::config_error(std::string field, std::string value, std::string accepted)
-    : std::invalid_argument(field + " = " + value + " is out of range: accepted " + accepted),
+config_error::config_error(std::string field, std::string value, std::string accepted, const std::string& problem)
+    : std::invalid_argument(field + " = " + value + " is " + problem + ": accepted " + accepted),
       field_(std::move(field)), value_(std::move(value)), accepted_(std::move(accepted)) {}
+
+config_error::config_error(std::string field, const std::string& message)
+    : std::invalid_argument(message), field_(std::move(field)) {}
+
+config_error config_error::in(const std::string& source) const {
+    config_error e(field_, std::string(what()) + " (in " + source + ")");
+    e.value_ = value_;
+    e.accepted_ = accepted_;
+    return e;
+}
+
+milliseconds parse_duration(std::string_view text, const std::string& field, milliseconds bare_unit) {
+    const std::string accepted = bare_unit.count() > 0
+        ? std::string("a duration: an integer number of ") +
+              (bare_unit == milliseconds(1000) ? "seconds" : "milliseconds") +
+              ", or a number with a unit (500ms, 30s, 2m, 1h)"
+        : "a duration with a unit (500ms, 30s, 2m, 1h) or an integer number of milliseconds";
+    auto fail = [&]() -> milliseconds {
+        throw config_error(field, "\"" + std::string(text) + "\"", accepted, "not valid");
+    };
+    std::size_t i = 0;
+    const bool negative = !text.empty() && text[0] == '-';
+    if (negative) ++i;
+    const std::size_t digits_start = i;
+    long double value = 0, scale = 0;
+    bool any_digit = false;
+    for (; i < text.size(); ++i) {
+        const char c = text[i];
+        if (c >= '0' && c <= '9') {
+            any_digit = true;
+            if (scale > 0) {
+                value += (c - '0') * scale;
+                scale /= 10;
+            } else {
+                value = value * 10 + (c - '0');
+            }
+        } else if (c == '.' && scale == 0) {
+            scale = 0.1L;
+        } else {
+            break;
+        }
+        if (value > 1e15L) return fail();
+    }
+    if (!any_digit || i == digits_start) return fail();
+    const std::string_view unit = text.substr(i);
+    long double ms_per_unit = 0;
+    if (unit.empty()) {
+        if (bare_unit.count() == 0 || scale != 0) return fail(); // a bare number must be an integer
+        ms_per_unit = static_cast<long double>(bare_unit.count());
+    } else if (unit == "ms") {
+        ms_per_unit = 1;
+    } else if (unit == "s") {
+        ms_per_unit = 1000;
+    } else if (unit == "m" || unit == "min") {
+        ms_per_unit = 60'000;
+    } else if (unit == "h") {
+        ms_per_unit = 3'600'000;
+    } else {
+        return fail();
+    }
+    const long double ms = value * ms_per_unit;
+    const auto whole = static_cast<long long>(ms + 0.5L);
+    if (ms - static_cast<long double>(whole) > 1e-6L || static_cast<long double>(whole) - ms > 1e-6L) return fail();
+    return milliseconds(negative ? -whole : whole);
+}
 
 void idle_policy::validate(const std::string& p) const {
     check_ms(p + ".reader_idle", reader_idle, 0, max_ms);
@@ -47,12 +112,8 @@ void heartbeat_policy::validate(const std::string& p) const {
     check_count(p + ".misses", misses, 1, 1000);
     check_fraction(p + ".jitter", jitter, 0.0, 0.5);
     if (!enabled()) return;
+    // Independent of the interval: one ping is outstanding at a time (see heartbeat.hpp).
     check_ms(p + ".timeout", timeout, 1, max_ms);
-    // Each miss is judged before the next ping goes out (the next one is sent `interval` after it).
-    if (timeout > interval)
-        throw config_error(p + ".timeout", ms_text(timeout),
-                           "1.." + std::to_string(interval.count()) + " ms (at most " + p +
-                               ".interval, the time until the next ping)");
 }
 
 void request_policy::validate(const std::string& p) const {
@@ -69,7 +130,11 @@ void backoff_policy::validate(const std::string& p) const {
     check_ms(p + ".initial", initial, 1, max_ms);
     check_fraction(p + ".multiplier", multiplier, 1.0, 10.0);
     check_fraction(p + ".jitter", jitter, 0.0, 1.0);
-    check_ms(p + ".max", max, initial.count(), max_ms);
+    if (max < initial)
+        throw config_error(p + ".max", ms_text(max),
+                           std::to_string(initial.count()) + ".." + std::to_string(max_ms) + " ms (at least " + p +
+                               ".initial, which is " + ms_text(initial) + ")");
+    check_ms(p + ".max", max, 1, max_ms);
     check_ms(p + ".min_connect_timeout", min_connect_timeout, 1, max_ms);
     check_ms(p + ".stable_after", stable_after, 0, max_ms);
 }
@@ -86,6 +151,14 @@ void keepalive_options::validate(const std::string& p) const {
     check_count(p + ".interval", static_cast<std::uint64_t>(interval.count()), 0, 32767);
     check_count(p + ".count", count, 0, 127);
     check_ms(p + ".user_timeout", user_timeout, 0, 0x7fffffff);
+    if (!enabled || user_timeout.count() == 0) return;
+    const std::chrono::seconds probe = interval.count() > 0 ? interval : system_default_interval;
+    const auto probe_ms = std::chrono::duration_cast<milliseconds>(probe);
+    if (user_timeout < probe_ms)
+        throw config_error(p + ".user_timeout", ms_text(user_timeout),
+                           "0 (off) or at least " + p + ".interval (" + std::to_string(probe.count()) + " s" +
+                               (interval.count() > 0 ? "" : ", the kernel's default") +
+                               "): a shorter user timeout kills a healthy connection after one lost keepalive probe");
 }
 
 } // namespace heartwheel::net

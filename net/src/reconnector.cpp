@@ -4,8 +4,8 @@
 namespace heartwheel::net {
 
 reconnector::reconnector(timer_service& svc, const backoff_policy& policy, attempt_fn attempt,
-                         backoff::random_source rnd)
-    : svc_(svc), backoff_(policy, std::move(rnd)), attempt_(std::move(attempt)) {}
+                         backoff::random_source rnd, liveness_counters* counters)
+    : svc_(svc), backoff_(policy, std::move(rnd)), attempt_(std::move(attempt)), counters_(counters) {}
 
 void reconnector::start() { fire_attempt(); }
 
@@ -13,6 +13,7 @@ void reconnector::fire_attempt() {
     retry_timer_.cancel();
     phase_ = phase::connecting;
     ++attempts_;
+    if (counters_ && attempts_ > 1) counters_->reconnect_attempt();
     attempt_();
 }
 
@@ -26,7 +27,10 @@ void reconnector::became_stable() {
     backoff_.reset();
 }
 
-void reconnector::failed() { wait_then_retry(); }
+void reconnector::failed() {
+    if (counters_) counters_->reconnect_failure();
+    wait_then_retry();
+}
 
 void reconnector::disconnected() {
     stable_timer_.cancel();

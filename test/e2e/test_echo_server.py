@@ -319,7 +319,9 @@ class BadInput(unittest.TestCase):
             (["--listen", "nonsense"], "--listen", "nonsense", "HOST:PORT"),
             (["--listen", "127.0.0.1:70000"], "--listen", "70000", "0..65535"),
             (["--threads", "0"], "--threads", "0", "1..256"),
-            (["--heartbeat-interval", "100", "--heartbeat-timeout", "500"], "--heartbeat-timeout", "500", "--heartbeat-interval"),
+            (["--heartbeat-interval", "100", "--heartbeat-timeout", "0"], "--heartbeat-timeout", "0", "1.."),
+            (["--reader-idle", "10x"], "--reader-idle", "10x", "30s"),
+            (["--tick", "2h"], "--tick", "2h", "1..1000"),
         ]
         for args, flag, value, accepted in cases:
             p = self.run_server(*args)
@@ -363,6 +365,87 @@ class BadInput(unittest.TestCase):
             p = self.run_server("--config", cfg)
             self.assertEqual(p.returncode, 2)
             self.assertIn("reader_idel", p.stderr)
+
+
+    def test_config_that_is_not_a_file_or_is_empty_exits_2(self):
+        with tempdir() as d:
+            empty = os.path.join(d, "empty.toml")
+            open(empty, "w").close()
+            for path, words in ((d, "is a directory"), ("/dev/null", "not a regular file"), (empty, "empty"),
+                                (os.path.join(d, "missing.toml"), "No such file")):
+                for binary in (SERVER, CLIENT):
+                    p = subprocess.run([binary, "--config", path], capture_output=True, text=True, timeout=10)
+                    self.assertEqual(p.returncode, 2, (binary, path, p.stderr))
+                    self.assertIn(path, p.stderr)
+                    self.assertIn(words, p.stderr)
+                    self.assertNotIn("line 0", p.stderr)
+
+    def test_config_types_units_and_liveness_tables(self):
+        with tempdir() as d:
+            cfg = os.path.join(d, "server.toml")
+            with open(cfg, "w") as f:
+                f.write('reader_idle = "100"\n')  # a string where a number belongs: refused
+            p = self.run_server("--config", cfg)
+            self.assertEqual(p.returncode, 2)
+            self.assertIn("reader_idle", p.stderr)
+            self.assertIn("unit", p.stderr)
+            with open(cfg, "w") as f:  # net's liveness tables in the binary's file, durations with units
+                f.write('listen = "127.0.0.1:0"\n[idle]\nreader_idle = "300ms"\n[heartbeat]\ninterval = "10s"\n')
+            with Server("--config", cfg) as srv:
+                start = time.monotonic()
+                c = Line(srv.port)
+                self.assertEqual(c.wait_for("BYE", timeout=5)[0], "BYE reader-idle")
+                self.assertGreaterEqual(time.monotonic() - start, 0.29)
+            with open(cfg, "w") as f:
+                f.write('[heartbeat]\nmisses = 0\n')
+            p = self.run_server("--config", cfg)
+            self.assertEqual(p.returncode, 2)
+            self.assertIn("heartbeat.misses", p.stderr)
+            self.assertIn(cfg, p.stderr)
+            self.assertIn("1..1000", p.stderr)
+        with Server("--reader-idle", "0.3s") as srv:  # units on the command line too
+            self.assertEqual(Line(srv.port).wait_for("BYE", timeout=5)[0], "BYE reader-idle")
+
+
+class HeartbeatPolicy(unittest.TestCase):
+    """The heartbeat timeout is independent of the interval (docs/liveness.md gives the time of death)."""
+
+    def ping_times_until_bye(self, srv, limit):
+        start = time.monotonic()  # before connect: the server's clocks start after this
+        c = Line(srv.port)
+        pings = []
+        while True:
+            line = c.readline(timeout=limit)
+            self.assertIsNotNone(line, "closed without BYE")
+            if line.startswith("PING "):
+                pings.append(time.monotonic() - start)
+                continue
+            return pings, line, time.monotonic() - start
+
+    def test_timeout_longer_than_interval(self):
+        for timers in ("wheel", "asio"):
+            with Server("--timers", timers, "--heartbeat-interval", "300", "--heartbeat-timeout", "600",
+                        "--heartbeat-misses", "2") as srv:
+                pings, bye, dead_at = self.ping_times_until_bye(srv, limit=5)
+                self.assertEqual(bye, "BYE heartbeat-timeout", timers)
+                # pings at P = 0.3 and P + timeout; death at P + misses * timeout = 1.5 s
+                self.assertEqual(len(pings), 2, (timers, pings))
+                self.assertGreaterEqual(pings[1] - pings[0], 0.55, (timers, pings))
+                self.assertGreaterEqual(dead_at, 1.5 - 0.01, timers)
+                self.assertLess(dead_at, 1.5 + 1.0, timers)
+
+    def test_documented_flag_pairs_start_and_behave(self):
+        # The issue's two command lines: a timeout twice the interval, and an interval alone (the
+        # default timeout, 10 s, is longer). An answering peer gets a ping every interval and stays.
+        for flags, interval in ((["--heartbeat-interval", "1000", "--heartbeat-timeout", "2000"], 1.0),
+                                (["--heartbeat-interval", "2000"], 2.0)):
+            with Server(*flags) as srv:
+                c = Line(srv.port, answer_pings=True)
+                line, _ = c.wait_for("BYE", timeout=2 * interval + 0.6)
+                self.assertIsNone(line, flags)
+                self.assertEqual(c.pings, 2, flags)
+                c.send("alive\n")
+                self.assertEqual(c.readline(), "alive")
 
 
 class Client(unittest.TestCase):

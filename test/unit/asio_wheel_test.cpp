@@ -158,6 +158,33 @@ BOOST_AUTO_TEST_CASE(shutdown_completes_waits_with_wheel_stopped) {
     BOOST_TEST(h.cancelled());
 }
 
+// duration::max() as a delay means "never" (it once overflowed to a past deadline and completed at
+// once); time_point::min() as a deadline means "now".
+BOOST_AUTO_TEST_CASE(extreme_delays_saturate) {
+    asio::io_context io;
+    asio_wheel wheel(io.get_executor());
+    bool never_fired = false, handle_fired = false, past_fired = false;
+    std::error_code never_ec;
+    wheel.async_wait(heartwheel::duration::max(), [&](std::error_code ec) {
+        never_fired = true;
+        never_ec = ec;
+    });
+    auto h = wheel.schedule_after(heartwheel::duration::max(), [&] { handle_fired = true; });
+    wheel.async_wait_until(heartwheel::time_point::min(), [&](std::error_code ec) { past_fired = !ec; });
+    io.run_for(50ms);
+    BOOST_TEST(past_fired);
+    BOOST_TEST(!never_fired);
+    BOOST_TEST(!handle_fired);
+    BOOST_TEST(h.pending());
+    BOOST_TEST(wheel.size() == 2u);
+    wheel.shutdown(); // the pending wait completes, with wheel_stopped
+    io.restart();
+    io.run_for(1s);
+    BOOST_TEST(never_fired);
+    BOOST_TEST((never_ec == heartwheel::errc::wheel_stopped));
+    BOOST_TEST(!handle_fired);
+}
+
 BOOST_AUTO_TEST_CASE(activity_clock_bounds_real_time) {
     asio::io_context io;
     asio_wheel w(io.get_executor());

@@ -8,6 +8,7 @@
 #include <heartwheel/net/connection_limits.hpp>
 #include <heartwheel/net/connection_liveness.hpp>
 #include <heartwheel/net/liveness_config.hpp>
+#include <heartwheel/net/liveness_toml.hpp>
 #include <heartwheel/net/reconnector.hpp>
 #include <heartwheel/net/request_tracker.hpp>
 
@@ -15,6 +16,8 @@
 
 #include <asio/io_context.hpp>
 
+#include <cstdio>
+#include <fstream>
 #include <random>
 
 using namespace hwtest;
@@ -224,10 +227,181 @@ max = 60000
         return "no error";
     };
     BOOST_TEST(error_of("[idle]\nreader_idel = 5").find("idle.reader_idel") != std::string::npos);
-    BOOST_TEST(error_of("[idle]\nreader_idle = \"5s\"").find("integer number of milliseconds") != std::string::npos);
+    BOOST_TEST(error_of("[idle]\nreader_idle = \"100\"").find("with a unit") != std::string::npos); // a string needs its unit
+    BOOST_TEST(error_of("[idle]\nreader_idle = true").find("idle.reader_idle") != std::string::npos);
     BOOST_TEST(error_of("[heartbeat]\ninterval = 1000\nmisses = 0").find("heartbeat.misses = 0") != std::string::npos);
     BOOST_TEST(error_of("[backoff]\nstrategy = \"random\"").find("grpc, full, equal or decorrelated") != std::string::npos);
     BOOST_TEST(error_of("[nonsense]\nx = 1").find("nonsense") != std::string::npos);
     BOOST_TEST(error_of("[idle\nx=").find("valid TOML") != std::string::npos);
     BOOST_CHECK_THROW(load_liveness_config("/nonexistent/heartwheel.toml"), config_error);
+}
+
+namespace {
+std::string error_text(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const config_error& e) {
+        return e.what();
+    }
+    return "no error";
+}
+bool has(const std::string& text, const char* part) { return text.find(part) != std::string::npos; }
+} // namespace
+
+BOOST_AUTO_TEST_CASE(durations_take_units_everywhere) {
+    BOOST_TEST(parse_duration("30s", "f").count() == 30000);
+    BOOST_TEST(parse_duration("500ms", "f").count() == 500);
+    BOOST_TEST(parse_duration("2m", "f").count() == 120000);
+    BOOST_TEST(parse_duration("1h", "f").count() == 3600000);
+    BOOST_TEST(parse_duration("1.5s", "f").count() == 1500);
+    BOOST_TEST(parse_duration("250", "f").count() == 250); // a bare number: milliseconds
+    BOOST_TEST(parse_duration("7", "f", std::chrono::seconds(1)).count() == 7000);
+    BOOST_CHECK_THROW(parse_duration("250", "f", milliseconds(0)), config_error); // unit required
+    for (const char* bad : {"", "s", "1.5", "10x", "1.0005s", "ms5", "1e3", " 5"})
+        BOOST_CHECK_THROW(parse_duration(bad, "f"), config_error);
+    BOOST_TEST(has(error_text([] { parse_duration("abc", "idle.reader_idle"); }), "idle.reader_idle"));
+
+    const auto c = parse_liveness_config(R"(
+[idle]
+reader_idle = "30s"
+all_idle = 45000
+[heartbeat]
+interval = "2m"
+timeout = "1.5s"
+[keepalive]
+enabled = true
+idle = "1m"
+interval = 10
+user_timeout = "30s"
+)");
+    BOOST_TEST(c.idle.reader_idle.count() == 30000);
+    BOOST_TEST(c.idle.all_idle.count() == 45000);
+    BOOST_TEST(c.heartbeat.interval.count() == 120000);
+    BOOST_TEST(c.heartbeat.timeout.count() == 1500);
+    BOOST_TEST(c.keepalive.idle.count() == 60);
+    BOOST_TEST(c.keepalive.interval.count() == 10); // a bare number is the field's unit: seconds here
+    BOOST_TEST(c.keepalive.user_timeout.count() == 30000);
+    BOOST_TEST(has(error_text([] { parse_liveness_config("[keepalive]\nidle = \"1500ms\""); }), "whole number of seconds"));
+}
+
+// A heartbeat timeout longer than the interval (Dubbo's default is 3 x), and a config that sets only
+// the interval (the default timeout, 10 s, is longer), are valid.
+BOOST_AUTO_TEST_CASE(heartbeat_timeout_independent_of_interval) {
+    BOOST_CHECK_NO_THROW(parse_liveness_config("[heartbeat]\ninterval = 2000"));
+    const auto c = parse_liveness_config("[heartbeat]\ninterval = \"1s\"\ntimeout = \"3s\"");
+    BOOST_TEST(c.heartbeat.timeout.count() == 3000);
+}
+
+// backoff.max alone below the default initial (1 s) lowers initial to it; set both and the error
+// names the initial the user gave.
+BOOST_AUTO_TEST_CASE(backoff_max_alone_merges_with_defaults) {
+    const auto c = parse_liveness_config("[backoff]\nmax = 500");
+    BOOST_TEST(c.backoff.max.count() == 500);
+    BOOST_TEST(c.backoff.initial.count() == 500);
+    const auto bigger = parse_liveness_config("[backoff]\nmax = \"5s\"");
+    BOOST_TEST(bigger.backoff.initial.count() == 1000); // the default stays when it fits
+    const auto msg = error_text([] { parse_liveness_config("[backoff]\nmax = 500\ninitial = 800"); });
+    BOOST_TEST(has(msg, "backoff.max = 500 ms"));
+    BOOST_TEST(has(msg, "backoff.initial, which is 800 ms"));
+}
+
+// The liveness tables can come from an application's own, larger document.
+BOOST_AUTO_TEST_CASE(liveness_tables_from_a_larger_document) {
+    const toml::table doc = toml::parse(R"(
+[server]
+port = 7000
+name = "kv"
+[heartbeat]
+interval = "10s"
+[idle]
+reader_idle = "1m"
+[liveness.heartbeat]
+interval = "3s"
+)");
+    const auto c = parse_liveness_config(doc, "app.toml", other_keys::ignore);
+    BOOST_TEST(c.heartbeat.interval.count() == 10000);
+    BOOST_TEST(c.idle.reader_idle.count() == 60000);
+    const auto nested = parse_liveness_config(*doc["liveness"].as_table(), "app.toml [liveness]");
+    BOOST_TEST(nested.heartbeat.interval.count() == 3000);
+    const auto msg = error_text([&] { parse_liveness_config(doc, "app.toml"); }); // rejecting others
+    BOOST_TEST(has(msg, "unknown table"));
+    BOOST_TEST(has(msg, "app.toml"));
+    liveness_config over; // applied over values already set
+    over.heartbeat.misses = 7;
+    apply_liveness_tables(over, doc, "app.toml", other_keys::ignore);
+    BOOST_TEST(over.heartbeat.misses == 7u);
+    BOOST_TEST(over.heartbeat.interval.count() == 10000);
+    BOOST_TEST(is_liveness_table("heartbeat"));
+    BOOST_TEST(!is_liveness_table("server"));
+}
+
+BOOST_AUTO_TEST_CASE(config_files_that_are_not_files_are_named) {
+    BOOST_TEST(has(error_text([] { load_liveness_config("/nonexistent/heartwheel.toml"); }), "No such file"));
+    BOOST_TEST(has(error_text([] { load_liveness_config("/tmp"); }), "is a directory"));
+    BOOST_TEST(has(error_text([] { load_liveness_config("/dev/null"); }), "not a regular file"));
+    const std::string empty = "/tmp/heartwheel-empty-" + std::to_string(::getpid()) + ".toml";
+    { std::ofstream(empty) << "\n  \n"; }
+    BOOST_TEST(has(error_text([&] { load_liveness_config(empty); }), "empty"));
+    { std::ofstream(empty) << "[idle]\nreader_idle = \"x\"\n"; }
+    const auto msg = error_text([&] { load_liveness_config(empty); });
+    BOOST_TEST(has(msg, "idle.reader_idle"));
+    BOOST_TEST(has(msg, empty.c_str())); // names the file
+    std::remove(empty.c_str());
+}
+
+// gRPC A18: with keepalive on, a TCP_USER_TIMEOUT below the probe interval kills a healthy connection
+// after one lost probe.
+BOOST_AUTO_TEST_CASE(keepalive_user_timeout_below_probe_interval_is_refused) {
+    keepalive_options k;
+    k.enabled = true;
+    k.interval = std::chrono::seconds(10);
+    k.user_timeout = 5000ms;
+    const auto msg = error_text([&] { k.validate(); });
+    BOOST_TEST(has(msg, "keepalive.user_timeout = 5000 ms"));
+    BOOST_TEST(has(msg, "keepalive.interval (10 s"));
+    k.user_timeout = 30000ms;
+    BOOST_CHECK_NO_THROW(k.validate());
+    k.interval = std::chrono::seconds(0); // the kernel's default probe interval: 75 s
+    BOOST_TEST(has(error_text([&] { k.validate(); }), "75 s"));
+    k.enabled = false; // no probes: nothing to compare with
+    BOOST_CHECK_NO_THROW(k.validate());
+}
+
+// Every documented counter is counted: requests started, timed out and failed on close; reconnect
+// attempts and failures.
+BOOST_AUTO_TEST_CASE(request_and_reconnect_counters) {
+    asio::io_context io;
+    manual_service svc;
+    liveness_counters counters;
+    request_policy rp;
+    rp.timeout = 100ms;
+    {
+        request_tracker<int> t(svc, io.get_executor(), rp, &counters);
+        for (int i = 0; i < 3; ++i) t.track(i, [](std::error_code, request_state) {});
+        t.complete(0);
+        svc.step_by(100ms); // 1 and 2 time out
+        t.track(7, [](std::error_code, request_state) {});
+        t.track(8, 0ms, [](std::error_code, request_state) {}); // no deadline
+        t.fail_all();
+    }
+    io.poll();
+    auto s = counters.snapshot();
+    BOOST_TEST(s.requests == 5u);
+    BOOST_TEST(s.request_timeouts == 2u);
+    BOOST_TEST(s.requests_failed_on_close == 2u);
+
+    backoff_policy bp;
+    bp.initial = 10ms;
+    int attempts = 0;
+    reconnector r(svc, bp, [&] { ++attempts; }, [] { return 0.5; }, &counters);
+    r.start(); // the first connect is not a reconnect
+    r.failed();
+    svc.step_by(50ms);
+    r.failed();
+    svc.step_by(50ms);
+    r.connected();
+    s = counters.snapshot();
+    BOOST_TEST(attempts == 3);
+    BOOST_TEST(s.reconnect_attempts == 2u);
+    BOOST_TEST(s.reconnect_failures == 2u);
 }

@@ -13,6 +13,63 @@ using heartwheel::timing_wheel;
 
 BOOST_AUTO_TEST_SUITE(edges)
 
+// The extremes of time_point and duration saturate instead of overflowing: a far-past deadline is due
+// now (it was once wrapped to ~146 years away), an earlier `now` is a no-op (advance(min) once jumped
+// the wheel to the end of its range and fired everything early), a far-future deadline never fires.
+BOOST_AUTO_TEST_CASE(extreme_times_saturate) {
+    timing_wheel w(t0);
+    std::vector<int> log;
+    recording_timer past(log, 1), future(log, 2), late(log, 3);
+    w.advance(t0 + 10ms);
+    w.schedule(past, time_point::min());
+    w.schedule(future, time_point::max());
+    w.schedule(late, heartwheel::saturating_add(w.now(), duration::max()));
+    BOOST_TEST(w.has_due());
+    BOOST_TEST((w.deadline(past) <= w.now()));
+    BOOST_TEST(w.advance(time_point::min()) == 1u); // only the overdue one; time does not move
+    BOOST_TEST((w.now() == t0 + 10ms));
+    BOOST_TEST(log == std::vector<int>{1});
+    BOOST_TEST(future.pending());
+    BOOST_TEST((w.deadline(future) > t0 + std::chrono::hours(24 * 365 * 100)));
+    BOOST_TEST((w.remaining(future, time_point::min()) == duration::max())); // no overflow either
+    BOOST_TEST((w.remaining(past, time_point::max()) == duration::zero()));
+    w.advance(t0 + std::chrono::hours(24 * 365));
+    BOOST_TEST(log == std::vector<int>{1});
+    BOOST_TEST(future.pending());
+    BOOST_TEST(late.pending());
+    w.check_invariants();
+}
+
+// Timers scheduled with deadlines already passed fire in deadline order, not in the order they were
+// scheduled — also when a fire budget spreads them over several advances.
+BOOST_AUTO_TEST_CASE(overdue_timers_fire_in_deadline_order) {
+    for (std::size_t budget : {std::size_t{100}, std::size_t{1}, std::size_t{2}}) {
+        heartwheel::wheel_config c;
+        c.max_fires_per_advance = budget;
+        timing_wheel w(t0, c);
+        w.advance(t0 + 1000ms);
+        std::vector<int> log;
+        // Scheduled 900, 995, 990, 10 and 500 ms overdue; ids are how many ms overdue.
+        std::vector<std::unique_ptr<recording_timer>> ts;
+        for (int overdue : {900, 995, 990, 10, 500}) {
+            ts.push_back(std::make_unique<recording_timer>(log, overdue));
+            w.schedule(*ts.back(), w.now() - std::chrono::milliseconds(overdue));
+        }
+        // One scheduled by a callback with an older deadline still joins in order when the budget
+        // leaves some behind.
+        recording_timer oldest(log, 999);
+        ts[0]->action = [&] { w.schedule(oldest, t0 + 1ms); };
+        for (int i = 0; i < 10 && w.size() > 0; ++i) w.advance(w.now());
+        // 999 joins the due timers when 900 fires: after the batch that was running, in deadline
+        // order among whatever that batch's budget left behind.
+        const std::vector<int> expected = budget == 100 ? std::vector<int>{995, 990, 900, 500, 10, 999}
+                                          : budget == 2 ? std::vector<int>{995, 990, 900, 500, 999, 10}
+                                                        : std::vector<int>{995, 990, 900, 999, 500, 10};
+        BOOST_TEST(log == expected, "budget " << budget);
+        w.check_invariants();
+    }
+}
+
 // Deadlines right at and around every level boundary fire exactly at their tick.
 BOOST_AUTO_TEST_CASE(level_boundaries_are_exact) {
     for (std::uint64_t offset : {0ull, 1ull, 63ull, 64ull, 65ull, 4095ull}) {

@@ -67,7 +67,8 @@ public:
     // --- node-based scheduling (on the wheel's thread; throws std::system_error if full/stopped) ---
     void schedule_at(timer_node& t, time_point deadline);
     /// The deadline is taken from a fresh clock, so the timer never fires before `delay` really passed.
-    void schedule_after(timer_node& t, duration delay) { schedule_at(t, refresh_now() + delay); }
+    /// duration::max() (or any delay past the wheel's range) waits until the range's end: never.
+    void schedule_after(timer_node& t, duration delay);
     void schedule_every(periodic_timer& t, duration period, missed_tick policy = missed_tick::burst);
     bool cancel(timer_node& t) noexcept;
     /// Pushes a pending deadline later with a store; earlier or not pending: reschedules.
@@ -94,7 +95,7 @@ public:
     }
     template <class CompletionToken>
     auto async_wait(duration delay, CompletionToken&& token) {
-        return async_wait_until(clock::now() + delay, std::forward<CompletionToken>(token));
+        return async_wait_until(saturating_add(clock::now(), delay), std::forward<CompletionToken>(token));
     }
 
     /// Runs f(*this) on the wheel's executor: the way to schedule from another thread.
@@ -104,7 +105,8 @@ public:
     }
 
     /// Stops the wheel and its steady_timer; hands back every timer that never fired. Pending
-    /// async_waits complete with errc::wheel_stopped.
+    /// asynchronous operations (async_wait, net's tracked requests: every detail::completion_node)
+    /// complete with errc::wheel_stopped instead, as they do when the wheel is destroyed.
     std::vector<timer_node*> shutdown();
 
 private:

@@ -23,7 +23,7 @@ public:
     virtual void schedule(timer_node& t, time_point deadline) = 0;
     /// The deadline `d` after something happening now. Never early against real time: now() may lag
     /// behind it (it is refreshed once per wheel advance), so this counts from latest_possible().
-    time_point deadline_after(duration d) { return latest_possible(stamp()) + d; }
+    time_point deadline_after(duration d) { return saturating_add(latest_possible(stamp()), d); }
     bool cancel(timer_node& t) noexcept { return wheel().cancel(t); }
 };
 

@@ -8,7 +8,8 @@
 //    slot whose index is greater than elapsed's digit at that level — so a level never wraps, the
 //    next slot of a level is the lowest set bit of its 64-bit occupancy mask, and the next wake-up is
 //    the first occupied slot of the lowest non-empty level (lower levels always come due first);
-//  - a timer whose deadline is <= elapsed waits in the due list and fires on the next advance;
+//  - a timer whose deadline is <= elapsed waits in the due list and fires on the next advance, in
+//    deadline order (the list is sorted before it fires whenever an append broke its order);
 //  - the occupancy bit of a slot is set iff its list is non-empty; size() counts every pending timer.
 // Processing a slot of level L > 0 re-files ("cascades") its timers to lower levels, so each timer is
 // touched at most once per level and fires at the exact tick: never early, at most one tick late.
@@ -115,7 +116,7 @@ public:
     std::uint64_t tick_ceil(time_point t) const noexcept;
     std::uint64_t tick_floor(time_point t) const noexcept;
     time_point time_of(std::uint64_t tick) const noexcept {
-        return start_ + config_.tick * static_cast<std::int64_t>(tick);
+        return saturating_add(start_, config_.tick * static_cast<std::int64_t>(tick));
     }
 
     /// Called when a cancel (from any path: wheel, node, handle, destructor) leaves the wheel empty,
@@ -151,6 +152,8 @@ private:
     static timer_node& node_of(detail::list_hook* h) noexcept { return static_cast<timer_node&>(*h); }
     detail::list_head& list_of(std::uint16_t slot) noexcept;
     void file(timer_node& t) noexcept;
+    void push_due(timer_node& t) noexcept;
+    void sort_due_batch(detail::list_head& batch);
     void unlink(timer_node& t) noexcept;
     std::optional<slot_ref> next_slot() const noexcept;
     void fire(timer_node& t);
@@ -170,6 +173,8 @@ private:
     std::uint32_t generation_ = 0;
     bool advancing_ = false;
     bool stopped_ = false;
+    bool due_unsorted_ = false; ///< an append to due_ came before its tail's deadline
+    std::vector<timer_node*> sort_scratch_;
     void (*empty_hook_)(void*) = nullptr;
     void* empty_context_ = nullptr;
     std::array<std::uint64_t, levels> occupied_{};

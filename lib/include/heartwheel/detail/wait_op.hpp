@@ -1,6 +1,10 @@
-// heartwheel/detail/wait_op.hpp — the timer node behind asio_wheel::async_wait.
+// heartwheel/detail/wait_op.hpp — timer nodes that own a pending completion handler, and the one
+// behind asio_wheel::async_wait.
 //
-// One heap object per wait holds the handler, a work guard on the handler's executor and the
+// A completion_node is any node whose owner is an asynchronous operation (async_wait, a tracked
+// request of net/): when the driver stops or is destroyed it calls complete(errc::wheel_stopped) on
+// every such node still filed, so no handler — and no coroutine frame waiting on one — is leaked.
+// One heap wait_op per wait holds the handler, a work guard on the handler's executor and the
 // cancellation hook. It completes exactly once: by expiry, by a cancellation signal, or because the
 // wheel refused or stopped; then it deletes itself and posts the handler to its executor, so a
 // handler never runs inside the wheel's advance.
@@ -23,9 +27,14 @@
 
 namespace heartwheel::detail {
 
-class wait_op_base : public timer_node {
+class completion_node : public timer_node {
 public:
+    /// Completes the operation with `ec` (at most once; the node may delete itself).
     virtual void complete(std::error_code ec) = 0;
+};
+
+class wait_op_base : public completion_node {
+public:
     /// Hooks the handler's cancellation slot, if it has one, to cancel this wait.
     virtual void connect_cancellation() = 0;
 

@@ -3,9 +3,18 @@
 // The ping schedule follows writes: after `interval` (± jitter) with nothing sent, send_ping() runs
 // (the application writes its own bytes; the library is protocol-agnostic). Liveness follows reads
 // (gRPC's rule): if nothing at all is read within `timeout` after a ping, that ping is missed; a
-// read at any time resets the count; at the `misses`-th consecutive miss on_dead() runs. on_pong()
+// read at any time resets the count; at the `misses`-th consecutive miss it stops and on_dead() runs. on_pong()
 // gives a round-trip sample. A miss is counted only when no byte can have arrived after the ping,
 // judged with the activity stamp's upper bound, so a stale cached clock never causes a false miss.
+//
+// The timeout is independent of the interval (Dubbo's default is three intervals; gRPC's keepalive
+// timeout and time are separate knobs). One ping is outstanding at a time: a ping that falls due
+// while the previous one is neither answered (on_pong) nor judged goes out right after it is, so
+// against a silent peer whose first ping went out at P (interval after the last write):
+//   pings at P, P + s, P + 2s, ...   with s = max(interval, timeout)
+//   death at P + (misses - 1) * s + timeout
+// i.e. P + (misses - 1) * interval + timeout when timeout <= interval, and P + misses * timeout when
+// timeout > interval (each rounded up to the wheel's tick; jitter varies each interval).
 #ifndef HEARTWHEEL_NET_HEARTBEAT_HPP
 #define HEARTWHEEL_NET_HEARTBEAT_HPP
 
@@ -67,8 +76,8 @@ private:
     time_point last_read_{};
     time_point read_at_last_judgement_{};
     time_point ping_sent_{};
-    time_point judge_at_{}; ///< when the outstanding ping is judged
     bool awaiting_pong_ = false;
+    bool ping_due_ = false; ///< a ping fell due while the previous one was outstanding
     std::uint32_t misses_ = 0;
     std::uint64_t pings_ = 0;
     std::optional<duration> rtt_;

@@ -1,11 +1,16 @@
 // heartwheel/net/liveness_config.hpp — all policies of a connection in one struct, loadable from TOML.
 //
-// A TOML file has one table per policy, keys as the struct fields, durations in milliseconds:
-//   [idle]       reader_idle = 30000
-//   [heartbeat]  interval = 10000   timeout = 5000   misses = 3   jitter = 0.1
-//   [backoff]    strategy = "decorrelated"
-// Unknown tables or keys, wrong types and out-of-range values raise config_error naming the key.
-// Parsing uses toml++ (Debian's libtomlplusplus-dev).
+// A TOML document has one table per policy, keys as the struct fields:
+//   [idle]       reader_idle = "30s"
+//   [heartbeat]  interval = "10s"   timeout = 5000   misses = 3   jitter = 0.1
+//   [backoff]    strategy = "decorrelated"   max = "2m"
+// A duration is a string with a unit ("500ms", "30s", "2m", "1h") or an integer in the field's unit:
+// milliseconds, except keepalive.idle and keepalive.interval (seconds). A string without a unit, a
+// number where a string belongs, unknown tables or keys and out-of-range values raise config_error
+// naming the key and the source. Tables not present keep their defaults (or the values already in
+// the struct, for apply_liveness_tables in liveness_toml.hpp, which also reads the tables out of a
+// larger document of the application's own). Setting backoff.max alone lowers backoff.initial to it
+// when the default initial is larger. Parsing uses toml++ (Debian's libtomlplusplus-dev).
 #ifndef HEARTWHEEL_NET_LIVENESS_CONFIG_HPP
 #define HEARTWHEEL_NET_LIVENESS_CONFIG_HPP
 
@@ -30,8 +35,13 @@ struct liveness_config {
 
 /// Parses TOML text; tables not present keep their defaults.
 liveness_config parse_liveness_config(std::string_view toml_text, std::string_view source_name = "config");
-/// Reads and parses a file; a missing or unreadable file raises config_error naming it.
+/// Reads and parses a file (see read_config_file for what is refused).
 liveness_config load_liveness_config(const std::string& path);
+
+/// The text of a config file. Raises config_error (field `what`) with a message naming the path when
+/// it does not exist, cannot be read, is a directory, a device or anything but a regular file, or is
+/// empty (an empty config is almost always a mistake: a truncated or wrong file).
+std::string read_config_file(const std::string& path, const std::string& what = "config");
 
 backoff_strategy parse_backoff_strategy(std::string_view name, const std::string& field);
 const char* to_string(backoff_strategy s) noexcept;

@@ -2,7 +2,9 @@
 //
 // validate() throws config_error naming the field, the value and the accepted range. Durations are
 // std::chrono::milliseconds; zero disables a timeout where the field says so. docs/liveness.md has
-// the table of knobs and how they map to Netty, Dubbo and gRPC settings.
+// the table of knobs and how they map to Netty, Dubbo and gRPC settings. parse_duration() reads the
+// text form every loader accepts: "500ms", "30s", "2m", "1h" (fractions allowed if the result is a
+// whole number of milliseconds), or a bare integer in the field's own unit.
 #ifndef HEARTWHEEL_NET_POLICIES_HPP
 #define HEARTWHEEL_NET_POLICIES_HPP
 
@@ -10,23 +12,36 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace heartwheel::net {
 
 using std::chrono::milliseconds;
 
-/// A policy value outside its accepted range. what() reads e.g.
-/// "heartbeat.misses = 0 is out of range: accepted 1..1000".
+/// A policy value outside its accepted range, or one that cannot be read. what() reads e.g.
+/// "heartbeat.misses = 0 is out of range: accepted 1..1000" or
+/// "idle.reader_idle = \"100\" is not valid: accepted an integer number of milliseconds, or ...".
 class config_error : public std::invalid_argument {
 public:
-    config_error(std::string field, std::string value, std::string accepted);
+    config_error(std::string field, std::string value, std::string accepted,
+                 const std::string& problem = "out of range");
+    /// A problem that is not about one value (a file that cannot be read): `message` is what().
+    config_error(std::string field, const std::string& message);
     const std::string& field() const noexcept { return field_; }
     const std::string& value() const noexcept { return value_; }
     const std::string& accepted() const noexcept { return accepted_; }
+    /// The same error with " (in SOURCE)" appended, for loaders that know the file.
+    config_error in(const std::string& source) const;
 
 private:
     std::string field_, value_, accepted_;
 };
+
+/// Parses a duration: a number with a unit (ms, s, m, h; e.g. "500ms", "1.5s", "2m"), or, when
+/// `bare_unit` is non-zero, a bare integer counted in that unit. Throws config_error naming `field`.
+/// Negative values parse (validate() rejects them with the field's range).
+milliseconds parse_duration(std::string_view text, const std::string& field,
+                            milliseconds bare_unit = milliseconds(1));
 
 /// Netty's IdleStateHandler: an event after a period without activity of a kind (0 disables it).
 struct idle_policy {
@@ -91,13 +106,17 @@ struct server_limits {
 };
 
 /// TCP keepalive and user-timeout socket options (see docs/liveness.md on why they complement,
-/// and do not replace, heartbeats). 0 leaves the system default.
+/// and do not replace, heartbeats). 0 leaves the system default. With keepalive on, user_timeout
+/// must be 0 or at least the probe interval (the kernel's 75 s when interval is 0): a shorter one
+/// kills a healthy connection after a single lost probe (gRPC A18, grpc-go #6250).
 struct keepalive_options {
     bool enabled = false;
     std::chrono::seconds idle{0};     ///< TCP_KEEPIDLE
     std::chrono::seconds interval{0}; ///< TCP_KEEPINTVL
     std::uint32_t count = 0;          ///< TCP_KEEPCNT
     milliseconds user_timeout{0};     ///< TCP_USER_TIMEOUT
+    /// Linux's default TCP_KEEPINTVL (net.ipv4.tcp_keepalive_intvl), used when interval is 0.
+    static constexpr std::chrono::seconds system_default_interval{75};
     void validate(const std::string& prefix = "keepalive") const;
 };
 

@@ -4,11 +4,13 @@
 // a connection attempt; the application reports connected(), failed() or disconnected(). A failed
 // attempt, or a connection that drops before `stable_after`, waits backoff.next() and tries again; a
 // connection that stayed up `stable_after` resets the backoff. reconnect_now() cuts a wait short.
-// Nothing runs after stop() or destruction.
+// Nothing runs after stop() or destruction. With counters, every attempt after the first counts as a
+// reconnect attempt and every failed() as a reconnect failure.
 #ifndef HEARTWHEEL_NET_RECONNECTOR_HPP
 #define HEARTWHEEL_NET_RECONNECTOR_HPP
 
 #include <heartwheel/net/backoff.hpp>
+#include <heartwheel/net/counters.hpp>
 #include <heartwheel/timer_node.hpp>
 #include <heartwheel/timer_service.hpp>
 
@@ -25,7 +27,7 @@ public:
     using on_wait_fn = std::function<void(milliseconds delay, unsigned failures)>;
 
     reconnector(timer_service& svc, const backoff_policy& policy, attempt_fn attempt,
-                backoff::random_source rnd = {});
+                backoff::random_source rnd = {}, liveness_counters* counters = nullptr);
 
     void start();                ///< first attempt now
     void connected();            ///< the attempt succeeded; stability is timed from now
@@ -55,6 +57,7 @@ private:
     timer_service& svc_;
     backoff backoff_;
     attempt_fn attempt_;
+    liveness_counters* counters_;
     on_wait_fn on_wait_;
     hook retry_timer_{*this, &reconnector::fire_attempt};
     hook stable_timer_{*this, &reconnector::became_stable};

@@ -7,10 +7,18 @@
 // every outstanding request at once with errc::connection_closed. Completions are posted to the
 // handler's associated executor (the tracker's executor by default), so they work with callbacks,
 // futures and co_await alike, and never run inside a tracker call.
+// No pending handler outlives its tracker or its wheel: destroying the tracker completes every
+// request with errc::connection_closed, and a wheel that stops or is destroyed completes them with
+// errc::wheel_stopped (each entry is a detail::completion_node filed in the wheel; a request without
+// a deadline is filed at the wheel's horizon, where it never fires). So a coroutine suspended in
+// `co_await track(...)` is resumed or destroyed at teardown, never leaked. With counters, every
+// request started, timed out or failed on close is counted.
 #ifndef HEARTWHEEL_NET_REQUEST_TRACKER_HPP
 #define HEARTWHEEL_NET_REQUEST_TRACKER_HPP
 
+#include <heartwheel/detail/wait_op.hpp>
 #include <heartwheel/error.hpp>
+#include <heartwheel/net/counters.hpp>
 #include <heartwheel/net/policies.hpp>
 #include <heartwheel/timer_service.hpp>
 
@@ -34,8 +42,9 @@ public:
     using id_type = Id;
     using on_timeout_fn = std::function<void(const Id&, request_state)>;
 
-    request_tracker(timer_service& svc, asio::any_io_executor ex, const request_policy& policy)
-        : svc_(svc), ex_(std::move(ex)), policy_(policy) {
+    request_tracker(timer_service& svc, asio::any_io_executor ex, const request_policy& policy,
+                    liveness_counters* counters = nullptr)
+        : svc_(svc), ex_(std::move(ex)), policy_(policy), counters_(counters) {
         policy_.validate();
     }
     ~request_tracker() { fail_all(errc::connection_closed); }
@@ -58,8 +67,10 @@ public:
                 if (entries_.size() >= policy_.max_outstanding) return e.release()->finish(errc::wheel_full);
                 auto [it, inserted] = entries_.try_emplace(rid, e.get());
                 if (!inserted) return e.release()->finish(errc::duplicate_request);
-                if (t > duration::zero()) svc_.schedule(*e, svc_.deadline_after(t));
+                // No deadline: filed at the horizon (never fires), so a stopping wheel still finds it.
+                svc_.schedule(*e, t > duration::zero() ? svc_.deadline_after(t) : time_point::max());
                 e.release();
+                if (counters_) counters_->request_started();
             },
             token, std::move(id), timeout);
     }
@@ -75,24 +86,28 @@ public:
     /// Its response arrived: O(1). Returns false for an unknown (or already timed out) id.
     bool complete(const Id& id) { return finish_one(id, {}); }
 
-    /// Fails every outstanding request at once (the connection closed).
-    void fail_all(std::error_code ec = errc::connection_closed) {
+    /// Fails every outstanding request at once (the connection closed); returns how many.
+    std::size_t fail_all(std::error_code ec = errc::connection_closed) {
         auto all = std::move(entries_);
         entries_.clear();
+        if (counters_ && !all.empty()) counters_->requests_failed_on_close(all.size());
         for (auto& [id, e] : all) e->finish(ec);
+        return all.size();
     }
 
     std::size_t outstanding() const noexcept { return entries_.size(); }
     void on_timeout(on_timeout_fn fn) { on_timeout_ = std::move(fn); }
 
 private:
-    struct entry_base : timer_node {
+    struct entry_base : heartwheel::detail::completion_node {
         entry_base(request_tracker& t, Id i) : tracker(&t), id(std::move(i)) {}
         request_tracker* tracker;
         Id id;
         request_state state = request_state::queued;
         virtual void finish(std::error_code ec) = 0; // completes and deletes this entry
         void on_expire() override { tracker->expire(*this); }
+        /// The wheel stopped: leave the tracker, then complete.
+        void complete(std::error_code ec) override { tracker->finish_one(id, ec); }
     };
 
     template <class Handler>
@@ -120,6 +135,7 @@ private:
     }
 
     void expire(entry_base& e) {
+        if (counters_) counters_->request_timed_out();
         if (on_timeout_) on_timeout_(e.id, e.state);
         finish_one(e.id, errc::timed_out);
     }
@@ -127,6 +143,7 @@ private:
     timer_service& svc_;
     asio::any_io_executor ex_;
     request_policy policy_;
+    liveness_counters* counters_;
     std::unordered_map<Id, entry_base*> entries_;
     on_timeout_fn on_timeout_;
 };

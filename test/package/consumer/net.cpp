@@ -1,0 +1,28 @@
+// consumer_net — heartwheel::net: liveness policies loaded from TOML (toml++, found through the
+// package config), both from text and out of the application's own larger document, then a
+// heartbeat that pings on a real io_context.
+#include <heartwheel/asio_wheel.hpp>
+#include <heartwheel/net/heartbeat.hpp>
+#include <heartwheel/net/liveness_toml.hpp>
+
+#include <asio/io_context.hpp>
+
+#include <iostream>
+
+int main() {
+    namespace net = heartwheel::net;
+    const auto from_text = net::parse_liveness_config("[heartbeat]\ninterval = \"5ms\"\ntimeout = \"20ms\"\n");
+    const toml::table doc = toml::parse("[app]\nname = \"kv\"\n[idle]\nreader_idle = \"30s\"\n");
+    const auto from_doc = net::parse_liveness_config(doc, "app.toml", net::other_keys::ignore);
+    if (from_text.heartbeat.interval.count() != 5 || from_doc.idle.reader_idle.count() != 30000) return 1;
+
+    asio::io_context io;
+    heartwheel::asio_wheel wheel(io.get_executor());
+    int pings = 0;
+    net::heartbeat hb(wheel, from_text.heartbeat, {[&] {
+                          if (++pings == 3) io.stop();
+                      }, [] {}, {}});
+    io.run_for(std::chrono::seconds(5));
+    if (pings < 3) return 1;
+    std::cout << "consumer_net: loaded TOML and sent " << pings << " pings\n";
+}
