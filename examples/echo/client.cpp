@@ -6,6 +6,7 @@
 
 #include <heartwheel/net/reconnector.hpp>
 #include <heartwheel/net/request_tracker.hpp>
+#include <heartwheel/net/write_queue.hpp>
 
 #include <asio/connect.hpp>
 #include <asio/ip/tcp.hpp>
@@ -16,7 +17,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <deque>
 #include <iostream>
 #include <sstream>
 
@@ -180,7 +180,7 @@ private:
     }
 
     void send_request() {
-        if (!open_ || queued_ > (1u << 20)) return;
+        if (!open_ || out_->above_high_water()) return;
         auto& s = c_.stats();
         const std::uint64_t id = (static_cast<std::uint64_t>(index_) << 32) | ++seq_;
         std::string line = "REQ " + std::to_string(id) + ' ' + std::to_string(heartwheel::clock::now().time_since_epoch().count()) + ' ';
@@ -196,25 +196,26 @@ private:
         send(std::move(line));
     }
 
-    void send(std::string line) {
-        line.push_back('\n');
-        queued_ += line.size();
-        out_.push_back(std::move(line));
+    void send(std::string_view line) {
+        out_->append(line);
+        out_->append('\n');
         if (!writing_) write();
     }
 
+    // Everything queued goes out in one write_some (net's write_queue coalesces the lines).
     void write() {
         writing_ = true;
-        auto done = [self = shared_from_this(), g = generation_](std::error_code ec, std::size_t) {
+        // The handler holds the queue: its buffer stays valid even if the connection moved on.
+        auto done = [self = shared_from_this(), q = out_, g = generation_](std::error_code ec, std::size_t n) {
             if (g != self->generation_) return;
             self->writing_ = false;
             if (ec) return self->disconnected();
-            self->queued_ -= self->out_.front().size();
-            self->out_.pop_front();
-            if (!self->out_.empty()) self->write();
+            q->consumed(n);
+            if (!q->empty()) self->write();
         };
-        if (tls_) asio::async_write(*tls_, asio::buffer(out_.front()), std::move(done));
-        else asio::async_write(*plain_, asio::buffer(out_.front()), std::move(done));
+        const std::string_view bytes = out_->next_bytes();
+        if (tls_) tls_->async_write_some(asio::buffer(bytes.data(), bytes.size()), std::move(done));
+        else plain_->async_write_some(asio::buffer(bytes.data(), bytes.size()), std::move(done));
     }
 
     void disconnected() {
@@ -229,8 +230,9 @@ private:
         ++generation_;
         sender_.cancel();
         requests_.fail_all(heartwheel::errc::connection_closed);
-        out_.clear();
-        queued_ = 0;
+        // A write still in flight keeps its queue (its handler holds it) until it completes with an
+        // error after the close below; the next connection starts with a fresh one.
+        out_ = std::make_shared<heartwheel::net::write_queue>();
         writing_ = false;
         std::error_code ignored;
         if (plain_) plain_->close(ignored);
@@ -245,8 +247,7 @@ private:
     std::optional<tls_stream> tls_;
     heartwheel::timer_handle sender_, connect_deadline_;
     std::string in_;
-    std::deque<std::string> out_;
-    std::size_t queued_ = 0;
+    std::shared_ptr<heartwheel::net::write_queue> out_ = std::make_shared<heartwheel::net::write_queue>();
     std::uint64_t seq_ = 0, generation_ = 0;
     bool open_ = false, writing_ = false, ever_connected_ = false;
 };

@@ -1,9 +1,13 @@
 // session.hpp — one server connection, for any stream (tcp::socket or ssl::stream) and either
 // liveness bundle. Reads lines up to --max-line bytes, answers PING, consumes PONG, echoes the rest.
-// Bytes are split into lines by line_framer. Writes go through a queue; when more than `max_queued` bytes wait (a peer that does not read), the
-// session stops reading until the queue drains, so memory per connection stays bounded and the write
-// timeout decides. close(reason) sends "BYE <reason>" and closes once it is written, or after a grace
-// period, whichever comes first.
+// Bytes are split into lines by line_framer; every read that brings bytes proves liveness to the
+// heartbeat (a peer trickling one long line is alive), while only data lines count as reader
+// activity (PONG does not). Writes go through net's write_queue: replies are copied into one buffer
+// and go out together (a flood of tiny lines is a few large writes, its memory is the bytes queued);
+// above the queue's high-water mark the session stops reading until it drains below the low one, so
+// memory per connection stays bounded and a peer that does not read is closed by the write timeout.
+// close(reason) sends "BYE <reason>" and closes once it is written, or after a grace period,
+// whichever comes first.
 #ifndef HEARTWHEEL_ECHO_SESSION_HPP
 #define HEARTWHEEL_ECHO_SESSION_HPP
 
@@ -13,7 +17,8 @@
 
 #include <asio/ssl/stream.hpp>
 
-#include <deque>
+#include <heartwheel/net/write_queue.hpp>
+
 #include <memory>
 #include <string>
 
@@ -27,8 +32,6 @@ struct is_tls<asio::ssl::stream<S>> : std::true_type {};
 template <class Stream, class Liveness>
 class session final : public session_base, public std::enable_shared_from_this<session<Stream, Liveness>> {
 public:
-    static constexpr std::size_t max_queued = 1 << 20;
-
     session(worker& w, Stream stream)
         : w_(w), stream_(std::move(stream)),
           live_(w, {[this] { send("PING " + std::to_string(++ping_seq_)); },
@@ -80,13 +83,14 @@ private:
             return abort();
         }
         framer_.commit(n);
+        live_.on_read(false); // any byte proves liveness; reader activity is judged per line
         read();
     }
 
     /// True when every complete line was handled and more bytes are wanted.
     bool handle_lines() {
         std::string_view line;
-        while (queued_bytes_ <= max_queued) { // backpressure: stop while the peer does not read
+        while (!out_.above_high_water()) { // backpressure: stop while the peer does not read
             switch (framer_.next(line)) {
             case line_framer::status::need_more: return true;
             case line_framer::status::too_long: close(close_reason::line_too_long); return false;
@@ -107,24 +111,24 @@ private:
         } else if (p.kind == line_kind::pong) {
             live_.on_pong();
         } else {
-            send(std::string(line));
+            send(line);
         }
     }
 
-    void send(std::string line) {
-        line.push_back('\n');
-        queued_bytes_ += line.size();
-        out_.push_back(std::move(line));
+    void send(std::string_view line) {
+        out_.append(line);
+        out_.append('\n');
         if (!writing_) write();
     }
 
-    // One write_some at a time, so every partial write is reported as progress: a slow but
-    // draining peer is never writer-idle, and the write timeout measures real stalls.
+    // One write_some at a time over everything queued, so every partial write is reported as
+    // progress: a slow but draining peer is never writer-idle, and the write timeout measures real
+    // stalls.
     void write() {
         writing_ = true;
         live_.on_write_started();
-        const std::string& front = out_.front();
-        stream_.async_write_some(asio::buffer(front.data() + written_, front.size() - written_),
+        const std::string_view bytes = out_.next_bytes();
+        stream_.async_write_some(asio::buffer(bytes.data(), bytes.size()),
                                  [self = this->shared_from_this()](std::error_code ec, std::size_t n) {
                                      self->on_written(ec, n);
                                  });
@@ -136,18 +140,14 @@ private:
             if (!closing_) w_.live_counters.closed(close_reason::io_error);
             return abort();
         }
-        written_ += n;
-        if (written_ < out_.front().size()) {
-            if (!closing_) live_.on_write_progress();
-            return write();
+        const bool write_done = out_.consumed(n);
+        if (!closing_) {
+            if (!write_done) live_.on_write_progress();
+            else live_.on_write_complete(out_.empty());
         }
-        queued_bytes_ -= out_.front().size();
-        out_.pop_front();
-        written_ = 0;
-        if (!closing_) live_.on_write_complete(out_.empty());
         if (!out_.empty()) return write();
         if (closing_) return abort(); // the BYE line is out
-        if (queued_bytes_ <= max_queued / 2) read();
+        if (out_.below_low_water()) read();
     }
 
     void close(close_reason r) {
@@ -158,10 +158,8 @@ private:
             closing_ = true;
             return abort(); // nothing can be written
         }
-        // Drop what was queued (but the buffer a write is using); the BYE line goes next.
-        const bool partly_written = writing_ || written_ > 0;
-        if (!out_.empty()) out_.erase(out_.begin() + (partly_written ? 1 : 0), out_.end());
-        queued_bytes_ = out_.empty() ? 0 : out_.front().size();
+        // Drop what was queued (but the rest of a write in flight); the BYE line goes next.
+        out_.drop_pending();
         send("BYE " + std::string(heartwheel::net::to_string(r)));
         closing_ = true;
         linger_ = w_.wheel.schedule_after(std::chrono::seconds(1), [weak = this->weak_from_this()] {
@@ -183,9 +181,7 @@ private:
     Liveness live_;
     heartwheel::timer_handle linger_;
     line_framer framer_;
-    std::deque<std::string> out_;
-    std::size_t queued_bytes_ = 0;
-    std::size_t written_ = 0; ///< bytes of out_.front() already written
+    heartwheel::net::write_queue out_;
     std::uint64_t ping_seq_ = 0;
     bool reading_ = false, writing_ = false, closing_ = false;
 };

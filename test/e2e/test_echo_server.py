@@ -11,7 +11,19 @@ import time
 import unittest
 import urllib.request
 
-from harness import CLIENT, SERVER, Line, Server, make_cert, run_client, tempdir
+import threading
+
+from harness import CLIENT, SERVER, Line, Server, make_cert, parse_stats, run_client, tempdir
+
+SANITIZED = bool(os.environ.get("HEARTWHEEL_SANITIZE"))  # sanitizer allocators keep freed memory
+
+
+def rss_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    return 0.0
 
 
 class Transport:
@@ -446,6 +458,80 @@ class HeartbeatPolicy(unittest.TestCase):
                 self.assertEqual(c.pings, 2, flags)
                 c.send("alive\n")
                 self.assertEqual(c.readline(), "alive")
+
+
+class HostilePeers(unittest.TestCase):
+    """Peers that flood tiny lines and never read, and peers that trickle one line byte by byte."""
+
+    @staticmethod
+    def flood(port, stop, results, i):
+        """Sends empty lines as fast as the server takes them and never reads; records how it ended."""
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # and never reads: the server's writes stall
+        s.connect(("127.0.0.1", port))
+        s.setblocking(False)
+        chunk = b"\n" * 65536
+        sent = 0
+        try:
+            while not stop.is_set():
+                try:
+                    sent += s.send(chunk)
+                except BlockingIOError:
+                    time.sleep(0.005)
+        except OSError as e:  # reset by the server's close
+            results[i] = ("closed", sent, type(e).__name__)
+        else:
+            results[i] = ("open", sent, None)
+        s.close()
+
+    def test_tiny_line_flood_from_non_readers_is_bounded_and_closed(self):
+        flooders = 10
+        with Server("--write-timeout", "1000", "--stats-interval", "100000") as srv:
+            base = rss_mib(srv.proc.pid)
+            stop = threading.Event()
+            results = [None] * flooders
+            threads = [threading.Thread(target=self.flood, args=(srv.port, stop, results, i)) for i in range(flooders)]
+            for t in threads:
+                t.start()
+            good = Line(srv.port)
+            peak, echoed, deadline = base, 0, time.monotonic() + 12
+            while time.monotonic() < deadline and any(r is None for r in results):
+                good.send(f"still here {echoed}\n")
+                self.assertEqual(good.readline(timeout=5), f"still here {echoed}", "a healthy peer lost its echo")
+                echoed += 1
+                peak = max(peak, rss_mib(srv.proc.pid))
+                time.sleep(0.05)
+            stop.set()
+            for t in threads:
+                t.join(10)
+            self.assertTrue(all(r is not None and r[0] == "closed" for r in results), results)
+            good.send("after the flood\n")
+            self.assertEqual(good.readline(), "after the flood")
+            rc, out, _ = srv.stop()
+            final = parse_stats([l for l in out.splitlines() if l.startswith("final ")][0])
+            self.assertEqual(final["closes"].get("write-timeout"), flooders, final)
+            print(f"flood: {flooders} non-readers, server RSS {base:.1f} -> peak {peak:.1f} MiB, "
+                  f"bytes sent per flooder {[r[1] for r in results]}, healthy echoes {echoed}")
+            if not SANITIZED:
+                self.assertLess(peak - base, 64, "server memory grew by more than 64 MiB under the flood")
+
+    def test_trickled_line_proves_liveness(self):
+        # One long line, a byte every 100 ms, under heartbeats with one miss allowed and no PONG: any
+        # received byte proves the peer alive (it used to be closed heartbeat-timeout after 400 ms).
+        with Server("--heartbeat-interval", "200", "--heartbeat-timeout", "200", "--heartbeat-misses", "1") as srv:
+            c = Line(srv.port)
+            text = "trickled-line-of-bytes"
+            for ch in text:
+                c.send(ch)
+                time.sleep(0.1)
+            c.send("\n")
+            while True:
+                line = c.readline(timeout=5)
+                self.assertIsNotNone(line, "closed while trickling")
+                if line.startswith("PING "):
+                    continue
+                self.assertEqual(line, text)  # not a BYE
+                break
 
 
 class Client(unittest.TestCase):
