@@ -187,8 +187,8 @@ private:
         if (line.size() < c_.options().payload) line.append(c_.options().payload - line.size(), 'x');
         ++s.requests;
         requests_.track(id, [this, &s](std::error_code ec, heartwheel::net::request_state) {
-            if (ec == heartwheel::errc::connection_closed) ++s.failed_on_close;
-            if (ec != heartwheel::errc::timed_out) return;
+            if (ec == heartwheel::net::errc::connection_closed) ++s.failed_on_close;
+            if (ec != heartwheel::net::errc::timed_out) return;
             ++s.timeouts;
             if (c_.options().verbose) log() << "request timed out" << std::endl;
         });
@@ -229,7 +229,7 @@ private:
         open_ = false;
         ++generation_;
         sender_.cancel();
-        requests_.fail_all(heartwheel::errc::connection_closed);
+        requests_.fail_all(heartwheel::net::errc::connection_closed);
         // A write still in flight keeps its queue (its handler holds it) until it completes with an
         // error after the close below; the next connection starts with a fresh one.
         out_ = std::make_shared<heartwheel::net::write_queue>();

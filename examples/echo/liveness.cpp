@@ -1,32 +1,10 @@
-// liveness.cpp — the wheel bundle's wiring and the steady_timer baseline.
+// liveness.cpp — the steady_timer baseline.
 #include "liveness.hpp"
 
 namespace echo {
 
-wheel_liveness::wheel_liveness(worker& w, liveness_hooks hooks)
-    : hooks_(std::move(hooks)),
-      live_(w.wheel, w.io.get_executor(), w.options.live,
-            {{}, [this] { hooks_.send_ping(); }, [this](close_reason r) { decide(r); }, true}, &w.live_counters),
-      limits_(w.wheel, w.options.live.limits,
-              {[this, &w] {
-                   w.live_counters.closed(close_reason::handshake_timeout);
-                   decide(close_reason::handshake_timeout);
-               },
-               [this, &w] {
-                   w.live_counters.closed(close_reason::max_age);
-                   decide(close_reason::max_age);
-               },
-               {}}) {}
-
-void wheel_liveness::decide(close_reason r) {
-    if (closed_) return;
-    closed_ = true;
-    close();
-    hooks_.close(r);
-}
-
-asio_liveness::asio_liveness(worker& w, liveness_hooks hooks)
-    : w_(w), hooks_(std::move(hooks)), cfg_(w.options.live), self_(std::make_shared<asio_liveness*>(this)),
+asio_liveness::asio_liveness(worker& w, heartwheel::net::connection_liveness::callbacks cbs)
+    : w_(w), cbs_(std::move(cbs)), cfg_(w.options.live), self_(std::make_shared<asio_liveness*>(this)),
       reader_(w.io), writer_(w.io), all_(w.io), write_timeout_(w.io), ping_(w.io), miss_(w.io), handshake_(w.io),
       age_(w.io) {
     arm(reader_, cfg_.idle.reader_idle, &asio_liveness::reader_idle);
@@ -111,7 +89,7 @@ void asio_liveness::send_ping() {
     w_.live_counters.ping_sent();
     arm(miss_, cfg_.heartbeat.timeout, &asio_liveness::judge_ping);
     arm(ping_, cfg_.heartbeat.interval, &asio_liveness::send_ping);
-    hooks_.send_ping();
+    if (cbs_.send_ping) cbs_.send_ping();
 }
 
 void asio_liveness::judge_ping() {
@@ -128,9 +106,8 @@ void asio_liveness::judge_ping() {
 
 void asio_liveness::decide(close_reason r) {
     if (closed_) return;
-    w_.live_counters.closed(r);
     close();
-    hooks_.close(r);
+    if (cbs_.close) cbs_.close(r); // counted by the connection's close path
 }
 
 void asio_liveness::close() {

@@ -1,15 +1,14 @@
-// liveness.hpp — the two ways the echo server times a connection, behind one interface:
-//  wheel_liveness: heartwheel's connection_liveness and connection_limits on the worker's wheel;
-//  asio_liveness:  the baseline — one asio::steady_timer per connection per concern, re-armed on
-//                  every read or write (cancel + async_wait), as hand-rolled Asio servers do.
-// Both: handshake_started/done, on_read(data), on_write_started/progress/complete, on_pong, close().
-// The close hook runs at most once, and nothing runs after close() or destruction.
+// liveness.hpp — the per-socket baseline the echo server compares the wheel with (--timers asio):
+// one asio::steady_timer per connection per concern, re-armed on every read or write (cancel +
+// async_wait), as hand-rolled Asio servers do. It plugs into heartwheel::net::connection in place of
+// net's connection_liveness (same interface), so both modes share the stream, the write queue and
+// the close path; only the timing differs. The close callback runs at most once, and nothing runs
+// after close() or destruction.
 #ifndef HEARTWHEEL_ECHO_LIVENESS_HPP
 #define HEARTWHEEL_ECHO_LIVENESS_HPP
 
 #include "worker.hpp"
 
-#include <heartwheel/net/connection_limits.hpp>
 #include <heartwheel/net/connection_liveness.hpp>
 
 #include <asio/steady_timer.hpp>
@@ -20,38 +19,16 @@ namespace echo {
 
 using heartwheel::net::close_reason;
 
-struct liveness_hooks {
-    std::function<void()> send_ping;
-    std::function<void(close_reason)> close;
-};
-
-class wheel_liveness {
-public:
-    wheel_liveness(worker& w, liveness_hooks hooks);
-    void handshake_started() { limits_.handshake_started(); }
-    void handshake_done() { limits_.handshake_done(); }
-    void on_read(bool data) { live_.on_read(data); }
-    void on_write_started() { live_.on_write_started(); }
-    void on_write_progress() { live_.on_write_progress(); }
-    void on_write_complete(bool drained) { live_.on_write_complete(drained); }
-    void on_pong() { live_.on_pong(); }
-    void close() {
-        live_.close();
-        limits_.stop();
-    }
-
-private:
-    void decide(close_reason r);
-    liveness_hooks hooks_;
-    bool closed_ = false;
-    heartwheel::net::connection_liveness live_;
-    heartwheel::net::connection_limits limits_;
-};
-
 class asio_liveness {
 public:
-    asio_liveness(worker& w, liveness_hooks hooks);
+    asio_liveness(worker& w, heartwheel::net::connection_liveness::callbacks cbs);
     ~asio_liveness();
+    /// A factory for heartwheel::net::connection.
+    static auto factory(worker& w) {
+        return [&w](heartwheel::net::connection_liveness::callbacks cbs, const asio::any_io_executor&) {
+            return std::make_unique<asio_liveness>(w, std::move(cbs));
+        };
+    }
     void handshake_started();
     void handshake_done() { handshake_.cancel(); }
     void on_read(bool data);
@@ -75,7 +52,7 @@ private:
     void decide(close_reason r);
 
     worker& w_;
-    liveness_hooks hooks_;
+    heartwheel::net::connection_liveness::callbacks cbs_;
     const heartwheel::net::liveness_config& cfg_;
     std::shared_ptr<asio_liveness*> self_;
     bool closed_ = false;

@@ -89,20 +89,22 @@ void server::accept() {
 void server::start_session(worker& w, asio::ip::tcp::socket socket) {
     using tcp = asio::ip::tcp::socket;
     using tls = asio::ssl::stream<tcp>;
+    using heartwheel::net::connection_liveness;
     const bool wheel = options_.timers == timer_mode::wheel;
+    auto wheel_timing = heartwheel::net::wheel_liveness(w.wheel, options_.live, &w.live_counters);
     if (tls_) {
         tls stream(std::move(socket), *tls_);
-        if (wheel) std::make_shared<session<tls, wheel_liveness>>(w, std::move(stream))->start();
-        else std::make_shared<session<tls, asio_liveness>>(w, std::move(stream))->start();
+        if (wheel) std::make_shared<session<tls, connection_liveness>>(w, std::move(stream))->start(wheel_timing);
+        else std::make_shared<session<tls, asio_liveness>>(w, std::move(stream))->start(asio_liveness::factory(w));
     } else {
-        if (wheel) std::make_shared<session<tcp, wheel_liveness>>(w, std::move(socket))->start();
-        else std::make_shared<session<tcp, asio_liveness>>(w, std::move(socket))->start();
+        if (wheel) std::make_shared<session<tcp, connection_liveness>>(w, std::move(socket))->start(wheel_timing);
+        else std::make_shared<session<tcp, asio_liveness>>(w, std::move(socket))->start(asio_liveness::factory(w));
     }
 }
 
 void server::reject_busy(asio::ip::tcp::socket socket) {
     counters_.busy.fetch_add(1, std::memory_order_relaxed);
-    live_counters_.closed(close_reason::busy);
+    live_counters_.closed(busy); // the server's own reason: accepted, never a session
     static const std::string bye = "BYE busy\n";
     auto s = std::make_shared<asio::ip::tcp::socket>(std::move(socket));
     if (tls_) { // a TLS client cannot read plain text: just close
@@ -124,7 +126,7 @@ std::string server::stats_line() const {
     std::ostringstream os;
     os << "connections=" << counters_.active.load() << " accepted=" << counters_.accepted.load() << " closes=";
     bool any = false;
-    for (std::size_t i = 0; i < heartwheel::net::close_reason_count; ++i) {
+    for (std::size_t i = 0; i < heartwheel::net::close_reason_count(); ++i) {
         if (!c.closes[i]) continue;
         os << (any ? "," : "") << heartwheel::net::to_string(static_cast<close_reason>(i)) << ':' << c.closes[i];
         any = true;
@@ -150,7 +152,7 @@ std::string server::prometheus_text() const {
     metric("heartwheel_connections", "gauge", "Open connections.", counters_.active.load());
     metric("heartwheel_accepted_total", "counter", "Accepted connections.", counters_.accepted.load());
     os << "# HELP heartwheel_closes_total Connections closed, by reason.\n# TYPE heartwheel_closes_total counter\n";
-    for (std::size_t i = 0; i < heartwheel::net::close_reason_count; ++i)
+    for (std::size_t i = 0; i < heartwheel::net::close_reason_count(); ++i)
         os << "heartwheel_closes_total{reason=\"" << heartwheel::net::to_string(static_cast<close_reason>(i)) << "\"} " << c.closes[i] << '\n';
     os << "# HELP heartwheel_idle_events_total Idle events, by kind.\n# TYPE heartwheel_idle_events_total counter\n"
        << "heartwheel_idle_events_total{kind=\"reader\"} " << c.reader_idle << "\nheartwheel_idle_events_total{kind=\"writer\"} "

@@ -22,6 +22,7 @@
 #include <atomic>
 #include <functional>
 #include <unordered_set>
+#include <vector>
 
 namespace echo {
 
@@ -30,6 +31,8 @@ public:
     virtual ~session_base() = default;
     /// Say BYE shutdown and close.
     virtual void shutdown() = 0;
+    /// Close now, without a goodbye (the worker is going away).
+    virtual void abort() = 0;
 };
 
 struct server_counters {
@@ -41,7 +44,14 @@ struct server_counters {
 struct worker {
     worker(const server_options& o, heartwheel::net::liveness_counters& lc, server_counters& sc)
         : options(o), live_counters(lc), counters(sc), io(1), wheel(io.get_executor(), wheel_config(o)) {}
-    ~worker() { closing = true; } // sessions destroyed by io's destructor must not touch the wheel
+    ~worker() {
+        closing = true; // sessions destroyed by io's destructor must not touch the wheel
+        // Sessions still open (the shutdown grace ran out) close now, so each connection lets go of
+        // its session; io's destructor then destroys what is left of them with their handlers.
+        std::vector<session_base*> open(sessions.begin(), sessions.end());
+        for (auto* s : open)
+            if (sessions.count(s)) s->abort();
+    }
 
     /// Called by a session's destructor.
     void session_gone() {

@@ -13,10 +13,6 @@ public:
         switch (static_cast<errc>(value)) {
         case errc::wheel_full: return "timer wheel is full (max_pending reached)";
         case errc::wheel_stopped: return "timer wheel is stopped";
-        case errc::timed_out: return "timed out";
-        case errc::connection_closed: return "connection closed";
-        case errc::duplicate_request: return "request id already outstanding";
-        case errc::invalid_config: return "invalid configuration";
         }
         return "unknown heartwheel error";
     }

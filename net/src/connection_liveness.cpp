@@ -27,7 +27,10 @@ connection_liveness::connection_liveness(timer_service& svc, asio::any_io_execut
                   [this] {
                       if (counters_) counters_->heartbeat_miss();
                   }},
-                 std::move(rnd)),
+                 rnd),
+      limits_(svc, config.limits,
+              {[this] { decide_close(close_reason::handshake_timeout); }, [this] { decide_close(close_reason::max_age); }, {}},
+              rnd),
       requests_(svc, std::move(ex), config.request, counters) {
     config_.timeouts.validate();
     read_timeout_.start(std::chrono::duration_cast<duration>(config_.timeouts.read_timeout), svc_.stamp());
@@ -71,7 +74,6 @@ void connection_liveness::on_pong() {
 
 void connection_liveness::decide_close(close_reason why) {
     if (closed_) return;
-    if (counters_) counters_->closed(why);
     close();
     if (cbs_.close) cbs_.close(why); // last: may destroy *this
 }
@@ -83,6 +85,7 @@ void connection_liveness::close() {
     read_timeout_.stop();
     write_timeout_.stop();
     heartbeat_.stop();
+    limits_.stop();
     requests_.fail_all(errc::connection_closed);
 }
 

@@ -3,13 +3,10 @@
 
 namespace heartwheel::net {
 
-const char* to_string(close_reason r) noexcept {
-    static constexpr const char* names[close_reason_count] = {
-        "reader-idle", "writer-idle", "all-idle", "heartbeat-timeout", "read-timeout", "write-timeout",
-        "handshake-timeout", "max-age", "line-too-long", "busy", "shutdown", "peer-closed", "io-error",
-    };
-    const auto i = static_cast<std::size_t>(r);
-    return i < close_reason_count ? names[i] : "unknown";
+std::uint64_t counters_snapshot::closes_total() const noexcept {
+    std::uint64_t sum = 0;
+    for (auto n : closes) sum += n;
+    return sum;
 }
 
 void liveness_counters::rtt(duration d) noexcept {
@@ -27,7 +24,7 @@ counters_snapshot liveness_counters::snapshot() const noexcept {
     s.reader_idle = ld(reader_idle_);
     s.writer_idle = ld(writer_idle_);
     s.all_idle = ld(all_idle_);
-    for (std::size_t i = 0; i < close_reason_count; ++i) s.closes[i] = ld(closes_[i]);
+    for (std::size_t i = 0; i < max_close_reasons; ++i) s.closes[i] = ld(closes_[i]);
     s.pings_sent = ld(pings_sent_);
     s.pongs_received = ld(pongs_received_);
     s.heartbeat_misses = ld(misses_);

@@ -1,8 +1,6 @@
-// heartwheel/error.hpp — the library's error codes.
+// heartwheel/error.hpp — the timer core's error codes: what a wheel can refuse.
 //
-// One std::error_category for everything heartwheel reports: a full or stopped wheel, and the
-// liveness outcomes of net/ (timed_out is distinct from asio::error::operation_aborted on purpose:
-// an application must be able to tell "we gave up waiting" from "somebody cancelled").
+// Connection outcomes (timed out, connection closed, ...) are net/'s: heartwheel/net/errc.hpp.
 #ifndef HEARTWHEEL_ERROR_HPP
 #define HEARTWHEEL_ERROR_HPP
 
@@ -12,12 +10,8 @@
 namespace heartwheel {
 
 enum class errc {
-    wheel_full = 1,     ///< the wheel's cap on pending timers was reached
-    wheel_stopped,      ///< the wheel was stopped; it accepts no new timers
-    timed_out,          ///< a liveness policy gave up waiting (idle, heartbeat, request, handshake)
-    connection_closed,  ///< the connection closed while the operation was outstanding
-    duplicate_request,  ///< a request id that is already outstanding
-    invalid_config,     ///< a policy value outside its accepted range
+    wheel_full = 1, ///< the wheel's cap on pending timers was reached
+    wheel_stopped,  ///< the wheel was stopped; it accepts no new timers
 };
 
 const std::error_category& heartwheel_category() noexcept;

@@ -1,7 +1,10 @@
-// heartwheel/net/connection_liveness.hpp — idle detection, read/write timeouts, heartbeat and request
-// timeouts for one connection, wired to one close callback. Transport-agnostic: the application
-// reports reads and writes (of a tcp::socket, an ssl::stream or anything else) and supplies how to
-// send a ping and how to close. Example:
+// heartwheel/net/connection_liveness.hpp — every liveness policy of one connection behind one close
+// decision: idle detection, read/write timeouts, heartbeat, request timeouts, and the server limits
+// (TLS handshake deadline, maximum age).
+//
+// Transport-agnostic: it is told about reads and writes and calls back to send a ping and to close.
+// net::connection does the telling (its stream records every read and write); it can also be used
+// alone:
 //
 //   heartwheel::net::connection_liveness live(wheel, ex, config, {
 //       .on_idle = [&](idle_event e) { /* log, or ignore */ },
@@ -9,13 +12,16 @@
 //       .close = [&](close_reason why) { say_bye_and_close(why); }});
 //   ... live.on_read(); live.on_write_complete(); live.requests().track(id, token);
 //
-// Closing decisions: reader/writer/all idle close only if close_on_idle; read_timeout, write_timeout
-// and the heartbeat's last miss always close. After close() or destruction no callback runs, and every
-// outstanding request fails with errc::connection_closed.
+// Closing decisions: reader/writer/all idle close only if close_on_idle; read_timeout, write_timeout,
+// the heartbeat's last miss, the handshake deadline and max age always close. The close callback runs
+// at most once; after it, after close() or destruction no callback runs, and every outstanding request
+// fails with errc::connection_closed. Closes are counted by whoever owns the close path
+// (net::connection), not here: every close once, wherever it came from.
 #ifndef HEARTWHEEL_NET_CONNECTION_LIVENESS_HPP
 #define HEARTWHEEL_NET_CONNECTION_LIVENESS_HPP
 
 #include <heartwheel/net/activity_timer.hpp>
+#include <heartwheel/net/connection_limits.hpp>
 #include <heartwheel/net/counters.hpp>
 #include <heartwheel/net/heartbeat.hpp>
 #include <heartwheel/net/idle_state.hpp>
@@ -23,7 +29,6 @@
 #include <heartwheel/net/request_tracker.hpp>
 
 #include <functional>
-#include <optional>
 
 namespace heartwheel::net {
 
@@ -32,7 +37,7 @@ public:
     struct callbacks {
         std::function<void(idle_event)> on_idle;   ///< every idle event (optional)
         std::function<void()> send_ping;           ///< write a ping (needed when heartbeats are on)
-        std::function<void(close_reason)> close;   ///< a policy decided to close; reason for the log
+        std::function<void(close_reason)> close;   ///< a policy decided to close; runs at most once
         bool close_on_idle = true;                 ///< a first idle event of any kind closes
     };
 
@@ -43,7 +48,8 @@ public:
     connection_liveness& operator=(const connection_liveness&) = delete;
 
     /// Bytes arrived. `counts_as_idle_activity` = false for traffic the application does not count
-    /// as activity (e.g. pongs), which still proves liveness to the heartbeat.
+    /// as activity (e.g. pongs, or bytes before a whole message), which still proves liveness to the
+    /// heartbeat and the read timeout.
     void on_read(bool counts_as_idle_activity = true);
     /// A write started with data queued (arms the write timeout).
     void on_write_started();
@@ -53,11 +59,15 @@ public:
     void on_write_complete(bool drained = true);
     /// The peer answered our ping.
     void on_pong();
+    /// The TLS handshake began / finished (arms / disarms limits.handshake_timeout).
+    void handshake_started() { limits_.handshake_started(); }
+    void handshake_done() noexcept { limits_.handshake_done(); }
 
     request_tracker<std::uint64_t>& requests() noexcept { return requests_; }
     const heartbeat& heartbeat_state() const noexcept { return heartbeat_; }
+    const liveness_config& config() const noexcept { return config_; }
     bool closed() const noexcept { return closed_; }
-    /// Stops every timer and fails outstanding requests; idempotent.
+    /// Stops every timer and fails outstanding requests; idempotent. No callback runs afterwards.
     void close();
 
 private:
@@ -71,6 +81,7 @@ private:
     idle_state idle_;
     activity_timer read_timeout_, write_timeout_;
     heartbeat heartbeat_;
+    connection_limits limits_;
     request_tracker<std::uint64_t> requests_;
 };
 

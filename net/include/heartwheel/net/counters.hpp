@@ -6,6 +6,7 @@
 #define HEARTWHEEL_NET_COUNTERS_HPP
 
 #include <heartwheel/clock.hpp>
+#include <heartwheel/net/close_reason.hpp>
 
 #include <array>
 #include <atomic>
@@ -13,17 +14,10 @@
 
 namespace heartwheel::net {
 
-/// Why a connection was closed on purpose. Names match the echo server's BYE reasons.
-enum class close_reason : std::uint8_t {
-    reader_idle, writer_idle, all_idle, heartbeat_timeout, read_timeout, write_timeout,
-    handshake_timeout, max_age, line_too_long, busy, shutdown, peer_closed, io_error,
-};
-inline constexpr std::size_t close_reason_count = 13;
-const char* to_string(close_reason r) noexcept;
-
 struct counters_snapshot {
     std::uint64_t reader_idle = 0, writer_idle = 0, all_idle = 0;
-    std::array<std::uint64_t, close_reason_count> closes{};
+    std::array<std::uint64_t, max_close_reasons> closes{}; ///< by close_reason value
+    std::uint64_t closes_total() const noexcept;
     std::uint64_t pings_sent = 0, pongs_received = 0, heartbeat_misses = 0;
     std::uint64_t rtt_samples = 0, rtt_total_us = 0, rtt_max_us = 0;
     std::uint64_t requests = 0, request_timeouts = 0, requests_failed_on_close = 0;
@@ -50,7 +44,7 @@ private:
     using counter = std::atomic<std::uint64_t>;
     static void bump(counter& c) noexcept { c.fetch_add(1, std::memory_order_relaxed); }
     counter reader_idle_{0}, writer_idle_{0}, all_idle_{0};
-    std::array<counter, close_reason_count> closes_{};
+    std::array<counter, max_close_reasons> closes_{};
     counter pings_sent_{0}, pongs_received_{0}, misses_{0};
     counter rtt_samples_{0}, rtt_total_us_{0}, rtt_max_us_{0};
     counter requests_{0}, request_timeouts_{0}, failed_on_close_{0};

@@ -18,6 +18,7 @@
 
 #include <heartwheel/detail/wait_op.hpp>
 #include <heartwheel/error.hpp>
+#include <heartwheel/net/errc.hpp>
 #include <heartwheel/net/counters.hpp>
 #include <heartwheel/net/policies.hpp>
 #include <heartwheel/timer_service.hpp>
@@ -57,14 +58,14 @@ public:
         return track(std::move(id), std::chrono::duration_cast<duration>(policy_.timeout), std::forward<Token>(token));
     }
     /// Tracks request `id` with its own timeout. A duplicate id completes with errc::duplicate_request,
-    /// more than max_outstanding with errc::wheel_full.
+    /// more than max_outstanding with heartwheel::errc::wheel_full.
     template <class Token>
     auto track(Id id, duration timeout, Token&& token) {
         return asio::async_initiate<Token, void(std::error_code, request_state)>(
             [this](auto handler, Id rid, duration t) {
                 using entry_t = entry<std::decay_t<decltype(handler)>>;
                 auto e = std::make_unique<entry_t>(*this, rid, std::move(handler), ex_);
-                if (entries_.size() >= policy_.max_outstanding) return e.release()->finish(errc::wheel_full);
+                if (entries_.size() >= policy_.max_outstanding) return e.release()->finish(heartwheel::errc::wheel_full);
                 auto [it, inserted] = entries_.try_emplace(rid, e.get());
                 if (!inserted) return e.release()->finish(errc::duplicate_request);
                 // No deadline: filed at the horizon (never fires), so a stopping wheel still finds it.

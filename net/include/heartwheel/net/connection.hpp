@@ -1,0 +1,306 @@
+// heartwheel/net/connection.hpp — one connection: a stream that records its own activity, its
+// liveness policies, a bounded write queue and the one close path. An application only speaks its
+// protocol: it reads from stream(), send()s replies, and calls close(reason) when it wants out.
+//
+//   auto c = std::make_shared<net::connection<tcp::socket>>(std::move(socket),
+//       net::connection_liveness::factory(wheel, config, &counters),
+//       net::connection_hooks{.send_ping = [&] { c->send("PING\n"); },
+//                             .last_words = [&](net::close_reason r) { c->send(bye_line(r)); }},
+//       &counters);
+//   c->start();                                            // keepalive options; TLS: async_handshake
+//   n = co_await c->stream().async_read_some(buf, use_awaitable);   // recorded: no on_read() by hand
+//   c->send(reply);                                        // coalesced, bounded, timed
+//
+// The close path. close(reason) — from a policy, the application, a peer's EOF, an I/O error, a
+// handshake failure or timeout, or shutdown — latches once: the liveness policies stop (outstanding
+// requests fail), the reason is counted once, the application's last_words hook may queue a goodbye,
+// which is flushed for at most `linger` (a wheel timer); then the lowest layer is closed, pending
+// operations complete with close_error() (errc::timed_out for a policy's reason,
+// errc::connection_closed otherwise) and on_close runs. abort(reason) is the same without last
+// words (nothing can be written: an I/O error, a write timeout, a handshake that never finished).
+//
+// Ownership: create it with std::make_shared; its own writes and linger hold a reference while they
+// are in flight. The hooks run on the connection's executor; the connection keeps them — and what they
+// capture, e.g. a shared_ptr to the application's session — until it is closed, then drops them. Teardown order: connections (and the
+// application objects holding them) before their wheel, the wheel before its io_context; a
+// connection's pending operations and requests complete or are destroyed with it (no leak).
+//
+// The Liveness parameter is what times the connection: connection_liveness on a wheel by default; the
+// echo server's per-socket steady_timer baseline plugs in the same way. It is made by a factory called
+// with (connection_liveness::callbacks, executor) and must offer on_read(bool), on_write_started(),
+// on_write_progress(), on_write_complete(bool), handshake_started(), handshake_done(), close().
+#ifndef HEARTWHEEL_NET_CONNECTION_HPP
+#define HEARTWHEEL_NET_CONNECTION_HPP
+
+#include <heartwheel/net/close_reason.hpp>
+#include <heartwheel/net/connection_liveness.hpp>
+#include <heartwheel/net/errc.hpp>
+#include <heartwheel/net/keepalive.hpp>
+#include <heartwheel/net/liveness_stream.hpp>
+#include <heartwheel/net/write_queue.hpp>
+#include <heartwheel/timer_handle.hpp>
+
+#include <asio/ip/tcp.hpp>
+#include <asio/ssl/stream.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <type_traits>
+
+namespace heartwheel::net {
+
+/// What a connection asks of its application; every hook is optional.
+struct connection_hooks {
+    std::function<void()> send_ping;                 ///< heartbeat: queue a ping (with send())
+    std::function<void(close_reason)> last_words;    ///< closing: queue a goodbye (with send()); once
+    std::function<void(close_reason)> on_close;      ///< closed: the lowest layer is closed; once
+    std::function<void()> on_writable;               ///< the write queue drained below its low-water mark
+    std::function<void(idle_event)> on_idle;         ///< every idle event (they close unless told not to)
+};
+
+struct connection_options {
+    /// How long last words may take to flush before the lowest layer is closed anyway.
+    std::chrono::milliseconds linger{1000};
+    write_queue_limits queue;
+    /// Whether every read that brings bytes is reader activity for idle detection (true), or the
+    /// application judges messages itself with message_received() (false; bytes still prove
+    /// liveness to the heartbeat and the read timeout either way).
+    bool reads_are_idle_activity = true;
+    /// Whether a first idle event closes the connection (otherwise on_idle only reports it).
+    bool close_on_idle = true;
+};
+
+namespace detail {
+template <class T>
+struct is_ssl_stream : std::false_type {};
+template <class S>
+struct is_ssl_stream<asio::ssl::stream<S>> : std::true_type {};
+} // namespace detail
+
+/// A factory for the default Liveness: connection_liveness on `svc`, with `config` and `counters`.
+inline auto wheel_liveness(timer_service& svc, const liveness_config& config, liveness_counters* counters = nullptr) {
+    return [&svc, config, counters](connection_liveness::callbacks cbs, asio::any_io_executor ex) {
+        return std::make_unique<connection_liveness>(svc, std::move(ex), config, std::move(cbs), counters);
+    };
+}
+
+template <class NextLayer, class Liveness = connection_liveness>
+class connection final : public std::enable_shared_from_this<connection<NextLayer, Liveness>>,
+                         private stream_observer {
+public:
+    using stream_type = liveness_stream<NextLayer>;
+    using executor_type = typename NextLayer::executor_type;
+    static constexpr bool is_tls = detail::is_ssl_stream<NextLayer>::value;
+
+    /// `make_liveness(callbacks, executor)` returns a std::unique_ptr<Liveness> (wheel_liveness()).
+    template <class MakeLiveness>
+    connection(NextLayer next, timer_service& svc, MakeLiveness&& make_liveness, connection_hooks hooks,
+               liveness_counters* counters = nullptr, connection_options options = {})
+        : stream_(*this, std::move(next)), svc_(svc), hooks_(std::move(hooks)), counters_(counters),
+          options_(options), out_(options.queue),
+          live_(make_liveness(connection_liveness::callbacks{hooks_.on_idle,
+                                                             [this] {
+                                                                 if (hooks_.send_ping && !closing_) hooks_.send_ping();
+                                                             },
+                                                             [this](close_reason r) { policy_close(r); },
+                                                             options.close_on_idle},
+                              stream_.get_executor())) {}
+    ~connection() { live_->close(); }
+    connection(const connection&) = delete;
+    connection& operator=(const connection&) = delete;
+
+    stream_type& stream() noexcept { return stream_; }
+    typename stream_type::lowest_layer_type& lowest_layer() noexcept { return stream_.lowest_layer(); }
+    executor_type get_executor() noexcept { return stream_.get_executor(); }
+    Liveness& liveness() noexcept { return *live_; }
+    const write_queue& output() const noexcept { return out_; }
+
+    /// Applies the keepalive options to a TCP lowest layer (errors are returned, not thrown).
+    std::error_code apply_socket_options(const keepalive_options& k) {
+        if constexpr (std::is_same_v<typename stream_type::lowest_layer_type::protocol_type, asio::ip::tcp>) {
+            if (!k.enabled && k.user_timeout.count() == 0) return {};
+            return apply_keepalive(stream_.lowest_layer(), k);
+        } else {
+            return {};
+        }
+    }
+
+    /// TLS streams: the handshake, under limits.handshake_timeout. A failure closes the connection
+    /// with handshake-failed, a timeout with handshake-timeout (each counted); the handler gets
+    /// errc::timed_out for the latter. Completion: void(std::error_code).
+    template <class Token>
+    auto async_handshake(asio::ssl::stream_base::handshake_type type, Token&& token) {
+        static_assert(is_tls, "async_handshake needs an asio::ssl::stream");
+        return asio::async_compose<Token, void(std::error_code)>(handshake_op{this->shared_from_this(), type},
+                                                                 token, stream_.next_layer());
+    }
+
+    /// The application read a whole message that counts as activity (with reads_are_idle_activity
+    /// off: e.g. a data line, not a pong).
+    void message_received() { live_->on_read(true); }
+
+    /// Queues bytes and writes them as soon as possible, coalesced with whatever else is queued.
+    /// Ignored once the connection is closed (and, while closing, after the last words).
+    void send(std::string_view bytes) {
+        if (closed_ || (closing_ && !in_last_words_)) return;
+        out_.append(bytes);
+        if (!writing_) write();
+    }
+    /// Whether the application should read more now: open and the write queue not above its
+    /// high-water mark. After a false for a full queue, on_writable runs once it drains below the
+    /// low-water mark (backpressure: a peer that does not read stops being read).
+    bool can_read() noexcept {
+        if (closing_) return false;
+        if (out_.above_high_water()) {
+            was_above_ = true;
+            return false;
+        }
+        return true;
+    }
+
+    /// The one close path (see the top of this file). Idempotent: the first reason wins.
+    void close(close_reason why) { begin_close(why, true); }
+    /// Closes now, without last words; on a connection already closing, cuts its linger short (the
+    /// first reason stays).
+    void abort(close_reason why) {
+        if (closing_) return finish_close();
+        begin_close(why, false);
+    }
+
+    bool closing() const noexcept { return closing_; }
+    bool closed() const noexcept { return closed_; }
+    std::optional<close_reason> reason() const noexcept { return reason_; }
+
+private:
+    // --- stream_observer: what the stream records --------------------------------------------------
+    void on_bytes_read(std::size_t) override { live_->on_read(options_.reads_are_idle_activity); }
+    void on_write_started() override {
+        if (!closing_) live_->on_write_started();
+    }
+    void on_bytes_written(std::size_t n, std::size_t size) override {
+        if (closing_) return;
+        if (n < size) live_->on_write_progress();
+        else live_->on_write_complete(out_.queued() <= n);
+    }
+    std::error_code close_error() const noexcept override {
+        if (!closed_) return {};
+        return reason_ && is_policy_reason(*reason_) ? make_error_code(errc::timed_out)
+                                                     : make_error_code(errc::connection_closed);
+    }
+
+    void policy_close(close_reason r) {
+        // Nothing can be written to a peer that does not read, or mid-handshake.
+        const bool can_talk = r != close_reason::write_timeout && handshake_done_;
+        begin_close(r, can_talk);
+    }
+
+    void begin_close(close_reason why, bool last_words) {
+        if (closing_) return;
+        const auto keep = this->weak_from_this().lock(); // hooks may drop the application's reference
+        closing_ = true;
+        reason_ = why;
+        live_->close();
+        if (counters_) counters_->closed(why);
+        out_.drop_pending(); // what was not yet written is not worth waiting for
+        if (!last_words) return finish_close();
+        if (hooks_.last_words) {
+            in_last_words_ = true;
+            hooks_.last_words(why);
+            in_last_words_ = false;
+        }
+        if (out_.empty() && !writing_) return finish_close();
+        if (!writing_) write(); // else the write in flight finishes, then the rest goes
+        linger_ = linger_timer();
+    }
+
+    heartwheel::timer_handle linger_timer() {
+        heartwheel::timer_handle h([weak = this->weak_from_this()] {
+            if (auto self = weak.lock()) self->finish_close();
+        });
+        svc_.schedule(h.node(), svc_.deadline_after(std::chrono::duration_cast<duration>(options_.linger)));
+        return h;
+    }
+
+    void finish_close() {
+        if (closed_) return;
+        const auto keep = this->weak_from_this().lock();
+        closed_ = true;
+        linger_.cancel();
+        std::error_code ignored;
+        auto& sock = stream_.lowest_layer();
+        sock.shutdown(asio::socket_base::shutdown_both, ignored);
+        sock.close(ignored);
+        // The hooks (and whatever they hold, such as the application's session) go now: a closed
+        // connection calls nothing more, and a session that holds the connection is not kept alive
+        // by it.
+        auto hooks = std::move(hooks_);
+        hooks_ = {};
+        if (hooks.on_close) hooks.on_close(*reason_);
+    }
+
+    void write() {
+        writing_ = true;
+        const std::string_view bytes = out_.next_bytes();
+        stream_.async_write_some(asio::buffer(bytes.data(), bytes.size()),
+                                 [self = this->shared_from_this()](std::error_code ec, std::size_t n) {
+                                     self->on_written(ec, n);
+                                 });
+    }
+
+    void on_written(std::error_code ec, std::size_t n) {
+        writing_ = false;
+        if (ec) {
+            if (!closing_) begin_close(close_reason::io_error, false);
+            return finish_close();
+        }
+        out_.consumed(n);
+        if (!out_.empty()) return write();
+        if (closing_) return finish_close(); // the last words are out
+        if (was_above_ && out_.below_low_water()) {
+            was_above_ = false;
+            if (hooks_.on_writable) hooks_.on_writable();
+        }
+    }
+
+    struct handshake_op {
+        std::shared_ptr<connection> c;
+        asio::ssl::stream_base::handshake_type type;
+        bool started = false;
+        template <class Self>
+        void operator()(Self& self, std::error_code ec = {}) {
+            if (!started) {
+                started = true;
+                c->live_->handshake_started();
+                return c->stream_.next_layer().async_handshake(type, std::move(self));
+            }
+            if (c->closing_) return self.complete(c->closed_ ? c->close_error() : make_error_code(errc::timed_out));
+            if (ec) {
+                c->abort(close_reason::handshake_failed);
+                return self.complete(ec);
+            }
+            c->handshake_done_ = true;
+            c->live_->handshake_done();
+            self.complete(ec);
+        }
+    };
+
+    stream_type stream_;
+    timer_service& svc_;
+    connection_hooks hooks_;
+    liveness_counters* counters_;
+    connection_options options_;
+    write_queue out_;
+    std::unique_ptr<Liveness> live_;
+    heartwheel::timer_handle linger_;
+    std::optional<close_reason> reason_;
+    bool handshake_done_ = !is_tls;
+    bool writing_ = false, closing_ = false, closed_ = false, in_last_words_ = false;
+    bool was_above_ = false;
+};
+
+} // namespace heartwheel::net
+
+#endif

@@ -1,0 +1,219 @@
+// connection_test.cpp — net::connection over real sockets on 127.0.0.1: the stream records its own
+// activity (no on_read by hand), a pending operation completes with errc::timed_out when a policy
+// closes the connection, the one close path (last words, linger, one count per close whatever calls
+// it), backpressure and the write timeout against a peer that does not read, Asio's composed
+// operations on the stream, and the TLS handshake under its deadline. Every run is bounded in time.
+#define BOOST_TEST_MODULE connection
+#include <boost/test/unit_test.hpp>
+
+#include <heartwheel/asio_wheel.hpp>
+#include <heartwheel/net/connection.hpp>
+
+#include <asio/io_context.hpp>
+#include <asio/read.hpp>
+#include <asio/read_until.hpp>
+#include <asio/ssl/context.hpp>
+#include <asio/write.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+using namespace std::chrono_literals;
+namespace net = heartwheel::net;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+struct fixture {
+    asio::io_context io;
+    heartwheel::asio_wheel wheel{io.get_executor()};
+    net::liveness_counters counters;
+    tcp::acceptor acceptor{io, {asio::ip::make_address("127.0.0.1"), 0}};
+    tcp::socket peer{io}; ///< the other end, driven by the test
+
+    /// Our side of a fresh connection (accepted), with `peer` connected to it.
+    tcp::socket accept_one() {
+        peer.connect(acceptor.local_endpoint());
+        return acceptor.accept();
+    }
+    template <class Stream = tcp::socket>
+    std::shared_ptr<net::connection<Stream>> make(Stream s, const net::liveness_config& cfg, net::connection_hooks hooks = {},
+                                                  net::connection_options opts = {}) {
+        return std::make_shared<net::connection<Stream>>(std::move(s), wheel, net::wheel_liveness(wheel, cfg, &counters),
+                                                         std::move(hooks), &counters, opts);
+    }
+    std::uint64_t closes(net::close_reason r) const { return counters.snapshot().closes[static_cast<std::size_t>(r)]; }
+    /// Runs the loop for `d` (restarting it if it ran out of work before).
+    void run_for(std::chrono::milliseconds d) {
+        io.restart();
+        io.run_for(d);
+    }
+    void poll() {
+        io.restart();
+        io.poll();
+    }
+    void run_until(const std::function<bool()>& done, std::chrono::milliseconds limit = 5000ms) {
+        const auto end = std::chrono::steady_clock::now() + limit;
+        while (!done() && std::chrono::steady_clock::now() < end) run_for(5ms);
+        BOOST_TEST_REQUIRE(done(), "not done within the time limit");
+    }
+};
+
+} // namespace
+
+// A policy close completes the pending read with timed_out (not operation_aborted), counts the reason
+// once and runs on_close once.
+BOOST_FIXTURE_TEST_CASE(policy_close_completes_pending_read_with_timed_out, fixture) {
+    net::liveness_config cfg;
+    cfg.idle.reader_idle = 50ms;
+    std::vector<net::close_reason> closed;
+    net::connection_hooks hooks;
+    hooks.on_close = [&](net::close_reason r) { closed.push_back(r); };
+    auto c = make(accept_one(), cfg, hooks);
+    std::error_code got;
+    bool done = false;
+    char buf[16];
+    c->stream().async_read_some(asio::buffer(buf), [&](std::error_code ec, std::size_t) {
+        got = ec;
+        done = true;
+    });
+    run_until([&] { return done; });
+    BOOST_TEST((got == net::errc::timed_out));
+    BOOST_TEST(c->closed());
+    BOOST_TEST((closed == std::vector<net::close_reason>{net::close_reason::reader_idle}));
+    c->close(net::close_reason::shutdown); // later closes change nothing
+    c->abort(net::close_reason::io_error);
+    BOOST_TEST(closes(net::close_reason::reader_idle) == 1u);
+    BOOST_TEST(counters.snapshot().closes_total() == 1u);
+    BOOST_TEST(closed.size() == 1u);
+}
+
+// Reads through the stream are recorded: bytes trickled before a deadline keep reader-idle away
+// (reads_are_idle_activity, the default), and asio::async_read_until works on the stream unchanged.
+BOOST_FIXTURE_TEST_CASE(stream_records_reads_and_composes, fixture) {
+    net::liveness_config cfg;
+    cfg.idle.reader_idle = 150ms;
+    auto c = make(accept_one(), cfg);
+    std::string line;
+    bool done = false;
+    asio::async_read_until(c->stream(), asio::dynamic_buffer(line), '\n', [&](std::error_code ec, std::size_t n) {
+        BOOST_TEST(!ec);
+        line.resize(n);
+        done = true;
+    });
+    // 10 bytes, 50 ms apart: 450 ms in all, three times the idle timeout, never idle 150 ms.
+    for (char ch : std::string("trickling\n")) {
+        asio::write(peer, asio::buffer(&ch, 1));
+        run_for(50ms);
+    }
+    run_until([&] { return done; });
+    BOOST_TEST(line == "trickling\n");
+    BOOST_TEST(!c->closing());
+    BOOST_TEST(counters.snapshot().reader_idle == 0u);
+}
+
+// The application's close: last words are queued by the hook, flushed, then the socket closes; the
+// peer reads them and then end-of-stream. An application reason defined by name is counted.
+BOOST_FIXTURE_TEST_CASE(close_sends_last_words_then_closes, fixture) {
+    const auto bored = net::define_close_reason("bored");
+    BOOST_TEST(std::string(net::to_string(bored)) == "bored");
+    BOOST_TEST((net::define_close_reason("bored") == bored));
+    BOOST_TEST((net::define_close_reason("reader-idle") == net::close_reason::reader_idle));
+    net::liveness_config cfg;
+    std::shared_ptr<net::connection<tcp::socket>> c;
+    net::connection_hooks hooks;
+    hooks.last_words = [&](net::close_reason r) { c->send(std::string("BYE ") + net::to_string(r) + "\n"); };
+    c = make(accept_one(), cfg, hooks);
+    c->send("hello\n");
+    c->close(bored);
+    c->send("not after the last words\n");
+    run_until([&] { return c->closed(); });
+    std::string got;
+    std::error_code ec;
+    asio::read(peer, asio::dynamic_buffer(got), ec);
+    BOOST_TEST((ec == asio::error::eof));
+    // "hello" was already in flight (a write cannot be taken back from the middle of a stream); the
+    // line queued after the close is refused, and the goodbye follows.
+    BOOST_TEST(got == "hello\nBYE bored\n");
+    BOOST_TEST(closes(bored) == 1u);
+    BOOST_TEST(counters.snapshot().closes_total() == 1u);
+}
+
+// A peer that never reads: the queue fills, can_read() turns false, nothing more is written, and the
+// write timeout closes the connection (counted), with no last words.
+BOOST_FIXTURE_TEST_CASE(non_reading_peer_is_closed_by_the_write_timeout, fixture) {
+    net::liveness_config cfg;
+    cfg.timeouts.write_timeout = 200ms;
+    net::connection_options opts;
+    opts.queue.high_water = 64 << 10;
+    opts.queue.low_water = 16 << 10;
+    bool last_words = false;
+    net::connection_hooks hooks;
+    hooks.last_words = [&](net::close_reason) { last_words = true; };
+    auto c = make(accept_one(), cfg, hooks, opts);
+    peer.set_option(asio::socket_base::receive_buffer_size(4096));
+    const std::string chunk(4096, 'x');
+    std::size_t sent = 0;
+    while (c->can_read() && sent < (64u << 20)) { // as a reader would: stop when told
+        c->send(chunk);
+        sent += chunk.size();
+        poll();
+    }
+    BOOST_TEST(!c->can_read());
+    BOOST_TEST(c->output().memory() < 4 * (64u << 10) + (1u << 20)); // bounded by the watermarks
+    run_until([&] { return c->closed(); });
+    BOOST_TEST((c->reason() == net::close_reason::write_timeout));
+    BOOST_TEST(!last_words);
+    BOOST_TEST(closes(net::close_reason::write_timeout) == 1u);
+}
+
+// TLS: a peer that never starts the handshake is closed handshake-timeout, one that sends garbage
+// handshake-failed; each counted once, and the handshake's handler says which.
+BOOST_FIXTURE_TEST_CASE(tls_handshake_under_its_deadline, fixture) {
+    using tls = asio::ssl::stream<tcp::socket>;
+    asio::ssl::context ctx(asio::ssl::context::tls_server);
+    net::liveness_config cfg;
+    cfg.limits.handshake_timeout = 100ms;
+    for (bool garbage : {false, true}) {
+        if (peer.is_open()) peer.close();
+        auto c = make<tls>(tls(accept_one(), ctx), cfg);
+        std::error_code got;
+        bool done = false;
+        c->async_handshake(asio::ssl::stream_base::server, [&](std::error_code ec) {
+            got = ec;
+            done = true;
+        });
+        if (garbage) asio::write(peer, asio::buffer(std::string("GET / HTTP/1.0\r\n\r\n")));
+        run_until([&] { return done && c->closed(); });
+        if (garbage) {
+            BOOST_TEST((c->reason() == net::close_reason::handshake_failed));
+            BOOST_TEST((got != net::errc::timed_out));
+            BOOST_TEST(!!got);
+        } else {
+            BOOST_TEST((c->reason() == net::close_reason::handshake_timeout));
+            BOOST_TEST((got == net::errc::timed_out));
+        }
+    }
+    BOOST_TEST(closes(net::close_reason::handshake_timeout) == 1u);
+    BOOST_TEST(closes(net::close_reason::handshake_failed) == 1u);
+}
+
+// Keepalive options from the policy reach the socket.
+BOOST_FIXTURE_TEST_CASE(keepalive_options_are_applied, fixture) {
+    net::liveness_config cfg;
+    auto c = make(accept_one(), cfg);
+    net::keepalive_options k;
+    k.enabled = true;
+    k.idle = std::chrono::seconds(30);
+    k.interval = std::chrono::seconds(5);
+    k.count = 4;
+    BOOST_TEST(!c->apply_socket_options(k));
+    asio::socket_base::keep_alive on;
+    c->lowest_layer().get_option(on);
+    BOOST_TEST(on.value());
+    int idle = 0;
+    socklen_t len = sizeof idle;
+    ::getsockopt(c->lowest_layer().native_handle(), IPPROTO_TCP, TCP_KEEPIDLE, &idle, &len);
+    BOOST_TEST(idle == 30);
+}
