@@ -1,12 +1,16 @@
-// client.cpp — one client_connection per slot: connect (with a connect timeout), TLS handshake,
-// request sending, line handling, and the reconnect loop driven by heartwheel::net::reconnector.
+// client.cpp — one client_connection per slot: connect (with a connect timeout), then a link on a
+// heartwheel::net::connection (TLS handshake under its deadline, the client's own liveness policies:
+// reader idle and heartbeats detect a server that stopped answering), request sending, line
+// handling, and the reconnect loop driven by heartwheel::net::reconnector.
 #include "client.hpp"
 
 #include "protocol.hpp"
 
+#include <heartwheel/net/connection.hpp>
 #include <heartwheel/net/reconnector.hpp>
 #include <heartwheel/net/request_tracker.hpp>
-#include <heartwheel/net/write_queue.hpp>
+
+#include <asio/ssl/error.hpp>
 
 #include <asio/connect.hpp>
 #include <asio/ip/tcp.hpp>
@@ -52,9 +56,26 @@ std::string client_stats::json() const {
         os << (first ? "" : ",") << '"' << reason << "\":" << n;
         first = false;
     }
+    os << "},\"closed_by_liveness\":{";
+    first = true;
+    for (const auto& [reason, n] : closed_by_liveness) {
+        os << (first ? "" : ",") << '"' << reason << "\":" << n;
+        first = false;
+    }
     os << "},\"rtt_ms\":{\"p50\":" << pct(0.50) << ",\"p99\":" << pct(0.99) << ",\"max\":" << max << "}}";
     return os.str();
 }
+
+// One connected link of a slot: a net::connection (TCP or TLS) with the client's liveness policies,
+// its read loop, and the protocol's sending. A slot makes a new link per connection attempt.
+class link_base {
+public:
+    virtual ~link_base() = default;
+    virtual void send(std::string_view line) = 0;
+    virtual bool full() = 0; ///< the write queue is above its high-water mark
+    virtual void close() = 0;
+    virtual heartwheel::net::connection_liveness& liveness() = 0;
+};
 
 class client_connection : public std::enable_shared_from_this<client_connection> {
 public:
@@ -63,8 +84,8 @@ public:
 
     client_connection(load_client& c, std::size_t index)
         : c_(c), index_(index),
-          reconnector_(c.wheel(), c.options().live.backoff, [this] { attempt(); }),
-          requests_(c.wheel(), c.io().get_executor(), c.options().live.request) {
+          reconnector_(c.wheel(), c.options().live.backoff, [this] { attempt(); }, {}, &c.counters()),
+          requests_(c.wheel(), c.io().get_executor(), c.options().live.request, &c.counters()) {
         if (c.options().verbose)
             reconnector_.on_wait([this](std::chrono::milliseconds delay, unsigned failures) {
                 log() << "reconnecting in " << delay.count() << " ms (failure " << failures << ")" << std::endl;
@@ -76,111 +97,85 @@ public:
         reconnector_.stop();
         sender_.cancel();
         connect_deadline_.cancel();
-        close_socket();
+        drop_link();
+        socket_.reset();
     }
 
-private:
-    tcp::socket& socket() { return tls_ ? tls_->next_layer() : *plain_; }
+    // --- called by the link --------------------------------------------------------------------------
+    void handle(std::string_view line);
+    /// The link closed (for any reason; counted by its connection).
+    void link_closed(const link_base* which, heartwheel::net::close_reason why) {
+        if (which != link_.get()) return;
+        if (heartwheel::net::is_policy_reason(why)) {
+            ++c_.stats().closed_by_liveness[heartwheel::net::to_string(why)];
+            if (c_.options().verbose) log() << "closed: " << heartwheel::net::to_string(why) << std::endl;
+        }
+        disconnected();
+    }
+    std::uint64_t next_ping() { return ++ping_seq_; }
+    load_client& client() { return c_; }
 
+private:
     std::ostream& log() { return std::cerr << "client " << index_ << ": "; }
 
     void attempt() {
         if (c_.stopping()) return;
         ++generation_;
-        plain_.reset();
-        tls_.reset();
-        if (c_.tls()) tls_.emplace(c_.io(), *c_.tls());
-        else plain_.emplace(c_.io());
+        drop_link();
+        socket_.emplace(c_.io());
         const auto& ep = c_.options().connect;
         std::error_code ec;
         const auto address = asio::ip::make_address(ep.host == "localhost" ? "127.0.0.1" : ep.host, ec);
         if (ec) return failed_to_connect();
         const auto timeout = c_.options().reconnect ? reconnector_.connect_timeout() : std::chrono::milliseconds(10000);
         connect_deadline_ = c_.wheel().schedule_after(timeout, [weak = weak_from_this(), g = generation_] {
-            if (auto self = weak.lock(); self && self->generation_ == g) self->close_socket();
+            if (auto self = weak.lock(); self && self->generation_ == g) self->failed_to_connect();
         });
-        socket().async_connect(tcp::endpoint(address, ep.port), [self = shared_from_this(), g = generation_](std::error_code e) {
+        socket_->async_connect(tcp::endpoint(address, ep.port), [self = shared_from_this(), g = generation_](std::error_code e) {
             if (g != self->generation_) return;
-            self->connect_deadline_.cancel();
             if (e) return self->failed_to_connect();
             std::error_code ignored;
-            self->socket().set_option(tcp::no_delay(true), ignored);
-            if (!self->tls_) return self->connected();
-            if (!self->c_.options().insecure)
-                self->tls_->set_verify_callback(asio::ssl::host_name_verification(self->c_.options().connect.host));
-            self->tls_->async_handshake(asio::ssl::stream_base::client, [self, g](std::error_code he) {
-                if (g != self->generation_) return;
-                if (he) return self->failed_to_connect();
-                self->connected();
-            });
+            self->socket_->set_option(tcp::no_delay(true), ignored);
+            tcp::socket sock = std::move(*self->socket_);
+            self->socket_.reset();
+            if (self->c_.tls()) self->make_link<tls_stream>(tls_stream(std::move(sock), *self->c_.tls()));
+            else self->make_link<tcp::socket>(std::move(sock));
         });
     }
 
+    template <class Stream>
+    void make_link(Stream stream);
+
     void failed_to_connect() {
+        ++generation_;
+        connect_deadline_.cancel();
         ++c_.stats().connect_failures;
         if (c_.options().verbose) log() << "connect failed" << std::endl;
-        close_socket();
+        drop_link();
+        if (socket_) {
+            std::error_code ignored;
+            socket_->close(ignored);
+        }
         if (c_.options().reconnect && !c_.stopping()) reconnector_.failed();
     }
 
     void connected() {
+        connect_deadline_.cancel();
         auto& s = c_.stats();
         if (ever_connected_) ++s.reconnects;
         ever_connected_ = true;
         ++s.connects;
         if (c_.options().verbose) log() << "connected" << std::endl;
         open_ = true;
-        in_.clear();
         reconnector_.connected();
-        read();
         if (c_.options().send_interval_ms > 0) {
             sender_ = c_.wheel().schedule_every(std::chrono::milliseconds(c_.options().send_interval_ms),
                                                 [this] { send_request(); }, heartwheel::missed_tick::skip);
         }
     }
 
-    void read() {
-        auto on_line = [self = shared_from_this(), g = generation_](std::error_code ec, std::size_t n) {
-            if (g != self->generation_) return;
-            if (ec) return self->disconnected();
-            self->handle(std::string_view(self->in_.data(), n - 1));
-            self->in_.erase(0, n);
-            self->read();
-        };
-        if (tls_) asio::async_read_until(*tls_, asio::dynamic_buffer(in_, 1 << 24), '\n', std::move(on_line));
-        else asio::async_read_until(*plain_, asio::dynamic_buffer(in_, 1 << 24), '\n', std::move(on_line));
-    }
-
-    void handle(std::string_view line) {
-        auto& s = c_.stats();
-        const auto p = parse_line(line);
-        if (p.kind == line_kind::ping) {
-            ++s.pings_received;
-            if (c_.options().answer_pings) {
-                ++s.pongs_sent;
-                send("PONG " + std::string(p.arg));
-            }
-        } else if (p.kind == line_kind::bye) {
-            ++s.closed_by_server[std::string(p.arg)];
-            if (c_.options().verbose) log() << "server said BYE " << p.arg << std::endl;
-        } else if (line.rfind("REQ ", 0) == 0) {
-            std::uint64_t id = 0;
-            std::int64_t sent_ns = 0;
-            const char* b = line.data() + 4;
-            const char* e = line.data() + line.size();
-            auto r1 = std::from_chars(b, e, id);
-            if (r1.ec != std::errc{} || r1.ptr == e) return;
-            auto r2 = std::from_chars(r1.ptr + 1, e, sent_ns);
-            if (r2.ec != std::errc{}) return;
-            if (!requests_.complete(id)) return; // already timed out
-            ++s.responses;
-            const auto rtt = heartwheel::clock::now().time_since_epoch().count() - sent_ns;
-            s.add_rtt(static_cast<std::uint32_t>(std::clamp<std::int64_t>(rtt / 1000, 0, 0xffffffff)));
-        }
-    }
-
     void send_request() {
-        if (!open_ || out_->above_high_water()) return;
+        if (!open_ || !link_ || link_->full()) return;
         auto& s = c_.stats();
         const std::uint64_t id = (static_cast<std::uint64_t>(index_) << 32) | ++seq_;
         std::string line = "REQ " + std::to_string(id) + ' ' + std::to_string(heartwheel::clock::now().time_since_epoch().count()) + ' ';
@@ -193,64 +188,151 @@ private:
             if (c_.options().verbose) log() << "request timed out" << std::endl;
         });
         requests_.mark_sent(id);
-        send(std::move(line));
-    }
-
-    void send(std::string_view line) {
-        out_->append(line);
-        out_->append('\n');
-        if (!writing_) write();
-    }
-
-    // Everything queued goes out in one write_some (net's write_queue coalesces the lines).
-    void write() {
-        writing_ = true;
-        // The handler holds the queue: its buffer stays valid even if the connection moved on.
-        auto done = [self = shared_from_this(), q = out_, g = generation_](std::error_code ec, std::size_t n) {
-            if (g != self->generation_) return;
-            self->writing_ = false;
-            if (ec) return self->disconnected();
-            q->consumed(n);
-            if (!q->empty()) self->write();
-        };
-        const std::string_view bytes = out_->next_bytes();
-        if (tls_) tls_->async_write_some(asio::buffer(bytes.data(), bytes.size()), std::move(done));
-        else plain_->async_write_some(asio::buffer(bytes.data(), bytes.size()), std::move(done));
+        link_->send(line);
     }
 
     void disconnected() {
-        if (!open_) return;
+        const bool was_open = open_;
+        open_ = false;
+        sender_.cancel();
+        requests_.fail_all(heartwheel::net::errc::connection_closed);
+        drop_link();
+        if (!was_open) { // closed during its handshake: a failed attempt
+            ++c_.stats().connect_failures;
+            if (c_.options().reconnect && !c_.stopping()) reconnector_.failed();
+            return;
+        }
         ++c_.stats().disconnects;
-        close_socket();
         if (c_.options().reconnect && !c_.stopping()) reconnector_.disconnected();
     }
 
-    void close_socket() {
+    void drop_link() {
         open_ = false;
-        ++generation_;
-        sender_.cancel();
-        requests_.fail_all(heartwheel::net::errc::connection_closed);
-        // A write still in flight keeps its queue (its handler holds it) until it completes with an
-        // error after the close below; the next connection starts with a fresh one.
-        out_ = std::make_shared<heartwheel::net::write_queue>();
-        writing_ = false;
-        std::error_code ignored;
-        if (plain_) plain_->close(ignored);
-        if (tls_) tls_->next_layer().close(ignored);
+        if (auto l = std::move(link_)) l->close();
     }
+
+    template <class Stream>
+    friend class link;
 
     load_client& c_;
     std::size_t index_;
     heartwheel::net::reconnector reconnector_;
     heartwheel::net::request_tracker<std::uint64_t> requests_;
-    std::optional<tcp::socket> plain_;
-    std::optional<tls_stream> tls_;
+    std::optional<tcp::socket> socket_; ///< while connecting
+    std::shared_ptr<link_base> link_;
     heartwheel::timer_handle sender_, connect_deadline_;
-    std::string in_;
-    std::shared_ptr<heartwheel::net::write_queue> out_ = std::make_shared<heartwheel::net::write_queue>();
-    std::uint64_t seq_ = 0, generation_ = 0;
-    bool open_ = false, writing_ = false, ever_connected_ = false;
+    std::uint64_t seq_ = 0, generation_ = 0, ping_seq_ = 0;
+    bool open_ = false, ever_connected_ = false;
 };
+
+template <class Stream>
+class link final : public link_base, public std::enable_shared_from_this<link<Stream>> {
+public:
+    using connection_type = heartwheel::net::connection<Stream>;
+
+    link(std::shared_ptr<client_connection> owner, Stream stream) : owner_(std::move(owner)) {
+        load_client& c = owner_->client();
+        heartwheel::net::connection_hooks hooks;
+        auto* self = this; // the hooks never outlive the connection, which this link owns
+        hooks.send_ping = [self] { self->send("PING " + std::to_string(self->owner_->next_ping())); };
+        hooks.on_close = [self](heartwheel::net::close_reason r) { self->owner_->link_closed(self, r); };
+        conn_ = std::make_shared<connection_type>(std::move(stream), c.wheel(),
+                                                  heartwheel::net::wheel_liveness(c.wheel(), c.options().live, &c.counters()),
+                                                  std::move(hooks), &c.counters());
+        conn_->apply_socket_options(c.options().live.keepalive);
+    }
+    ~link() override { close(); }
+
+    template <class Connected>
+    void start(Connected on_connected) {
+        if constexpr (connection_type::is_tls) {
+            auto& o = owner_->client().options();
+            if (!o.insecure)
+                conn_->stream().next_layer().set_verify_callback(asio::ssl::host_name_verification(o.connect.host));
+            conn_->async_handshake(asio::ssl::stream_base::client,
+                                   [weak = this->weak_from_this(), on_connected](std::error_code ec) mutable {
+                                       auto self = weak.lock();
+                                       if (!self || ec) return; // a failure closed (and counted) it
+                                       on_connected();
+                                       self->read();
+                                   });
+        } else {
+            on_connected();
+            read();
+        }
+    }
+
+    void send(std::string_view line) override {
+        conn_->send(line);
+        conn_->send("\n");
+    }
+    bool full() override { return !conn_->can_read() && !conn_->closing(); }
+    void close() override {
+        if (conn_) conn_->abort(heartwheel::net::close_reason::shutdown);
+    }
+    heartwheel::net::connection_liveness& liveness() override { return conn_->liveness(); }
+
+private:
+    // The read holds the link: its buffer (in_) must outlive the operation, which ends when the
+    // connection closes.
+    void read() {
+        asio::async_read_until(conn_->stream(), asio::dynamic_buffer(in_, 1 << 24), '\n',
+                               [self = this->shared_from_this()](std::error_code ec, std::size_t n) {
+                                   if (ec) {
+                                       const bool eof = ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
+                                       return self->conn_->abort(eof ? heartwheel::net::close_reason::peer_closed
+                                                                     : heartwheel::net::close_reason::io_error);
+                                   }
+                                   const std::string line = self->in_.substr(0, n - 1);
+                                   self->in_.erase(0, n);
+                                   self->owner_->handle(line); // may close this link
+                                   if (!self->conn_->closing()) self->read();
+                               });
+    }
+
+    std::shared_ptr<client_connection> owner_;
+    std::shared_ptr<connection_type> conn_;
+    std::string in_;
+};
+
+template <class Stream>
+void client_connection::make_link(Stream stream) {
+    auto l = std::make_shared<link<Stream>>(shared_from_this(), std::move(stream));
+    link_ = l;
+    l->start([self = shared_from_this(), g = generation_] {
+        if (g == self->generation_) self->connected();
+    });
+}
+
+void client_connection::handle(std::string_view line) {
+    auto& s = c_.stats();
+    const auto p = parse_line(line);
+    if (p.kind == line_kind::ping) {
+        ++s.pings_received;
+        if (c_.options().answer_pings && link_) {
+            ++s.pongs_sent;
+            link_->send("PONG " + std::string(p.arg));
+        }
+    } else if (p.kind == line_kind::pong) {
+        if (link_) link_->liveness().on_pong(); // the answer to our own ping
+    } else if (p.kind == line_kind::bye) {
+        ++s.closed_by_server[std::string(p.arg)];
+        if (c_.options().verbose) log() << "server said BYE " << p.arg << std::endl;
+    } else if (line.rfind("REQ ", 0) == 0) {
+        std::uint64_t id = 0;
+        std::int64_t sent_ns = 0;
+        const char* b = line.data() + 4;
+        const char* e = line.data() + line.size();
+        auto r1 = std::from_chars(b, e, id);
+        if (r1.ec != std::errc{} || r1.ptr == e) return;
+        auto r2 = std::from_chars(r1.ptr + 1, e, sent_ns);
+        if (r2.ec != std::errc{}) return;
+        if (!requests_.complete(id)) return; // already timed out
+        ++s.responses;
+        const auto rtt = heartwheel::clock::now().time_since_epoch().count() - sent_ns;
+        s.add_rtt(static_cast<std::uint32_t>(std::clamp<std::int64_t>(rtt / 1000, 0, 0xffffffff)));
+    }
+}
 
 load_client::load_client(const client_options& options) : options_(options), wheel_(io_.get_executor()) {
     if (options_.tls) {
@@ -267,7 +349,14 @@ load_client::load_client(const client_options& options) : options_(options), whe
 }
 
 load_client::~load_client() {
+    stopping_ = true;
     for (auto& c : connections_) c->stop();
+    connections_.clear();
+    staggered_starts_.clear();
+    // The aborted operations complete now, releasing the links and connections they hold while the
+    // wheel and the counters they report to still exist.
+    io_.restart();
+    io_.poll();
 }
 
 int load_client::run(std::ostream& out, std::ostream& err) {

@@ -7,6 +7,7 @@
 #include "options.hpp"
 
 #include <heartwheel/asio_wheel.hpp>
+#include <heartwheel/net/counters.hpp>
 
 #include <asio/io_context.hpp>
 #include <asio/ssl/context.hpp>
@@ -25,6 +26,7 @@ struct client_stats {
     std::uint64_t pings_received = 0, pongs_sent = 0, disconnects = 0;
     std::uint64_t failed_on_close = 0; ///< requests still outstanding when their connection closed
     std::map<std::string, std::uint64_t> closed_by_server;
+    std::map<std::string, std::uint64_t> closed_by_liveness; ///< our own policies' closes (reader-idle, ...)
     std::vector<std::uint32_t> rtt_us; ///< a uniform sample (reservoir) of echo round trips
     std::uint64_t rtt_seen = 0;
     std::mt19937_64 sampler{12345};
@@ -47,14 +49,18 @@ public:
     asio::io_context& io() noexcept { return io_; }
     heartwheel::asio_wheel& wheel() noexcept { return wheel_; }
     asio::ssl::context* tls() noexcept { return tls_ ? &*tls_ : nullptr; }
+    heartwheel::net::liveness_counters& counters() noexcept { return counters_; }
     bool stopping() const noexcept { return stopping_; }
 
 private:
+    // Declared before io_ and wheel_: connections still held by handlers in io_ use them until the
+    // destructor has drained those handlers.
     client_options options_;
-    asio::io_context io_{1};
-    heartwheel::asio_wheel wheel_;
     std::optional<asio::ssl::context> tls_;
     client_stats stats_;
+    heartwheel::net::liveness_counters counters_;
+    asio::io_context io_{1};
+    heartwheel::asio_wheel wheel_;
     std::vector<std::shared_ptr<client_connection>> connections_;
     std::vector<heartwheel::timer_handle> staggered_starts_; ///< --connect-stagger-us
     bool stopping_ = false;

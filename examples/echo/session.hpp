@@ -15,6 +15,8 @@
 
 #include <heartwheel/net/connection.hpp>
 
+#include <asio/ssl/error.hpp>
+
 #include <memory>
 #include <string>
 
@@ -83,7 +85,9 @@ private:
     }
 
     void on_read(std::error_code ec, std::size_t n) {
-        if (ec) return conn_->abort(ec == asio::error::eof ? close_reason::peer_closed : close_reason::io_error);
+        // A TLS peer that closes its socket without close_notify (most do) closed all the same.
+        const bool peer_closed = ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
+        if (ec) return conn_->abort(peer_closed ? close_reason::peer_closed : close_reason::io_error);
         framer_.commit(n);
         read();
     }

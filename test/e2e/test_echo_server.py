@@ -534,6 +534,109 @@ class HostilePeers(unittest.TestCase):
                 break
 
 
+class Accounting(unittest.TestCase):
+    """Every accepted connection is counted closed exactly once, with its reason: accepted = closes by
+    reason + live, read from the Prometheus output, over TCP and TLS with good sessions, failed and
+    timed-out handshakes, garbage, resets, too-long lines and busy rejections."""
+
+    @staticmethod
+    def metrics(port):
+        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+        accepted = live = None
+        closes = {}
+        for line in body.splitlines():
+            if line.startswith("heartwheel_accepted_total "):
+                accepted = int(float(line.split()[1]))
+            elif line.startswith("heartwheel_connections "):
+                live = int(float(line.split()[1]))
+            elif line.startswith("heartwheel_closes_total{"):
+                reason = line.split('reason="', 1)[1].split('"', 1)[0]
+                closes[reason] = int(float(line.split()[1]))
+        return accepted, live, closes
+
+    def settle(self, mport, live_expected, timeout=10):
+        """Waits until the server shows `live_expected` live connections; returns its figures."""
+        deadline = time.monotonic() + timeout
+        while True:
+            accepted, live, closes = self.metrics(mport)
+            if live == live_expected or time.monotonic() > deadline:
+                return accepted, live, closes
+            time.sleep(0.05)
+
+    def run_mix(self, tls):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            mport = probe.getsockname()[1]
+        with tempdir() as d:
+            flags = ["--metrics", f"127.0.0.1:{mport}", "--max-line", "10", "--max-connections", "6",
+                     "--handshake-timeout", "300", "--reader-idle", "3000"]
+            ca = None
+            if tls:
+                cert, key = make_cert(d)
+                flags += ["--tls", "--cert", cert, "--key", key]
+                ca = cert
+            with Server(*flags) as srv:
+                expected = {}
+                held = []
+                for i in range(3):  # good sessions that stay open
+                    c = Line(srv.port, tls_ca=ca)
+                    c.send(f"hi {i}\n")
+                    self.assertEqual(c.readline(), f"hi {i}")
+                    held.append(c)
+                for i in range(2):  # good sessions that end with the peer's close
+                    c = Line(srv.port, tls_ca=ca)
+                    c.send("bye\n")
+                    self.assertEqual(c.readline(), "bye")
+                    c.close()
+                expected["peer-closed"] = 2
+                c = Line(srv.port, tls_ca=ca)  # a too-long line
+                c.send("x" * 50 + "\n")
+                self.assertEqual(c.wait_for("BYE")[0], "BYE line-too-long")
+                c.close()
+                expected["line-too-long"] = 1
+                r = socket.create_connection(("127.0.0.1", srv.port))  # a reset
+                if tls:
+                    r = ssl.create_default_context(cafile=ca).wrap_socket(r, server_hostname="localhost")
+                    r.sendall(b"partial")
+                r.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                r.close()  # its reason depends on timing (io-error, or handshake-failed mid-TLS-1.3): counted once
+                if tls:
+                    g = socket.create_connection(("127.0.0.1", srv.port))  # garbage instead of a ClientHello
+                    g.sendall(b"GET / HTTP/1.0\r\n\r\n")
+                    g.recv(100)
+                    g.close()
+                    expected["handshake-failed"] = 1
+                    s = socket.create_connection(("127.0.0.1", srv.port))  # says nothing
+                    time.sleep(0.6)
+                    s.close()
+                    expected["handshake-timeout"] = 1
+                accepted, live, closes = self.settle(mport, 3)
+                self.assertEqual(live, 3, closes)
+                total = sum(closes.values())
+                self.assertEqual(accepted, total + live, (accepted, live, closes))
+                for reason, n in expected.items():  # at least these (the reset adds one more somewhere)
+                    self.assertGreaterEqual(closes.get(reason, 0), n, (reason, closes))
+                self.assertEqual(total, sum(expected.values()) + 1, closes)
+                extra = [socket.create_connection(("127.0.0.1", srv.port)) for _ in range(6)]  # over the limit
+                time.sleep(0.3)
+                accepted, live, closes = self.metrics(mport)
+                self.assertGreaterEqual(closes.get("busy", 0), 3, closes)
+                for e in extra:
+                    e.close()
+                for c in held:
+                    c.close()
+                accepted, live, closes = self.settle(mport, 0)
+                self.assertEqual(live, 0, closes)
+                self.assertEqual(accepted, sum(closes.values()), (accepted, closes))
+                print(f"{'TLS' if tls else 'TCP'}: accepted {accepted} = closes {closes}")
+
+    def test_tcp(self):
+        self.run_mix(tls=False)
+
+    def test_tls(self):
+        self.run_mix(tls=True)
+
+
 class Client(unittest.TestCase):
     KEYS = {"connects", "connect_failures", "reconnects", "requests", "responses", "timeouts", "pings_received",
             "pongs_sent", "closed_by_server", "rtt_ms"}
@@ -573,6 +676,37 @@ class Client(unittest.TestCase):
             self.assertGreater(s["requests"], 5)
             self.assertEqual(s["responses"], 0)
             self.assertGreaterEqual(s["timeouts"], s["requests"] - 3)
+
+    def test_client_detects_a_silent_server_and_reconnects(self):
+        """A server that accepts and then never sends a byte: with --reader-idle (a client sending
+        requests) or heartbeats (a quiet client: pings follow outbound silence) the client closes the
+        link itself and, with --reconnect yes, connects again with backoff."""
+        for liveness in (["--reader-idle", "300", "--send-interval", "50"],
+                         ["--heartbeat-interval", "100", "--heartbeat-timeout", "100", "--heartbeat-misses", "2",
+                          "--send-interval", "0"]):
+            with socket.socket() as mute:
+                mute.bind(("127.0.0.1", 0))
+                mute.listen(64)
+                port = mute.getsockname()[1]
+                start = time.monotonic()
+                s = self.summary(run_client("--connect", f"127.0.0.1:{port}",
+                                            "--request-timeout", "100", "--reconnect", "yes", "--backoff-initial", "100",
+                                            "--backoff-max", "200", "--duration", "2500", *liveness))
+                held = []
+                while True:  # what the silent server accepted (it never answers anything)
+                    mute.settimeout(0.05)
+                    try:
+                        held.append(mute.accept()[0])
+                    except OSError:
+                        break
+                for h in held:
+                    h.close()
+                reason = "reader-idle" if liveness[0] == "--reader-idle" else "heartbeat-timeout"
+                self.assertGreaterEqual(s["closed_by_liveness"].get(reason, 0), 2, (liveness, s))
+                self.assertGreaterEqual(s["connects"], 3, (liveness, s))
+                self.assertGreaterEqual(s["reconnects"], 2, (liveness, s))
+                self.assertEqual(s["responses"], 0)
+                self.assertLess(time.monotonic() - start, 10)
 
     def test_outstanding_requests_fail_at_once_on_close(self):
         """A peer that takes requests, never answers, and hangs up after 400 ms: every outstanding

@@ -8,7 +8,9 @@
 // I/O by hand. When the observer's connection has closed, a pending operation completes with the
 // close's distinct error — errc::timed_out if a liveness policy closed it, errc::connection_closed
 // otherwise — never a bare operation_aborted. Operations keep their handler's executor, allocator and
-// per-operation cancellation (asio::async_compose). Use from the stream's executor only.
+// per-operation cancellation (asio::async_compose). As with an Asio socket, the stream may be
+// destroyed with operations pending: they complete with operation_aborted (each holds a small shared
+// core, not the stream). Use from the stream's executor only.
 #ifndef HEARTWHEEL_NET_LIVENESS_STREAM_HPP
 #define HEARTWHEEL_NET_LIVENESS_STREAM_HPP
 
@@ -17,6 +19,7 @@
 #include <asio/compose.hpp>
 
 #include <cstddef>
+#include <memory>
 #include <system_error>
 #include <utility>
 
@@ -45,7 +48,10 @@ public:
 
     template <class... Args>
     explicit liveness_stream(stream_observer& observer, Args&&... next_args)
-        : next_(std::forward<Args>(next_args)...), observer_(&observer) {}
+        : next_(std::forward<Args>(next_args)...), core_(std::make_shared<core>(core{&observer})) {}
+    ~liveness_stream() { core_->observer = nullptr; }
+    liveness_stream(const liveness_stream&) = delete;
+    liveness_stream& operator=(const liveness_stream&) = delete;
 
     executor_type get_executor() noexcept { return next_.get_executor(); }
     next_layer_type& next_layer() noexcept { return next_; }
@@ -57,60 +63,66 @@ public:
     template <class MutableBuffers, class Token>
     auto async_read_some(const MutableBuffers& buffers, Token&& token) {
         return asio::async_compose<Token, void(std::error_code, std::size_t)>(
-            read_op<MutableBuffers>{this, buffers}, token, next_);
+            read_op<MutableBuffers>{core_, &next_, buffers}, token, next_);
     }
 
     /// AsyncWriteStream: completes void(error_code, size_t); start, progress and completion are recorded.
     template <class ConstBuffers, class Token>
     auto async_write_some(const ConstBuffers& buffers, Token&& token) {
         return asio::async_compose<Token, void(std::error_code, std::size_t)>(
-            write_op<ConstBuffers>{this, buffers}, token, next_);
+            write_op<ConstBuffers>{core_, &next_, buffers}, token, next_);
     }
 
 private:
-    std::error_code outcome(std::error_code ec) const noexcept {
-        if (!ec) return ec;
-        const std::error_code closed = observer_->close_error();
-        return closed ? closed : ec;
-    }
+    /// What an operation needs after it started: the observer, or nullptr once the stream is gone.
+    struct core {
+        stream_observer* observer;
+        std::error_code outcome(std::error_code ec) const noexcept {
+            if (!ec || observer == nullptr) return ec;
+            const std::error_code closed = observer->close_error();
+            return closed ? closed : ec;
+        }
+    };
 
     template <class Buffers>
     struct read_op {
-        liveness_stream* s;
+        std::shared_ptr<core> c;
+        NextLayer* next; ///< used only to start (the stream is alive then)
         Buffers buffers;
         bool started = false;
         template <class Self>
         void operator()(Self& self, std::error_code ec = {}, std::size_t n = 0) {
             if (!started) {
                 started = true;
-                if (auto closed = s->observer_->close_error()) return self.complete(closed, 0);
-                return s->next_.async_read_some(buffers, std::move(self));
+                if (auto closed = c->observer->close_error()) return self.complete(closed, 0);
+                return next->async_read_some(buffers, std::move(self));
             }
-            if (n > 0) s->observer_->on_bytes_read(n);
-            self.complete(s->outcome(ec), n);
+            if (n > 0 && c->observer) c->observer->on_bytes_read(n);
+            self.complete(c->outcome(ec), n);
         }
     };
 
     template <class Buffers>
     struct write_op {
-        liveness_stream* s;
+        std::shared_ptr<core> c;
+        NextLayer* next;
         Buffers buffers;
         bool started = false;
         template <class Self>
         void operator()(Self& self, std::error_code ec = {}, std::size_t n = 0) {
             if (!started) {
                 started = true;
-                if (auto closed = s->observer_->close_error()) return self.complete(closed, 0);
-                s->observer_->on_write_started();
-                return s->next_.async_write_some(buffers, std::move(self));
+                if (auto closed = c->observer->close_error()) return self.complete(closed, 0);
+                c->observer->on_write_started();
+                return next->async_write_some(buffers, std::move(self));
             }
-            if (n > 0) s->observer_->on_bytes_written(n, asio::buffer_size(buffers));
-            self.complete(s->outcome(ec), n);
+            if (n > 0 && c->observer) c->observer->on_bytes_written(n, asio::buffer_size(buffers));
+            self.complete(c->outcome(ec), n);
         }
     };
 
     NextLayer next_;
-    stream_observer* observer_;
+    std::shared_ptr<core> core_;
 };
 
 } // namespace heartwheel::net
