@@ -63,8 +63,8 @@ public:
         }
     }
 
-    void shutdown() override {
-        if (conn_) conn_->close(close_reason::shutdown);
+    void shutdown() override { // the goodbye may take the whole shutdown grace to go out
+        if (conn_) conn_->close(close_reason::shutdown, std::chrono::milliseconds(w_.options.shutdown_grace_ms));
     }
     void abort() override {
         if (conn_) conn_->abort(close_reason::shutdown);

@@ -97,7 +97,7 @@ public:
 
     /// `make_liveness(callbacks, executor)` returns a std::unique_ptr<Liveness> (wheel_liveness()).
     template <class MakeLiveness>
-    connection(NextLayer next, timer_service& svc, MakeLiveness&& make_liveness, connection_hooks hooks,
+    connection(NextLayer next, timer_service& svc, MakeLiveness&& make_liveness, connection_hooks hooks = {},
                liveness_counters* counters = nullptr, connection_options options = {})
         : stream_(*this, std::move(next)), svc_(svc), hooks_(std::move(hooks)), counters_(counters),
           options_(options), out_(options.queue),
@@ -111,6 +111,10 @@ public:
     ~connection() { live_->close(); }
     connection(const connection&) = delete;
     connection& operator=(const connection&) = delete;
+
+    /// Replaces the hooks (before start, typically: hooks that use the connection itself capture
+    /// its raw pointer — the connection owns its hooks, so they never outlive it).
+    void set_hooks(connection_hooks hooks) { hooks_ = std::move(hooks); }
 
     stream_type& stream() noexcept { return stream_; }
     typename stream_type::lowest_layer_type& lowest_layer() noexcept { return stream_.lowest_layer(); }
@@ -161,8 +165,12 @@ public:
         return true;
     }
 
-    /// The one close path (see the top of this file). Idempotent: the first reason wins.
-    void close(close_reason why) { begin_close(why, true); }
+    /// The one close path (see the top of this file). Idempotent: the first reason wins. `linger`
+    /// overrides the options' for this close (a graceful shutdown may give the goodbye its grace).
+    void close(close_reason why, std::optional<std::chrono::milliseconds> linger = std::nullopt) {
+        if (linger) options_.linger = *linger;
+        begin_close(why, true);
+    }
     /// Closes now, without last words; on a connection already closing, cuts its linger short (the
     /// first reason stays).
     void abort(close_reason why) {

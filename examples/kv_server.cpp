@@ -1,0 +1,154 @@
+// kv_server — embedding heartwheel in a coroutine server: a line-based key-value store whose
+// blocking WAIT uses net's request timeouts. The liveness wiring is the block marked "liveness";
+// everything else is the protocol.
+//
+//   SET key value   -> OK                 GET key  -> VALUE value | NONE
+//   WAIT key ms     -> VALUE value (when another client SETs key) | TIMEOUT (after ms)
+//   QUIT            -> BYE quit
+//   idle, heartbeat, timeouts: from --config FILE (net's liveness tables) or the defaults below;
+//   the server says "BYE <reason>" before it closes.
+//
+// Usage: kv_server [--listen HOST:PORT] [--config FILE]; prints "listening on HOST:PORT" first.
+#include <heartwheel/asio_wheel.hpp>
+#include <heartwheel/net/connection.hpp>
+#include <heartwheel/net/liveness_config.hpp>
+
+#include <asio/experimental/as_tuple.hpp>
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/read_until.hpp>
+#include <asio/signal_set.hpp>
+#include <asio/use_awaitable.hpp>
+
+#include <csignal>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+
+namespace net = heartwheel::net;
+using tcp = asio::ip::tcp;
+using connection = net::connection<tcp::socket>;
+constexpr auto use_tuple = asio::experimental::as_tuple(asio::use_awaitable);
+
+namespace {
+
+/// The store, and who waits for which key (each waiter is a tracked request of its connection).
+struct store {
+    struct waiter {
+        std::weak_ptr<connection> conn;
+        std::uint64_t request;
+    };
+    std::map<std::string, std::string> values;
+    std::multimap<std::string, waiter> waiters;
+
+    void set(const std::string& key, std::string value) {
+        values[key] = std::move(value);
+        auto [first, last] = waiters.equal_range(key);
+        for (auto it = first; it != last; ++it)
+            if (auto c = it->second.conn.lock()) c->liveness().requests().complete(it->second.request);
+        waiters.erase(first, last);
+    }
+};
+
+asio::awaitable<void> serve(std::shared_ptr<connection> c, store& db) {
+    std::string in;
+    std::uint64_t next_request = 0;
+    for (;;) {
+        auto [ec, n] = co_await asio::async_read_until(c->stream(), asio::dynamic_buffer(in, 4096), '\n', use_tuple);
+        if (ec) { // closed by a policy (ec == net::errc::timed_out), by the peer, or an I/O error
+            c->abort(ec == asio::error::eof ? net::close_reason::peer_closed : net::close_reason::io_error);
+            co_return;
+        }
+        std::istringstream line(in.substr(0, n - 1));
+        in.erase(0, n);
+        std::string cmd, key, value;
+        line >> cmd >> key;
+        if (cmd == "SET" && std::getline(line >> std::ws, value)) {
+            db.set(key, value);
+            c->send("OK\n");
+        } else if (cmd == "GET") {
+            auto it = db.values.find(key);
+            c->send(it == db.values.end() ? std::string("NONE\n") : "VALUE " + it->second + "\n");
+        } else if (std::int64_t ms = 0; cmd == "WAIT" && line >> ms && ms > 0) {
+            const auto id = ++next_request;
+            db.waiters.insert({key, {c, id}});
+            auto [wec, state] = co_await c->liveness().requests().track(id, std::chrono::milliseconds(ms), use_tuple);
+            if (wec == net::errc::timed_out) c->send("TIMEOUT\n");
+            else if (!wec) c->send("VALUE " + db.values[key] + "\n");
+            else co_return; // the connection closed while waiting
+        } else if (cmd == "QUIT") {
+            c->close(net::define_close_reason("quit"));
+            co_return;
+        } else {
+            c->send("ERROR unknown command\n");
+        }
+    }
+}
+
+asio::awaitable<void> listen(tcp::acceptor& acceptor, heartwheel::asio_wheel& wheel, const net::liveness_config& cfg,
+                             net::liveness_counters& counters, store& db) {
+    for (;;) {
+        auto [ec, socket] = co_await acceptor.async_accept(use_tuple);
+        if (ec) co_return;
+        // --- liveness: a connection that times itself, pings, says goodbye and counts its close ---
+        auto c = std::make_shared<connection>(std::move(socket), wheel, net::wheel_liveness(wheel, cfg, &counters),
+                                              net::connection_hooks{}, &counters);
+        net::connection_hooks hooks;
+        hooks.send_ping = [raw = c.get()] { raw->send("PING\n"); };
+        hooks.last_words = [raw = c.get()](net::close_reason r) { raw->send(std::string("BYE ") + net::to_string(r) + "\n"); };
+        c->set_hooks(std::move(hooks));
+        c->apply_socket_options(cfg.keepalive);
+        // --- end of liveness ---
+        asio::co_spawn(acceptor.get_executor(), serve(std::move(c), db), asio::detached);
+    }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    std::string listen_on = "127.0.0.1:7100";
+    net::liveness_config cfg;
+    cfg.idle.reader_idle = std::chrono::seconds(60);
+    cfg.heartbeat.interval = std::chrono::seconds(20);
+    try {
+        for (int i = 1; i < argc; ++i) {
+            const std::string a = argv[i];
+            if (a == "--listen" && i + 1 < argc) listen_on = argv[++i];
+            else if (a == "--config" && i + 1 < argc) cfg = net::load_liveness_config(argv[++i]);
+            else throw std::invalid_argument("unknown argument '" + a + "': accepted --listen HOST:PORT, --config FILE");
+        }
+    } catch (const std::exception& e) {
+        std::cerr << "kv_server: " << e.what() << '\n';
+        return 2;
+    }
+    const auto colon = listen_on.rfind(':');
+    asio::io_context io(1);
+    heartwheel::asio_wheel wheel(io.get_executor());
+    net::liveness_counters counters;
+    store db;
+    tcp::acceptor acceptor(io);
+    try {
+        const tcp::endpoint ep(asio::ip::make_address(listen_on.substr(0, colon)),
+                               static_cast<std::uint16_t>(std::stoi(listen_on.substr(colon + 1))));
+        acceptor.open(ep.protocol());
+        acceptor.set_option(asio::socket_base::reuse_address(true));
+        acceptor.bind(ep);
+        acceptor.listen();
+    } catch (const std::exception& e) {
+        std::cerr << "kv_server: cannot listen on " << listen_on << ": " << e.what() << '\n';
+        return 1;
+    }
+    std::cout << "listening on " << acceptor.local_endpoint().address().to_string() << ':'
+              << acceptor.local_endpoint().port() << std::endl;
+    asio::signal_set signals(io, SIGINT, SIGTERM);
+    signals.async_wait([&](std::error_code, int) { io.stop(); });
+    asio::co_spawn(io, listen(acceptor, wheel, cfg, counters, db), asio::detached);
+    io.run();
+    const auto s = counters.snapshot();
+    std::cout << "closed " << s.closes_total() << " connections\n";
+}
