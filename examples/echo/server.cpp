@@ -198,11 +198,26 @@ void server::begin_shutdown() {
                 if (wp->sessions.count(s)) s->shutdown();
         });
     }
-    // Stop everything once every connection is gone, or when the grace period is over.
+    // Stop everything once every connection is gone. When the grace period is over, connections
+    // still saying goodbye (a peer that neither reads nor closes) are closed at once, then stop.
     const auto deadline = heartwheel::clock::now() + std::chrono::milliseconds(options_.shutdown_grace_ms);
     worker& w0 = *workers_[0];
-    timers_.push_back(w0.wheel.schedule_every(std::chrono::milliseconds(10), [this, deadline] {
-        if (counters_.active.load() != 0 && heartwheel::clock::now() < deadline) return;
+    timers_.push_back(w0.wheel.schedule_every(std::chrono::milliseconds(10), [this, deadline, forced = false]() mutable {
+        const auto now = heartwheel::clock::now();
+        if (counters_.active.load() != 0 && now < deadline) return;
+        if (counters_.active.load() != 0 && !forced) {
+            forced = true;
+            for (auto& w : workers_) {
+                worker* wp = w.get();
+                asio::post(wp->io, [wp] {
+                    std::vector<session_base*> all(wp->sessions.begin(), wp->sessions.end());
+                    for (auto* s : all)
+                        if (wp->sessions.count(s)) s->abort();
+                });
+            }
+            return;
+        }
+        if (counters_.active.load() != 0 && now < deadline + std::chrono::milliseconds(500)) return;
         for (auto& w : workers_) w->io.stop();
     }));
 }

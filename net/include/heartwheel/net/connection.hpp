@@ -14,8 +14,9 @@
 // The close path. close(reason) — from a policy, the application, a peer's EOF, an I/O error, a
 // handshake failure or timeout, or shutdown — latches once: the liveness policies stop (outstanding
 // requests fail), the reason is counted once, the application's last_words hook may queue a goodbye,
-// which is flushed for at most `linger` (a wheel timer); then the lowest layer is closed, pending
-// operations complete with close_error() (errc::timed_out for a policy's reason,
+// which is flushed for at most `linger` (a wheel timer), followed by a FIN; the lowest layer is closed
+// when the peer ends its side (the application's read sees it and calls abort) or the linger ends;
+// then pending operations complete with close_error() (errc::timed_out for a policy's reason,
 // errc::connection_closed otherwise) and on_close runs. abort(reason) is the same without last
 // words (nothing can be written: an I/O error, a write timeout, a handshake that never finished).
 //
@@ -232,6 +233,16 @@ private:
         return h;
     }
 
+    // The last words are written: send FIN behind them and close at the end of the linger, or as soon
+    // as the application sees the peer's end of stream (abort). Closing at once could turn unread
+    // input into a reset that overtakes the goodbye on the peer's side (nginx's lingering close).
+    void half_close() {
+        if (closed_) return;
+        std::error_code ignored;
+        stream_.lowest_layer().shutdown(asio::socket_base::shutdown_send, ignored);
+        if (!linger_.pending()) finish_close();
+    }
+
     void finish_close() {
         if (closed_) return;
         const auto keep = this->weak_from_this().lock();
@@ -266,7 +277,7 @@ private:
         }
         out_.consumed(n);
         if (!out_.empty()) return write();
-        if (closing_) return finish_close(); // the last words are out
+        if (closing_) return half_close(); // the last words are out
         if (was_above_ && out_.below_low_water()) {
             was_above_ = false;
             if (hooks_.on_writable) hooks_.on_writable();
