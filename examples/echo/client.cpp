@@ -262,10 +262,7 @@ public:
         }
     }
 
-    void send(std::string_view line) override {
-        conn_->send(line);
-        conn_->send("\n");
-    }
+    void send(std::string_view line) override { conn_->send({line, "\n"}); }
     bool full() override { return !conn_->can_read() && !conn_->closing(); }
     void close() override {
         if (conn_) conn_->abort(heartwheel::net::close_reason::shutdown);

@@ -121,10 +121,7 @@ private:
         }
     }
 
-    void send(std::string_view line) {
-        conn_->send(line);
-        conn_->send("\n");
-    }
+    void send(std::string_view line) { conn_->send({line, "\n"}); }
 
     worker& w_;
     std::optional<Stream> stream_; ///< until start() hands it to the connection

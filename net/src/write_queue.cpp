@@ -1,40 +1,69 @@
-// write_queue.cpp — swapping the pending buffer into flight, and releasing drained memory.
+// write_queue.cpp — chunks of whole messages; see write_queue.hpp for the invariants.
 #include <heartwheel/net/write_queue.hpp>
 
 namespace heartwheel::net {
 
-std::string_view write_queue::next_bytes() {
-    if (!writing()) {
-        inflight_.clear();
-        offset_ = 0;
-        inflight_.swap(pending_); // pending_ takes the old (empty) buffer's capacity for reuse
+void write_queue::append(std::initializer_list<std::string_view> parts) {
+    std::size_t size = 0;
+    for (auto p : parts) size += p.size();
+    if (size == 0) return;
+    // A new chunk when there is none, the last one is in flight, or the message would overflow it.
+    const bool last_in_flight = in_flight_ && chunks_.size() == 1;
+    if (chunks_.empty() || last_in_flight || (!chunks_.back().empty() && chunks_.back().size() + size > limits_.chunk_bytes)) {
+        chunks_.emplace_back();
+        chunks_.back().swap(spare_); // reuse the kept capacity, if any
+        chunks_.back().clear();
     }
-    return std::string_view(inflight_).substr(offset_);
+    std::string& c = chunks_.back();
+    for (auto p : parts) c.append(p.data(), p.size());
+    queued_ += size;
+}
+
+std::string_view write_queue::next_bytes() {
+    if (chunks_.empty()) return {};
+    in_flight_ = true;
+    return std::string_view(chunks_.front()).substr(offset_);
 }
 
 bool write_queue::consumed(std::size_t n) {
     offset_ += n;
-    if (offset_ < inflight_.size()) return false;
-    inflight_.clear();
+    queued_ -= n;
+    if (offset_ < chunks_.front().size()) return false;
+    in_flight_ = false;
     offset_ = 0;
-    release_if_large(inflight_, limits_.keep_capacity);
-    if (pending_.empty()) release_if_large(pending_, limits_.keep_capacity);
+    std::string done = std::move(chunks_.front());
+    chunks_.pop_front();
+    if (done.capacity() <= limits_.keep_capacity && done.capacity() > spare_.capacity()) {
+        done.clear();
+        spare_.swap(done);
+    }
     return true;
 }
 
+std::size_t write_queue::memory() const noexcept {
+    std::size_t m = spare_.capacity();
+    for (const auto& c : chunks_) m += c.capacity();
+    return m;
+}
+
 void write_queue::drop_pending() noexcept {
-    pending_.clear();
-    release_if_large(pending_, limits_.keep_capacity);
+    const std::size_t keep = in_flight_ ? 1 : 0;
+    while (chunks_.size() > keep) {
+        queued_ -= chunks_.back().size();
+        chunks_.pop_back();
+    }
+    if (!in_flight_) {
+        offset_ = 0;
+        queued_ = 0;
+    }
 }
 
 void write_queue::clear() noexcept {
-    std::string().swap(inflight_);
-    std::string().swap(pending_);
+    chunks_.clear();
+    std::string().swap(spare_);
     offset_ = 0;
-}
-
-void write_queue::release_if_large(std::string& s, std::size_t keep) noexcept {
-    if (s.capacity() > keep && s.empty()) std::string().swap(s);
+    queued_ = 0;
+    in_flight_ = false;
 }
 
 } // namespace heartwheel::net

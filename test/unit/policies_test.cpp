@@ -408,37 +408,46 @@ BOOST_AUTO_TEST_CASE(request_and_reconnect_counters) {
 }
 
 // The write queue: tiny messages coalesce into one write, bytes keep their order, a write in flight
-// never sees later appends, memory is the bytes held (no per-message overhead) and is released once
-// drained, and the watermarks bound what a reader may queue.
+// never sees later appends and is at most one chunk of whole messages, memory is the bytes held (no
+// per-message overhead), and the watermarks bound what a reader may queue.
 BOOST_AUTO_TEST_CASE(write_queue_coalesces_and_accounts_bytes) {
     write_queue_limits lim;
     lim.high_water = 1000;
     lim.low_water = 100;
+    lim.chunk_bytes = 300;
     lim.keep_capacity = 4096;
     write_queue q(lim);
-    for (int i = 0; i < 500; ++i) q.append('\n'); // 500 one-byte lines
+    for (int i = 0; i < 500; ++i) q.append("\n"); // 500 one-byte lines
     BOOST_TEST(q.queued() == 500u);
     BOOST_TEST(q.memory() < 2048u); // bytes, not 500 strings
     auto first = q.next_bytes();
-    BOOST_TEST(first.size() == 500u); // one write for all of them
+    BOOST_TEST(first.size() == 300u); // one write for 300 of them: a chunk
     BOOST_TEST(q.writing());
-    q.append("abc");
-    BOOST_TEST(q.next_bytes().size() == 500u); // the write in flight is unchanged by appends
-    BOOST_TEST(!q.consumed(200));              // partial: progress
-    BOOST_TEST(q.next_bytes().size() == 300u);
-    q.drop_pending(); // goodbye: keep the rest of the write in flight, drop "abc"
-    q.append("BYE\n");
-    BOOST_TEST(q.consumed(300));
+    q.append({"ab", "c\n"});
+    BOOST_TEST(q.next_bytes().size() == 300u); // the write in flight is unchanged by appends
+    BOOST_TEST(!q.consumed(100));              // partial: progress
+    BOOST_TEST(q.next_bytes().size() == 200u);
+    q.drop_pending(); // goodbye: keep the rest of the write in flight, drop the other 200 lines and "abc"
+    BOOST_TEST(q.queued() == 200u);
+    q.append({"BYE", "\n"});
+    BOOST_TEST(q.consumed(200));
     BOOST_TEST(q.next_bytes() == "BYE\n");
     BOOST_TEST(q.consumed(4));
     BOOST_TEST(q.empty());
-    for (int i = 0; i < 1001; ++i) q.append('x');
+    std::string all; // order, across chunks, with a message larger than a chunk
+    const std::string big(1000, 'y');
+    for (const char* m : {"one\n", "two\n"}) q.append(m);
+    q.append({big, "\n"});
+    q.append("three\n");
     BOOST_TEST(q.above_high_water());
     BOOST_TEST(!q.below_low_water());
-    const auto big = std::string(1 << 20, 'y');
-    q.append(big);
-    BOOST_TEST(q.memory() >= big.size());
-    while (!q.empty()) q.consumed(q.next_bytes().size());
+    while (!q.empty()) {
+        auto b = q.next_bytes();
+        BOOST_TEST(b.size() <= std::max<std::size_t>(lim.chunk_bytes, big.size() + 1));
+        all += b;
+        q.consumed(b.size());
+    }
+    BOOST_TEST(all == "one\ntwo\n" + big + "\nthree\n");
     BOOST_TEST(q.below_low_water());
-    BOOST_TEST(q.memory() <= 2 * lim.keep_capacity); // a burst does not pin its memory
+    BOOST_TEST(q.memory() <= lim.keep_capacity); // a burst does not pin its memory
 }

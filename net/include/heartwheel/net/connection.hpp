@@ -147,11 +147,14 @@ public:
     /// off: e.g. a data line, not a pong).
     void message_received() { live_->on_read(true); }
 
-    /// Queues bytes and writes them as soon as possible, coalesced with whatever else is queued.
-    /// Ignored once the connection is closed (and, while closing, after the last words).
-    void send(std::string_view bytes) {
+    /// Queues one message and writes it as soon as possible, coalesced with whatever else is queued
+    /// (never split from itself when a close drops what is not yet written). Ignored once the
+    /// connection is closed (and, while closing, after the last words).
+    void send(std::string_view message) { send({message}); }
+    /// Queues one message made of parts, e.g. send({line, "\n"}).
+    void send(std::initializer_list<std::string_view> parts) {
         if (closed_ || (closing_ && !in_last_words_)) return;
-        out_.append(bytes);
+        out_.append(parts);
         if (!writing_) write();
     }
     /// Whether the application should read more now: open and the write queue not above its
