@@ -4,9 +4,12 @@
 #include "echo/client.hpp"
 #include "echo/options.hpp"
 
+#include <csignal>
 #include <iostream>
 
 int main(int argc, char** argv) {
+    std::signal(SIGPIPE, SIG_IGN); // a closed stdout or a reset peer is an error to handle, not a death
+
     echo::client_options options;
     try {
         options = echo::parse_client_options(argc, argv);

@@ -4,9 +4,13 @@
 #include "echo/options.hpp"
 #include "echo/server.hpp"
 
+#include <csignal>
 #include <iostream>
 
 int main(int argc, char** argv) {
+    // A closed stdout (`echo_server --stats-interval 200 | head -1`) must not kill the server: the
+    // stats line that cannot be written is dropped (std::cout's failbit), serving goes on.
+    std::signal(SIGPIPE, SIG_IGN);
     echo::server_options options;
     try {
         options = echo::parse_server_options(argc, argv);

@@ -50,6 +50,10 @@ server::server(const server_options& options)
         if (ec) throw startup_error("cannot load --cert " + options_.cert + ": " + ec.message());
         tls_->use_private_key_file(options_.key, asio::ssl::context::pem, ec);
         if (ec) throw startup_error("cannot load --key " + options_.key + ": " + ec.message());
+        // A key that is not the certificate's would start "listening" and then fail every handshake.
+        if (SSL_CTX_check_private_key(tls_->native_handle()) != 1)
+            throw startup_error("--key " + options_.key + " does not match --cert " + options_.cert +
+                                " (it is not the certificate's private key)");
     }
     listen_on(acceptor_, resolve(workers_[0]->io, options_.listen, "--listen"), options_.listen.text());
     if (options_.metrics) {

@@ -310,6 +310,34 @@ class Lifecycle(unittest.TestCase):
             self.assertEqual(code, 0)
             self.assertIn("heartbeat-timeout:4", out.splitlines()[-1])
 
+    def test_survives_a_closed_stdout(self):
+        # `echo_server --stats-interval 200 | head -1`: the pipe closes; SIGPIPE used to kill it (141).
+        proc = subprocess.Popen([SERVER, "--listen", "127.0.0.1:0", "--stats-interval", "50"], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        port = int(proc.stdout.readline().strip().rsplit(":", 1)[1])
+        proc.stdout.readline()  # a stats line
+        proc.stdout.close()  # the reader goes away
+        time.sleep(0.5)  # several stats lines fail to be written
+        self.assertIsNone(proc.poll(), "the server died when its stdout closed")
+        c = Line(port)
+        c.send("still serving\n")
+        self.assertEqual(c.readline(), "still serving")
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(timeout=10), 0)
+        proc.stderr.close()
+
+    def test_key_not_matching_cert_is_refused_at_start(self):
+        with tempdir() as d:
+            cert, _ = make_cert(d)  # an EC certificate ...
+            rsa = os.path.join(d, "rsa.pem")  # ... and an RSA key that is not its own
+            subprocess.run(["openssl", "genrsa", "-out", rsa, "2048"], check=True, capture_output=True)
+            p = subprocess.run([SERVER, "--listen", "127.0.0.1:0", "--tls", "--cert", cert, "--key", rsa],
+                               capture_output=True, text=True, timeout=10)
+            self.assertNotEqual(p.returncode, 0)
+            self.assertNotIn("listening on", p.stdout)
+            self.assertIn("--key", p.stderr)
+            self.assertIn("does not match", p.stderr)
+
     def test_port_in_use_exits_1(self):
         with Server() as srv:
             p = subprocess.run([SERVER, "--listen", f"127.0.0.1:{srv.port}"], capture_output=True, text=True, timeout=10)
