@@ -7,7 +7,15 @@
 #include <asio/post.hpp>
 #include <asio/write.hpp>
 
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <csignal>
+#include <cstring>
+#include <iostream>
 #include <iomanip>
 #include <sstream>
 #include <thread>
@@ -42,6 +50,7 @@ std::vector<std::unique_ptr<worker>> server::make_workers() {
 
 server::server(const server_options& options)
     : options_(options), workers_(make_workers()), acceptor_(workers_[0]->io), signals_(workers_[0]->io) {
+    check_descriptor_limit();
     if (options_.tls) {
         tls_.emplace(asio::ssl::context::tls_server);
         std::error_code ec;
@@ -62,7 +71,28 @@ server::server(const server_options& options)
     }
 }
 
-server::~server() = default;
+server::~server() {
+    if (spare_fd_ >= 0) ::close(spare_fd_);
+}
+
+// Raises the soft descriptor limit to the hard one, and says so once if --max-connections cannot be
+// reached within it (connections beyond the limit are refused with BYE busy, see out_of_descriptors).
+void server::check_descriptor_limit() {
+    rlimit lim{};
+    if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return;
+    if (lim.rlim_cur < lim.rlim_max) {
+        rlimit raised = lim;
+        raised.rlim_cur = lim.rlim_max;
+        if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) lim = raised;
+    }
+    constexpr rlim_t reserve = 32; // listeners, epoll, eventfds, stdio, the spare
+    const rlim_t budget = lim.rlim_cur > reserve ? lim.rlim_cur - reserve : 1;
+    if (lim.rlim_cur != RLIM_INFINITY && options_.max_connections > budget)
+        std::cerr << "echo_server: --max-connections " << options_.max_connections << " is more than the descriptor limit ("
+                  << lim.rlim_cur << ", ulimit -n) allows: about " << budget
+                  << " connections fit; beyond that new connections get BYE busy" << std::endl;
+    spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
 
 endpoint_spec server::local_endpoint() const {
     const auto ep = acceptor_.local_endpoint();
@@ -73,6 +103,9 @@ void server::accept() {
     worker& target = *workers_[next_worker_++ % workers_.size()];
     acceptor_.async_accept(target.io, [this, &target](std::error_code ec, asio::ip::tcp::socket socket) {
         if (stopping_ || ec == asio::error::operation_aborted) return;
+        if (ec == asio::error::no_descriptors || ec.value() == ENFILE || ec == asio::error::no_buffer_space ||
+            ec == asio::error::no_memory)
+            return out_of_descriptors(ec); // retrying at once would spin (it once took a core at 100 %)
         if (!ec) {
             counters_.accepted.fetch_add(1, std::memory_order_relaxed);
             socket.set_option(asio::ip::tcp::no_delay(true), ec);
@@ -104,6 +137,38 @@ void server::start_session(worker& w, asio::ip::tcp::socket socket) {
         if (wheel) std::make_shared<session<tcp, connection_liveness>>(w, std::move(socket))->start(wheel_timing);
         else std::make_shared<session<tcp, asio_liveness>>(w, std::move(socket))->start(asio_liveness::factory(w));
     }
+}
+
+// At the descriptor limit: refuse what waits in the backlog (the spare descriptor makes room for one
+// at a time: accept, BYE busy, close — nginx and libuv users do the same), count it, say it once,
+// and pause accepting briefly instead of retrying in a loop.
+void server::out_of_descriptors(std::error_code ec) {
+    counters_.accept_pauses.fetch_add(1, std::memory_order_relaxed);
+    if (!descriptor_limit_logged_) {
+        descriptor_limit_logged_ = true;
+        std::cerr << "echo_server: accept: " << ec.message()
+                  << "; refusing new connections with BYE busy until descriptors free up" << std::endl;
+    }
+    static constexpr char bye[] = "BYE busy\n";
+    for (int i = 0; i < 256 && spare_fd_ >= 0; ++i) {
+        ::close(spare_fd_);
+        const int fd = ::accept4(acceptor_.native_handle(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd >= 0) {
+            counters_.accepted.fetch_add(1, std::memory_order_relaxed);
+            counters_.busy.fetch_add(1, std::memory_order_relaxed);
+            live_counters_.closed(busy);
+            if (!tls_) { // best effort, like reject_busy: a TLS client could not read it
+                const ssize_t sent = ::send(fd, bye, sizeof bye - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+                (void)sent;
+            }
+            ::close(fd);
+        }
+        spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (fd < 0) break; // the backlog is empty (EAGAIN) or still no room
+    }
+    accept_pause_ = workers_[0]->wheel.schedule_after(std::chrono::milliseconds(50), [this] {
+        if (!stopping_) accept();
+    });
 }
 
 void server::reject_busy(asio::ip::tcp::socket socket) {
@@ -232,6 +297,10 @@ void server::stop() {
 
 int server::run(std::ostream& out) {
     out << "listening on " << local_endpoint().text() << std::endl;
+    if (metrics_acceptor_) { // after the pinned first line: where /metrics is (with --metrics HOST:0, the port chosen)
+        const auto ep = metrics_acceptor_->local_endpoint();
+        out << "metrics on " << endpoint_spec{ep.address().to_string(), ep.port()}.text() << std::endl;
+    }
     signals_.add(SIGINT);
     signals_.add(SIGTERM);
     signals_.async_wait([this](std::error_code ec, int) {

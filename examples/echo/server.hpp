@@ -45,6 +45,8 @@ private:
     void accept();
     void start_session(worker& w, asio::ip::tcp::socket socket);
     void reject_busy(asio::ip::tcp::socket socket);
+    void out_of_descriptors(std::error_code ec);
+    void check_descriptor_limit();
     void begin_shutdown();
     void start_metrics();
     void start_timers(std::ostream& out);
@@ -60,6 +62,9 @@ private:
     std::size_t next_worker_ = 0;
     bool stopping_ = false;
     std::vector<heartwheel::timer_handle> timers_;
+    int spare_fd_ = -1;                     ///< kept free to accept-and-refuse at the descriptor limit
+    bool descriptor_limit_logged_ = false;  ///< said once in the log
+    heartwheel::timer_handle accept_pause_; ///< accepting resumes after a pause at the limit
 };
 
 } // namespace echo

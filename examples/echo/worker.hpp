@@ -37,6 +37,7 @@ public:
 
 struct server_counters {
     std::atomic<std::uint64_t> accepted{0}, active{0}, busy{0}, lines{0}, pings_answered{0};
+    std::atomic<std::uint64_t> accept_pauses{0}; ///< accept() failed for lack of descriptors (EMFILE...)
 };
 
 // Member order matters: sessions still queued in `io` are destroyed by its destructor, after `wheel`

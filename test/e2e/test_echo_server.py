@@ -292,6 +292,37 @@ class Lifecycle(unittest.TestCase):
             self.assertIn('heartwheel_closes_total{reason="reader-idle"} 0', body)
             self.assertIn("# TYPE heartwheel_accepted_total counter", body)
 
+    def test_metrics_listener_port_zero_bare_newlines_404_and_bounds(self):
+        with Server("--metrics", "127.0.0.1:0") as srv:
+            line = srv.proc.stdout.readline()  # after the pinned first line
+            self.assertTrue(line.startswith("metrics on 127.0.0.1:"), line)
+            mport = int(line.strip().rsplit(":", 1)[1])
+            self.assertNotEqual(mport, 0)
+
+            def get(request):
+                with socket.create_connection(("127.0.0.1", mport), timeout=5) as s:
+                    s.sendall(request)
+                    data = b""
+                    while chunk := s.recv(65536):
+                        data += chunk
+                    return data.decode()
+
+            self.assertIn("heartwheel_connections", get(b"GET /metrics HTTP/1.0\n\n"))  # bare \n
+            self.assertTrue(get(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").startswith("HTTP/1.0 200 OK"))
+            self.assertTrue(get(b"GET /other HTTP/1.0\n\n").startswith("HTTP/1.0 404"))
+            # Idle scrapers hold at most 8 slots, and each for at most 5 s; the server is unaffected.
+            idle = [socket.create_connection(("127.0.0.1", mport)) for _ in range(20)]
+            c = Line(srv.port)
+            c.send("fine\n")
+            self.assertEqual(c.readline(), "fine")
+            start = time.monotonic()
+            for s in idle:
+                s.settimeout(8)
+                self.assertEqual(s.recv(10), b"")  # closed: at once over the bound, else at 5 s
+                s.close()
+            self.assertLess(time.monotonic() - start, 7.5)
+            self.assertIn("heartwheel_connections 1", get(b"GET /metrics HTTP/1.0\n\n"))
+
     def test_threads_share_the_load(self):
         # heartbeat-timeout at ~390 ms (3 misses), reader-idle far later: no race even under sanitizers
         with Server("--threads", "2", "--reader-idle", "2000", "--heartbeat-interval", "100",
@@ -560,6 +591,73 @@ class HostilePeers(unittest.TestCase):
                     continue
                 self.assertEqual(line, text)  # not a BYE
                 break
+
+
+class DescriptorLimit(unittest.TestCase):
+    """More clients than descriptors: the server must not spin on EMFILE (it once took a core at
+    100 %), must refuse the extra clients with BYE busy or a clean close, count them, and serve new
+    clients once descriptors free up."""
+
+    def test_more_clients_than_descriptors(self):
+        import resource
+
+        def low_limit():
+            resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+
+        proc = subprocess.Popen([SERVER, "--listen", "127.0.0.1:0", "--max-connections", "1000"], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, preexec_fn=low_limit)
+        try:
+            port = int(proc.stdout.readline().strip().rsplit(":", 1)[1])
+            held = []
+            for i in range(40):  # well within the limit
+                c = Line(port)
+                c.send(f"h{i}\n")
+                self.assertEqual(c.readline(), f"h{i}")
+                held.append(c)
+            extra = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(60)]
+            time.sleep(0.5)
+
+            def cpu_seconds():
+                with open(f"/proc/{proc.pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+            before = cpu_seconds()
+            time.sleep(2.0)
+            used = cpu_seconds() - before
+            answers = []
+            for e in extra:  # refused (BYE busy, or closed) or still waiting (accepted as a session)
+                e.settimeout(0.05)
+                try:
+                    answers.append(e.recv(100).decode())
+                except socket.timeout:
+                    answers.append("open")
+                except OSError:
+                    answers.append("reset")
+            self.assertLess(used, 0.5, f"server used {used:.2f} s of CPU in 2 s at the descriptor limit")
+            refused = sum(1 for a in answers if a in ("BYE busy\n", "", "reset"))
+            self.assertGreater(refused, 0, answers)
+            for e in extra:
+                e.close()
+            for c in held[:20]:
+                c.close()
+            time.sleep(0.3)
+            fresh = Line(port)  # descriptors are free again: served
+            fresh.send("back\n")
+            self.assertEqual(fresh.readline(), "back")
+            for c in held[20:]:
+                c.send("still\n")
+                self.assertEqual(c.readline(), "still")
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=15)
+        self.assertIn("descriptor limit (64", err)
+        self.assertIn("refusing new connections with BYE busy", err)
+        self.assertEqual(err.count("refusing new connections"), 1, err)  # said once
+        final = parse_stats([l for l in out.splitlines() if l.startswith("final ")][0])
+        self.assertGreater(final["closes"].get("busy", 0), 0, final)
+        self.assertEqual(int(final["accepted"]), sum(final["closes"].values()), final)
+        print(f"descriptor limit 64: {used:.3f} s CPU in 2 s, {refused} of 60 extra refused, closes {final['closes']}")
 
 
 class Accounting(unittest.TestCase):
