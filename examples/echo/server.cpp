@@ -87,10 +87,13 @@ void server::check_descriptor_limit() {
     }
     constexpr rlim_t reserve = 32; // listeners, epoll, eventfds, stdio, the spare
     const rlim_t budget = lim.rlim_cur > reserve ? lim.rlim_cur - reserve : 1;
-    if (lim.rlim_cur != RLIM_INFINITY && options_.max_connections > budget)
-        std::cerr << "echo_server: --max-connections " << options_.max_connections << " is more than the descriptor limit ("
-                  << lim.rlim_cur << ", ulimit -n) allows: about " << budget
-                  << " connections fit; beyond that new connections get BYE busy" << std::endl;
+    // Said (after the listening line) only for a --max-connections the user chose; the default just
+    // means "as many as fit".
+    if (lim.rlim_cur != RLIM_INFINITY && options_.max_connections > budget && options_.max_connections != server_options{}.max_connections)
+        limit_note_ = "echo_server: --max-connections " + std::to_string(options_.max_connections) +
+                      " is more than the descriptor limit (" + std::to_string(lim.rlim_cur) +
+                      ", ulimit -n) allows: about " + std::to_string(budget) +
+                      " connections fit; beyond that new connections get BYE busy";
     spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
 }
 
@@ -297,6 +300,7 @@ void server::stop() {
 
 int server::run(std::ostream& out) {
     out << "listening on " << local_endpoint().text() << std::endl;
+    if (!limit_note_.empty()) std::cerr << limit_note_ << std::endl;
     if (metrics_acceptor_) { // after the pinned first line: where /metrics is (with --metrics HOST:0, the port chosen)
         const auto ep = metrics_acceptor_->local_endpoint();
         out << "metrics on " << endpoint_spec{ep.address().to_string(), ep.port()}.text() << std::endl;

@@ -64,6 +64,7 @@ private:
     std::vector<heartwheel::timer_handle> timers_;
     int spare_fd_ = -1;                     ///< kept free to accept-and-refuse at the descriptor limit
     bool descriptor_limit_logged_ = false;  ///< said once in the log
+    std::string limit_note_;                ///< --max-connections beyond the descriptor limit
     heartwheel::timer_handle accept_pause_; ///< accepting resumes after a pause at the limit
 };
 
