@@ -10,6 +10,7 @@ packages=(
   libevent-dev libuv1-dev
   clang libclang-rt-14-dev
   python3 python3-matplotlib procps iproute2 nftables netcat-openbsd valgrind
+  sslscan prometheus
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -289,6 +289,7 @@ server_options parse_server_options(int argc, const char* const* argv) {
         switch_opt("tls", "serve TLS (needs --cert and --key)", o.tls),
         text_opt("cert", "PEM certificate chain for --tls", o.cert),
         text_opt("key", "PEM private key for --tls", o.key),
+        text_opt("tls-ciphers", "TLS 1.2 cipher suites, OpenSSL syntax (TLS 1.2 or later only)", o.tls_ciphers),
         live_ms("handshake-timeout", "limits.handshake_timeout", "TLS handshake must finish within this (0 = off)", l.limits.handshake_timeout),
         own_ms("stats-interval", "print a line of counters this often (0 = off)", o.stats_interval_ms),
         text_opt("metrics", "serve Prometheus text at http://HOST:PORT/metrics", metrics),

@@ -44,6 +44,9 @@ struct server_options {
     std::size_t max_connections = 100000;
     bool tls = false;
     std::string cert, key;
+    /// TLS 1.2 cipher suites (OpenSSL names): forward-secret AEAD only by default. TLS 1.3's suites
+    /// are all forward-secret AEAD and left to OpenSSL.
+    std::string tls_ciphers = "ECDHE+AESGCM:ECDHE+CHACHA20";
     std::int64_t stats_interval_ms = 0;
     std::optional<endpoint_spec> metrics;
     std::int64_t shutdown_grace_ms = 2000;

@@ -54,6 +54,14 @@ server::server(const server_options& options)
     if (options_.tls) {
         tls_.emplace(asio::ssl::context::tls_server);
         std::error_code ec;
+        // An explicit policy, not OpenSSL's defaults: TLS 1.2 or later; for TLS 1.2 forward-secret AEAD
+        // suites only (no static RSA key exchange, no CBC), the server's order; no renegotiation, no
+        // compression. --tls-ciphers overrides the TLS 1.2 list (docs/echo_server.md).
+        SSL_CTX* ctx = tls_->native_handle();
+        SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+        SSL_CTX_set_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
+        if (SSL_CTX_set_cipher_list(ctx, options_.tls_ciphers.c_str()) != 1)
+            throw startup_error("--tls-ciphers '" + options_.tls_ciphers + "' names no cipher suite OpenSSL supports");
         tls_->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 | asio::ssl::context::no_sslv3, ec);
         tls_->use_certificate_chain_file(options_.cert, ec);
         if (ec) throw startup_error("cannot load --cert " + options_.cert + ": " + ec.message());

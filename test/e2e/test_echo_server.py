@@ -9,9 +9,9 @@ import ssl
 import subprocess
 import time
 import unittest
-import urllib.request
-
+import shutil
 import threading
+import urllib.request
 
 from harness import CLIENT, SERVER, Line, Server, make_cert, parse_stats, run_client, tempdir
 
@@ -167,6 +167,49 @@ class TlsTransport(Transport, unittest.TestCase):
             good = self.connect(srv)
             good.send("ok\n")
             self.assertEqual(good.readline(), "ok")
+
+
+class TlsPolicy(unittest.TestCase):
+    """TLS 1.2 or later, forward-secret AEAD suites only for TLS 1.2, checked with openssl s_client and,
+    when Debian's sslscan is installed (the test command installs it), with a scanner."""
+
+    def handshake(self, port, *args):
+        p = subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{port}", *args], input="",
+                           capture_output=True, text=True, timeout=20)
+        out = p.stdout + p.stderr
+        for line in out.splitlines():
+            if "Cipher is" in line:
+                return None if "(NONE)" in line else line.split("Cipher is", 1)[1].strip()
+        return None
+
+    def test_protocols_and_suites(self):
+        with tempdir() as d:
+            cert, key = make_cert(d)
+            with Server("--tls", "--cert", cert, "--key", key) as srv:
+                self.assertIsNone(self.handshake(srv.port, "-tls1_1", "-cipher", "DEFAULT:@SECLEVEL=0"))
+                self.assertIsNone(self.handshake(srv.port, "-tls1", "-cipher", "DEFAULT:@SECLEVEL=0"))
+                self.assertIsNone(self.handshake(srv.port, "-tls1_2", "-cipher", "ECDHE-ECDSA-AES128-SHA"))  # CBC
+                self.assertIsNone(self.handshake(srv.port, "-tls1_2", "-cipher", "AES128-GCM-SHA256"))  # static RSA kx
+                self.assertEqual(self.handshake(srv.port, "-tls1_2", "-cipher", "ECDHE-ECDSA-AES128-GCM-SHA256"),
+                                 "ECDHE-ECDSA-AES128-GCM-SHA256")
+                self.assertIsNotNone(self.handshake(srv.port, "-tls1_3"))
+                if shutil.which("sslscan"):
+                    scan = subprocess.run(["sslscan", "--no-colour", f"127.0.0.1:{srv.port}"], capture_output=True,
+                                          text=True, timeout=120).stdout
+                    for old in ("SSLv2", "SSLv3", "TLSv1.0", "TLSv1.1"):
+                        self.assertRegex(scan, rf"{old}\s+disabled", scan)
+                    accepted = [l for l in scan.splitlines() if l.strip().startswith(("Accepted", "Preferred"))]
+                    self.assertTrue(accepted, scan)
+                    for l in accepted:
+                        self.assertRegex(l, r"GCM|CHACHA20", l)
+                    self.assertNotIn("Compression enabled", scan)
+                    print("sslscan: " + "; ".join(" ".join(l.split()) for l in accepted))
+            p = subprocess.run([SERVER, "--listen", "127.0.0.1:0", "--tls", "--cert", cert, "--key", key,
+                                "--tls-ciphers", "NO-SUCH-SUITE"], capture_output=True, text=True, timeout=10)
+            self.assertEqual(p.returncode, 1)
+            self.assertIn("--tls-ciphers", p.stderr)
+            with Server("--tls", "--cert", cert, "--key", key, "--tls-ciphers", "ECDHE+CHACHA20") as srv:
+                self.assertEqual(self.handshake(srv.port, "-tls1_2"), "ECDHE-ECDSA-CHACHA20-POLY1305")
 
 
 class Limits(unittest.TestCase):
