@@ -16,6 +16,7 @@
 #include <csignal>
 #include <cstring>
 #include <iostream>
+#include <filesystem>
 #include <iomanip>
 #include <sstream>
 #include <thread>
@@ -224,37 +225,82 @@ std::string server::stats_line() const {
 std::string server::prometheus_text() const {
     const auto c = live_counters_.snapshot();
     std::size_t wheel = 0;
-    for (const auto& w : workers_) wheel += w->wheel_size.load(std::memory_order_relaxed);
+    std::uint64_t wakeups = 0;
+    std::int64_t late_total_us = 0;
+    std::array<std::uint64_t, heartwheel::driver_stats::lateness_bounds_us.size() + 1> late{};
+    for (const auto& w : workers_) {
+        wheel += w->wheel_size.load(std::memory_order_relaxed);
+        wakeups += w->wakeups.load(std::memory_order_relaxed);
+        late_total_us += w->lateness_total_us.load(std::memory_order_relaxed);
+        for (std::size_t i = 0; i < late.size(); ++i) late[i] += w->lateness[i].load(std::memory_order_relaxed);
+    }
     std::ostringstream os;
+    os << std::setprecision(9);
+    auto head = [&](const char* name, const char* type, const char* help) {
+        os << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n';
+    };
     auto metric = [&](const char* name, const char* type, const char* help, auto value) {
-        os << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n' << name << ' ' << value << '\n';
+        head(name, type, help);
+        os << name << ' ' << value << '\n';
+    };
+    // A Prometheus histogram from per-bucket counts (upper bounds in `scale` units of a second).
+    auto histogram = [&](const char* name, const char* help, const auto& bounds, double scale, const auto& counts,
+                         double sum_seconds) {
+        head(name, "histogram", help);
+        std::uint64_t cumulative = 0;
+        for (std::size_t i = 0; i < bounds.size(); ++i) {
+            cumulative += counts[i];
+            os << name << "_bucket{le=\"" << static_cast<double>(bounds[i]) * scale << "\"} " << cumulative << '\n';
+        }
+        cumulative += counts[bounds.size()];
+        os << name << "_bucket{le=\"+Inf\"} " << cumulative << '\n'
+           << name << "_sum " << sum_seconds << '\n'
+           << name << "_count " << cumulative << '\n';
     };
     metric("heartwheel_connections", "gauge", "Open connections.", counters_.active.load());
     metric("heartwheel_accepted_total", "counter", "Accepted connections.", counters_.accepted.load());
-    os << "# HELP heartwheel_closes_total Connections closed, by reason.\n# TYPE heartwheel_closes_total counter\n";
+    head("heartwheel_closes_total", "counter", "Connections closed, by reason (each exactly once).");
     for (std::size_t i = 0; i < heartwheel::net::close_reason_count(); ++i)
         os << "heartwheel_closes_total{reason=\"" << heartwheel::net::to_string(static_cast<close_reason>(i)) << "\"} " << c.closes[i] << '\n';
-    os << "# HELP heartwheel_idle_events_total Idle events, by kind.\n# TYPE heartwheel_idle_events_total counter\n"
-       << "heartwheel_idle_events_total{kind=\"reader\"} " << c.reader_idle << "\nheartwheel_idle_events_total{kind=\"writer\"} "
+    metric("heartwheel_accept_pauses_total", "counter", "Times accepting paused at the descriptor limit.",
+           counters_.accept_pauses.load());
+    head("heartwheel_idle_events_total", "counter", "Idle events, by kind.");
+    os << "heartwheel_idle_events_total{kind=\"reader\"} " << c.reader_idle << "\nheartwheel_idle_events_total{kind=\"writer\"} "
        << c.writer_idle << "\nheartwheel_idle_events_total{kind=\"all\"} " << c.all_idle << '\n';
+    metric("heartwheel_lines_total", "counter", "Lines received (data, PING and PONG).", counters_.lines.load());
+    metric("heartwheel_pings_answered_total", "counter", "PING lines from peers answered with PONG.", counters_.pings_answered.load());
     metric("heartwheel_pings_sent_total", "counter", "Heartbeat pings sent.", c.pings_sent);
     metric("heartwheel_pongs_received_total", "counter", "Heartbeat pongs received.", c.pongs_received);
     metric("heartwheel_heartbeat_misses_total", "counter", "Pings not answered in time.", c.heartbeat_misses);
-    metric("heartwheel_rtt_seconds_sum", "counter", "Sum of ping round trips.", static_cast<double>(c.rtt_total_us) / 1e6);
-    metric("heartwheel_rtt_seconds_count", "counter", "Ping round trips measured.", c.rtt_samples);
+    histogram("heartwheel_rtt_seconds", "Heartbeat ping round trips.", heartwheel::net::rtt_bucket_bounds, 1.0, c.rtt_buckets,
+              static_cast<double>(c.rtt_total_us) / 1e6);
     metric("heartwheel_wheel_timers", "gauge", "Timers pending in all wheels.", wheel);
+    metric("heartwheel_driver_wakeups_total", "counter", "Wake-ups of the wheels' steady_timers.", wakeups);
+    histogram("heartwheel_timer_lateness_seconds", "How late after a slot's time its wheel woke to fire it.",
+              heartwheel::driver_stats::lateness_bounds_us, 1e-6, late, static_cast<double>(late_total_us) / 1e6);
+    std::size_t fds = 0;
+    if (std::error_code ec; true)
+        for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec); !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
+            ++fds;
+    rlimit lim{};
+    ::getrlimit(RLIMIT_NOFILE, &lim);
+    metric("process_open_fds", "gauge", "Open file descriptors.", fds);
+    metric("process_max_fds", "gauge", "The file descriptor limit.", static_cast<double>(lim.rlim_cur));
     return os.str();
 }
 
 void server::start_timers(std::ostream& out) {
-    const auto mirror = std::chrono::milliseconds(options_.stats_interval_ms > 0 ? std::min<std::int64_t>(options_.stats_interval_ms, 1000) : 1000);
+    // The wheels' figures are copied for other threads this often: every 200 ms for /metrics, else
+    // as often as the stats line needs them (at most every second).
+    const auto mirror = std::chrono::milliseconds(
+        options_.metrics ? 200 : options_.stats_interval_ms > 0 ? std::min<std::int64_t>(options_.stats_interval_ms, 1000) : 1000);
     // Without a stats line or /metrics to feed, nothing is mirrored: an idle server keeps no timer.
     for (auto& w : workers_) {
         if (options_.stats_interval_ms <= 0 && !options_.metrics) break;
         worker* wp = w.get();
         asio::post(w->io, [wp, mirror] {
-            wp->wheel_size = wp->wheel.size();
-            wp->mirror = wp->wheel.schedule_every(mirror, [wp] { wp->wheel_size = wp->wheel.size(); });
+            wp->mirror_stats();
+            wp->mirror = wp->wheel.schedule_every(mirror, [wp] { wp->mirror_stats(); });
         });
     }
     if (options_.stats_interval_ms > 0) {
@@ -327,7 +373,7 @@ int server::run(std::ostream& out) {
     for (std::size_t i = 1; i < workers_.size(); ++i) threads.emplace_back([&, i] { workers_[i]->io.run(); });
     workers_[0]->io.run();
     for (auto& t : threads) t.join();
-    for (auto& w : workers_) w->wheel_size = w->wheel.size();
+    for (auto& w : workers_) w->mirror_stats();
     out << "final " << stats_line() << std::endl;
     return 0;
 }

@@ -19,6 +19,7 @@
 #include <malloc.h>
 #endif
 
+#include <array>
 #include <atomic>
 #include <functional>
 #include <unordered_set>
@@ -81,6 +82,19 @@ struct worker {
     heartwheel::timer_handle mirror; ///< keeps wheel_size current (only with stats or metrics)
     heartwheel::timer_handle trim;   ///< malloc_trim once idle
     std::atomic<std::size_t> wheel_size{0};
+    /// The driver's figures, mirrored with wheel_size for other threads (metrics).
+    std::atomic<std::uint64_t> wakeups{0};
+    std::atomic<std::int64_t> lateness_total_us{0};
+    std::array<std::atomic<std::uint64_t>, heartwheel::driver_stats::lateness_bounds_us.size() + 1> lateness{};
+
+    /// On the worker's thread: copies the wheel's and the driver's figures for other threads.
+    void mirror_stats() {
+        wheel_size = wheel.size();
+        const auto& d = wheel.stats();
+        wakeups = d.wakeups;
+        lateness_total_us = d.lateness_total_us;
+        for (std::size_t i = 0; i < lateness.size(); ++i) lateness[i] = d.lateness[i];
+    }
 };
 
 } // namespace echo

@@ -87,8 +87,20 @@ void asio_wheel::arm(std::uint64_t tick) {
         asio_wheel& self = **alive;
         self.armed_ = false;
         ++self.stats_.wakeups;
+        self.record_lateness();
         self.run_advance();
     });
+}
+
+void asio_wheel::record_lateness() noexcept {
+    const auto late = std::chrono::duration_cast<std::chrono::microseconds>(
+                          saturating_sub(refresh_now(), wheel_.time_of(armed_tick_)))
+                          .count();
+    const std::int64_t us = late > 0 ? late : 0;
+    std::size_t b = 0;
+    while (b < driver_stats::lateness_bounds_us.size() && us > driver_stats::lateness_bounds_us[b]) ++b;
+    ++stats_.lateness[b];
+    stats_.lateness_total_us += us;
 }
 
 void asio_wheel::post_advance() {

@@ -12,6 +12,10 @@ std::uint64_t counters_snapshot::closes_total() const noexcept {
 void liveness_counters::rtt(duration d) noexcept {
     const auto us = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(d).count());
     bump(rtt_samples_);
+    const double seconds = std::chrono::duration<double>(d).count();
+    std::size_t b = 0;
+    while (b < rtt_bucket_bounds.size() && seconds > rtt_bucket_bounds[b]) ++b;
+    bump(rtt_buckets_[b]);
     rtt_total_us_.fetch_add(us, std::memory_order_relaxed);
     auto seen = rtt_max_us_.load(std::memory_order_relaxed);
     while (us > seen && !rtt_max_us_.compare_exchange_weak(seen, us, std::memory_order_relaxed)) {
@@ -31,6 +35,7 @@ counters_snapshot liveness_counters::snapshot() const noexcept {
     s.rtt_samples = ld(rtt_samples_);
     s.rtt_total_us = ld(rtt_total_us_);
     s.rtt_max_us = ld(rtt_max_us_);
+    for (std::size_t i = 0; i < s.rtt_buckets.size(); ++i) s.rtt_buckets[i] = ld(rtt_buckets_[i]);
     s.requests = ld(requests_);
     s.request_timeouts = ld(request_timeouts_);
     s.requests_failed_on_close = ld(failed_on_close_);

@@ -366,6 +366,34 @@ class Lifecycle(unittest.TestCase):
             self.assertLess(time.monotonic() - start, 7.5)
             self.assertIn("heartwheel_connections 1", get(b"GET /metrics HTTP/1.0\n\n"))
 
+    def test_metrics_pass_promtool(self):
+        # Prometheus' own checker on the live endpoint (Debian's prometheus package, installed by the
+        # test command); RTT and timer lateness are histograms, fds and the wheel's health are exported.
+        self.assertIsNotNone(shutil.which("promtool"), "promtool missing: bash scripts/install-deps.sh installs it")
+        with Server("--metrics", "127.0.0.1:0", "--heartbeat-interval", "50", "--heartbeat-timeout", "500") as srv:
+            mport = int(srv.proc.stdout.readline().strip().rsplit(":", 1)[1])
+            c = Line(srv.port, answer_pings=True)
+            c.send("x\n")
+            self.assertEqual(c.readline(), "x")
+            self.assertIsNone(c.wait_for("BYE", timeout=0.6)[0])  # a few answered pings
+            body = urllib.request.urlopen(f"http://127.0.0.1:{mport}/metrics", timeout=5).read().decode()
+            p = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True, text=True, timeout=30)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            values = {}
+            for line in body.splitlines():
+                if line and not line.startswith("#"):
+                    name, value = line.rsplit(" ", 1)
+                    values[name] = float(value)
+            self.assertIn("# TYPE heartwheel_rtt_seconds histogram", body)
+            self.assertGreater(values["heartwheel_rtt_seconds_count"], 0)
+            self.assertEqual(values['heartwheel_rtt_seconds_bucket{le="+Inf"}'], values["heartwheel_rtt_seconds_count"])
+            self.assertGreater(values["heartwheel_timer_lateness_seconds_count"], 0)
+            self.assertGreater(values["heartwheel_driver_wakeups_total"], 0)
+            self.assertGreater(values["process_open_fds"], 3)
+            self.assertGreater(values["process_max_fds"], values["process_open_fds"])
+            self.assertGreaterEqual(values["heartwheel_pongs_received_total"], 1)
+            self.assertGreaterEqual(values["heartwheel_lines_total"], 2)
+
     def test_threads_share_the_load(self):
         # heartbeat-timeout at ~390 ms (3 misses), reader-idle far later: no race even under sanitizers
         with Server("--threads", "2", "--reader-idle", "2000", "--heartbeat-interval", "100",

@@ -23,6 +23,7 @@
 #include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <system_error>
@@ -31,12 +32,19 @@
 
 namespace heartwheel {
 
-/// What the driver did, for benchmarks and the server's stats line.
+/// What the driver did, for benchmarks, the server's stats line and its metrics.
 struct driver_stats {
+    /// Upper bounds (microseconds) of the wake-up lateness histogram's buckets; one more bucket
+    /// holds the rest. Lateness = how long after the armed slot time the steady_timer woke the
+    /// driver: the timers of that slot fire that much (plus their callbacks' order) after their tick.
+    static constexpr std::array<std::int64_t, 10> lateness_bounds_us = {50, 100, 250, 500, 1000,
+                                                                         2500, 5000, 10000, 50000, 100000};
     std::uint64_t wakeups = 0;  ///< steady_timer completions that advanced the wheel
     std::uint64_t rearms = 0;   ///< expires_at + async_wait calls on the steady_timer
     std::uint64_t advances = 0; ///< calls of timing_wheel::advance
     std::uint64_t fired = 0;    ///< callbacks run
+    std::array<std::uint64_t, lateness_bounds_us.size() + 1> lateness{}; ///< wake-ups by lateness (not cumulative)
+    std::int64_t lateness_total_us = 0;
 };
 
 class asio_wheel final : public timer_service {
@@ -116,6 +124,7 @@ private:
     void disarm() noexcept;
     void run_advance();
     void post_advance();
+    void record_lateness() noexcept;
 
     executor_type ex_;
     timing_wheel wheel_;

@@ -14,7 +14,12 @@
 
 namespace heartwheel::net {
 
+/// Upper bounds (seconds) of the ping round-trip histogram's buckets; one more bucket holds the rest.
+inline constexpr std::array<double, 12> rtt_bucket_bounds = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+                                                             0.01,   0.025,   0.05,   0.1,   0.25,   1.0};
+
 struct counters_snapshot {
+    std::array<std::uint64_t, rtt_bucket_bounds.size() + 1> rtt_buckets{}; ///< not cumulative
     std::uint64_t reader_idle = 0, writer_idle = 0, all_idle = 0;
     std::array<std::uint64_t, max_close_reasons> closes{}; ///< by close_reason value
     std::uint64_t closes_total() const noexcept;
@@ -47,6 +52,7 @@ private:
     std::array<counter, max_close_reasons> closes_{};
     counter pings_sent_{0}, pongs_received_{0}, misses_{0};
     counter rtt_samples_{0}, rtt_total_us_{0}, rtt_max_us_{0};
+    std::array<counter, rtt_bucket_bounds.size() + 1> rtt_buckets_{};
     counter requests_{0}, request_timeouts_{0}, failed_on_close_{0};
     counter reconnect_attempts_{0}, reconnect_failures_{0};
 };
