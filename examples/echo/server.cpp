@@ -50,7 +50,10 @@ std::vector<std::unique_ptr<worker>> server::make_workers() {
 }
 
 server::server(const server_options& options)
-    : options_(options), workers_(make_workers()), acceptor_(workers_[0]->io), signals_(workers_[0]->io) {
+    : options_(options), workers_(make_workers()), acceptor_(workers_[0]->io), signals_(workers_[0]->io),
+      accept_pause_([this] {
+          if (!stopping_) accept();
+      }) {
     check_descriptor_limit();
     if (options_.tls) {
         tls_.emplace(asio::ssl::context::tls_server);
@@ -178,9 +181,8 @@ void server::out_of_descriptors(std::error_code ec) {
         spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
         if (fd < 0) break; // the backlog is empty (EAGAIN) or still no room
     }
-    accept_pause_ = workers_[0]->wheel.schedule_after(std::chrono::milliseconds(50), [this] {
-        if (!stopping_) accept();
-    });
+    // The timer was made at start: nothing is allocated on this path.
+    workers_[0]->wheel.schedule_after(accept_pause_.node(), std::chrono::milliseconds(50));
 }
 
 void server::reject_busy(asio::ip::tcp::socket socket) {
@@ -316,14 +318,7 @@ void server::begin_shutdown() {
     std::error_code ignored;
     acceptor_.close(ignored);
     if (metrics_acceptor_) metrics_acceptor_->close(ignored);
-    for (auto& w : workers_) {
-        worker* wp = w.get();
-        asio::post(wp->io, [wp] {
-            std::vector<session_base*> all(wp->sessions.begin(), wp->sessions.end());
-            for (auto* s : all)
-                if (wp->sessions.count(s)) s->shutdown();
-        });
-    }
+    for_each_session(&session_base::shutdown);
     // Stop everything once every connection is gone. When the grace period is over, connections
     // still saying goodbye (a peer that neither reads nor closes) are closed at once, then stop.
     const auto deadline = heartwheel::clock::now() + std::chrono::milliseconds(options_.shutdown_grace_ms);
@@ -333,19 +328,19 @@ void server::begin_shutdown() {
         if (counters_.active.load() != 0 && now < deadline) return;
         if (counters_.active.load() != 0 && !forced) {
             forced = true;
-            for (auto& w : workers_) {
-                worker* wp = w.get();
-                asio::post(wp->io, [wp] {
-                    std::vector<session_base*> all(wp->sessions.begin(), wp->sessions.end());
-                    for (auto* s : all)
-                        if (wp->sessions.count(s)) s->abort();
-                });
-            }
+            for_each_session(&session_base::abort);
             return;
         }
         if (counters_.active.load() != 0 && now < deadline + std::chrono::milliseconds(500)) return;
         for (auto& w : workers_) w->io.stop();
     }));
+}
+
+void server::for_each_session(void (session_base::*fn)()) {
+    for (auto& w : workers_) {
+        worker* wp = w.get();
+        asio::post(wp->io, [wp, fn] { wp->for_each_session(fn); });
+    }
 }
 
 void server::stop() {

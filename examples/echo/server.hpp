@@ -48,6 +48,8 @@ private:
     void out_of_descriptors(std::error_code ec);
     void check_descriptor_limit();
     void begin_shutdown();
+    /// Posts `fn` to every session of every worker, each on its own thread.
+    void for_each_session(void (session_base::*fn)());
     void start_metrics();
     void start_timers(std::ostream& out);
 

@@ -50,9 +50,14 @@ struct worker {
         closing = true; // sessions destroyed by io's destructor must not touch the wheel
         // Sessions still open (the shutdown grace ran out) close now, so each connection lets go of
         // its session; io's destructor then destroys what is left of them with their handlers.
-        std::vector<session_base*> open(sessions.begin(), sessions.end());
-        for (auto* s : open)
-            if (sessions.count(s)) s->abort();
+        for_each_session(&session_base::abort);
+    }
+
+    /// Calls `fn` on every session (on the worker's thread); a call may end other sessions.
+    void for_each_session(void (session_base::*fn)()) {
+        std::vector<session_base*> all(sessions.begin(), sessions.end());
+        for (auto* s : all)
+            if (sessions.count(s)) (s->*fn)();
     }
 
     /// Called by a session's destructor.

@@ -675,8 +675,15 @@ class DescriptorLimit(unittest.TestCase):
         def low_limit():
             resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
 
+        # UBSan's vptr check validates an object's memory by writing it to a pipe; with no descriptor
+        # left that pipe fails, and it reports every not-yet-cached type check as "invalid vptr" (a
+        # false positive of the sanitizer, not of the server). Under sanitizers the server keeps
+        # running through those reports, and only that exact report is tolerated (checked below).
+        env = dict(os.environ)
+        if SANITIZED:
+            env["UBSAN_OPTIONS"] = "print_stacktrace=0:halt_on_error=0"
         proc = subprocess.Popen([SERVER, "--listen", "127.0.0.1:0", "--max-connections", "1000"], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, preexec_fn=low_limit)
+                                stderr=subprocess.PIPE, text=True, preexec_fn=low_limit, env=env)
         try:
             port = int(proc.stdout.readline().strip().rsplit(":", 1)[1])
             held = []
@@ -722,6 +729,12 @@ class DescriptorLimit(unittest.TestCase):
         finally:
             proc.send_signal(signal.SIGTERM)
             out, err = proc.communicate(timeout=15)
+        reports = [i for i, l in enumerate(err.splitlines()) if "runtime error" in l or "ERROR: AddressSanitizer" in l]
+        lines = err.splitlines()
+        for i in reports:  # only the fd-exhaustion false positive described above
+            self.assertIn("does not point to an object of type", lines[i], err)
+            self.assertIn("invalid vptr", lines[i + 1], err)
+            self.assertIn("memory cannot be printed", lines[i + 2], err)
         self.assertIn("descriptor limit (64", err)
         self.assertIn("refusing new connections with BYE busy", err)
         self.assertEqual(err.count("refusing new connections"), 1, err)  # said once
