@@ -46,6 +46,12 @@ struct store {
     std::map<std::string, std::string> values;
     std::multimap<std::string, waiter> waiters;
 
+    void forget(const std::string& key, const connection* c, std::uint64_t request) {
+        auto [first, last] = waiters.equal_range(key);
+        for (auto it = first; it != last; ++it)
+            if (it->second.request == request && it->second.conn.lock().get() == c) return void(waiters.erase(it));
+    }
+
     void set(const std::string& key, std::string value) {
         values[key] = std::move(value);
         auto [first, last] = waiters.equal_range(key);
@@ -78,6 +84,7 @@ asio::awaitable<void> serve(std::shared_ptr<connection> c, store& db) {
             const auto id = ++next_request;
             db.waiters.insert({key, {c, id}});
             auto [wec, state] = co_await c->liveness().requests().track(id, std::chrono::milliseconds(ms), use_tuple);
+            db.forget(key, c.get(), id); // a SET removed it already; a timeout or a close did not
             if (wec == net::errc::timed_out) c->send("TIMEOUT\n");
             else if (!wec) c->send("VALUE " + db.values[key] + "\n");
             else co_return; // the connection closed while waiting

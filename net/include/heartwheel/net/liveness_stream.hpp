@@ -63,14 +63,14 @@ public:
     template <class MutableBuffers, class Token>
     auto async_read_some(const MutableBuffers& buffers, Token&& token) {
         return asio::async_compose<Token, void(std::error_code, std::size_t)>(
-            read_op<MutableBuffers>{core_, &next_, buffers}, token, next_);
+            io_op<MutableBuffers, false>{core_, &next_, buffers}, token, next_);
     }
 
     /// AsyncWriteStream: completes void(error_code, size_t); start, progress and completion are recorded.
     template <class ConstBuffers, class Token>
     auto async_write_some(const ConstBuffers& buffers, Token&& token) {
         return asio::async_compose<Token, void(std::error_code, std::size_t)>(
-            write_op<ConstBuffers>{core_, &next_, buffers}, token, next_);
+            io_op<ConstBuffers, true>{core_, &next_, buffers}, token, next_);
     }
 
 private:
@@ -84,8 +84,9 @@ private:
         }
     };
 
-    template <class Buffers>
-    struct read_op {
+    /// One read_some or write_some on the next layer, recorded on completion.
+    template <class Buffers, bool Write>
+    struct io_op {
         std::shared_ptr<core> c;
         NextLayer* next; ///< used only to start (the stream is alive then)
         Buffers buffers;
@@ -95,28 +96,17 @@ private:
             if (!started) {
                 started = true;
                 if (auto closed = c->observer->close_error()) return self.complete(closed, 0);
-                return next->async_read_some(buffers, std::move(self));
+                if constexpr (Write) {
+                    c->observer->on_write_started();
+                    return next->async_write_some(buffers, std::move(self));
+                } else {
+                    return next->async_read_some(buffers, std::move(self));
+                }
             }
-            if (n > 0 && c->observer) c->observer->on_bytes_read(n);
-            self.complete(c->outcome(ec), n);
-        }
-    };
-
-    template <class Buffers>
-    struct write_op {
-        std::shared_ptr<core> c;
-        NextLayer* next;
-        Buffers buffers;
-        bool started = false;
-        template <class Self>
-        void operator()(Self& self, std::error_code ec = {}, std::size_t n = 0) {
-            if (!started) {
-                started = true;
-                if (auto closed = c->observer->close_error()) return self.complete(closed, 0);
-                c->observer->on_write_started();
-                return next->async_write_some(buffers, std::move(self));
+            if (n > 0 && c->observer) {
+                if constexpr (Write) c->observer->on_bytes_written(n, asio::buffer_size(buffers));
+                else c->observer->on_bytes_read(n);
             }
-            if (n > 0 && c->observer) c->observer->on_bytes_written(n, asio::buffer_size(buffers));
             self.complete(c->outcome(ec), n);
         }
     };
