@@ -33,16 +33,24 @@ bool write_queue::consumed(std::size_t n) {
     offset_ = 0;
     std::string done = std::move(chunks_.front());
     chunks_.pop_front();
-    if (done.capacity() <= limits_.keep_capacity && done.capacity() > spare_.capacity()) {
+    if (limits_.keep_capacity > 0 && done.capacity() <= limits_.keep_capacity && done.capacity() > spare_.capacity()) {
         done.clear();
         spare_.swap(done);
     }
     return true;
 }
 
+namespace {
+// Heap bytes a string holds: none while its characters fit in the object itself (SSO).
+std::size_t heap_bytes(const std::string& s) noexcept {
+    static const std::size_t inline_capacity = std::string().capacity();
+    return s.capacity() > inline_capacity ? s.capacity() + 1 : 0;
+}
+} // namespace
+
 std::size_t write_queue::memory() const noexcept {
-    std::size_t m = spare_.capacity();
-    for (const auto& c : chunks_) m += c.capacity();
+    std::size_t m = heap_bytes(spare_);
+    for (const auto& c : chunks_) m += heap_bytes(c);
     return m;
 }
 

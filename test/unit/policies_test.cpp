@@ -450,4 +450,8 @@ BOOST_AUTO_TEST_CASE(write_queue_coalesces_and_accounts_bytes) {
     BOOST_TEST(all == "one\ntwo\n" + big + "\nthree\n");
     BOOST_TEST(q.below_low_water());
     BOOST_TEST(q.memory() <= lim.keep_capacity); // a burst does not pin its memory
+    write_queue idle; // the default: an empty queue holds nothing
+    idle.append("hello\n");
+    idle.consumed(idle.next_bytes().size());
+    BOOST_TEST(idle.memory() == 0u);
 }

@@ -11,7 +11,7 @@
 //    last words replace it) never cuts a message, and what is in flight is at most one chunk;
 //  - queued() counts every byte not yet accepted by the kernel; memory() every byte really held
 //    (the chunks' capacities), which is what the limits judge — per-message overhead is zero;
-//  - a drained queue keeps at most one chunk of `keep_capacity` for reuse.
+//  - a drained queue keeps at most one chunk of `keep_capacity` for reuse (none by default).
 // Backpressure: above_high_water() tells the reader to stop; below_low_water() to resume (a gap
 // between the two avoids flapping). The write timeout is the connection's business: each completed
 // write_some with n > 0 is progress; a peer that does not read stops all progress, whatever is queued.
@@ -31,7 +31,10 @@ struct write_queue_limits {
     std::size_t high_water = 1 << 20;     ///< stop reading above this many queued bytes
     std::size_t low_water = 256 << 10;    ///< resume reading at or below this
     std::size_t chunk_bytes = 64 << 10;   ///< a write carries at most this much (whole messages)
-    std::size_t keep_capacity = 64 << 10; ///< a drained queue keeps at most this much memory
+    /// A drained queue keeps a chunk of at most this capacity for reuse. 0 (the default): an empty
+    /// queue holds no memory — idle connections are the common case; a busy one allocates a chunk
+    /// per write, not per message.
+    std::size_t keep_capacity = 0;
 };
 
 class write_queue {
