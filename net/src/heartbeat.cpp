@@ -41,7 +41,7 @@ void heartbeat::send_ping() {
     pinger_.set_timeout(next);
     pinger_.touch(ping_sent_);
     svc_.schedule(pinger_, saturating_add(ping_sent_, next));
-    svc_.schedule(checker_, saturating_add(ping_sent_, std::chrono::duration_cast<duration>(policy_.timeout)));
+    svc_.schedule(checker_, saturating_add(ping_sent_, effective_timeout()));
     if (cbs_.send_ping) cbs_.send_ping();
 }
 
@@ -65,11 +65,29 @@ void heartbeat::on_pong(time_point stamp) {
     if (!awaiting_pong_) return;
     awaiting_pong_ = false;
     rtt_ = stamp > ping_sent_ ? stamp - ping_sent_ : duration::zero();
+    // RFC 6298 (2.2, 2.3): alpha = 1/8, beta = 1/4.
+    if (!srtt_) {
+        srtt_ = *rtt_;
+        rttvar_ = *rtt_ / 2;
+    } else {
+        const duration delta = *srtt_ > *rtt_ ? *srtt_ - *rtt_ : *rtt_ - *srtt_;
+        rttvar_ = rttvar_ - rttvar_ / 4 + delta / 4;
+        srtt_ = *srtt_ - *srtt_ / 8 + *rtt_ / 8;
+    }
     // Answered: nothing left to judge, and a ping that fell due meanwhile goes out now.
     checker_.cancel();
     misses_ = 0;
     read_at_last_judgement_ = last_read_;
     if (ping_due_) send_ping();
+}
+
+duration heartbeat::effective_timeout() const noexcept {
+    const auto configured = std::chrono::duration_cast<duration>(policy_.timeout);
+    if (!srtt_ || policy_.rtt_factor <= 0.0) return configured;
+    const double floor_ns = policy_.rtt_factor * static_cast<double>((*srtt_ + 4 * rttvar_).count());
+    const auto cap = static_cast<double>(std::chrono::duration_cast<duration>(std::chrono::hours(24 * 365)).count());
+    const duration floor(static_cast<duration::rep>(floor_ns < cap ? floor_ns : cap));
+    return floor > configured ? floor : configured;
 }
 
 void heartbeat::stop() noexcept {

@@ -111,6 +111,7 @@ void heartbeat_policy::validate(const std::string& p) const {
     check_ms(p + ".interval", interval, 0, max_ms);
     check_count(p + ".misses", misses, 1, 1000);
     check_fraction(p + ".jitter", jitter, 0.0, 0.5);
+    check_fraction(p + ".rtt_factor", rtt_factor, 0.0, 100.0);
     if (!enabled()) return;
     // Independent of the interval: one ping is outstanding at a time (see heartbeat.hpp).
     check_ms(p + ".timeout", timeout, 1, max_ms);

@@ -281,6 +281,7 @@ BOOST_AUTO_TEST_CASE(heartbeat_answered_ping_frees_the_next_one) {
     p.interval = 100ms;
     p.timeout = 300ms;
     p.misses = 1;
+    p.rtt_factor = 0; // the scheduling alone; the RTT floor has its own test
     auto hb = make_hb(svc, log, p);
     svc.step_by(105ms); // ping at 100
     hb.on_pong(svc.stamp());
@@ -320,4 +321,48 @@ BOOST_AUTO_TEST_CASE(heartbeat_validation_names_fields) {
     p.misses = 3;
     p.jitter = 0.9;
     BOOST_CHECK_THROW(p.validate(), config_error);
+}
+
+// The dead timeout respects the path: RFC 6298's estimator over the pong round trips, and a ping is
+// judged no earlier than rtt_factor * (srtt + 4 * rttvar) after it — never shorter than configured.
+BOOST_AUTO_TEST_CASE(heartbeat_miss_judged_no_earlier_than_the_rtt_floor) {
+    for (double k : {3.0, 0.0}) {
+        manual_service svc;
+        hb_log log;
+        heartbeat_policy p;
+        p.interval = 100ms;
+        p.timeout = 50ms;
+        p.misses = 1;
+        p.rtt_factor = k;
+        auto hb = make_hb(svc, log, p);
+        BOOST_TEST((hb.effective_timeout() == 50ms)); // no sample yet: as configured
+        svc.step_by(100ms);                           // ping at 100
+        svc.step_by(40ms);
+        hb.on_pong(svc.stamp()); // RTT 40: srtt 40, rttvar 20
+        BOOST_TEST((*hb.srtt() == 40ms));
+        BOOST_TEST((hb.rttvar() == 20ms));
+        svc.step_by(60ms); // ping at 200
+        svc.step_by(20ms);
+        hb.on_pong(svc.stamp()); // RTT 20: rttvar = 15 + 5 = 20, srtt = 35 + 2.5 = 37.5
+        BOOST_TEST((hb.rttvar() == 20ms));
+        BOOST_TEST((*hb.srtt() == 37500us));
+        const auto floor = k > 0 ? std::chrono::duration_cast<duration>(3 * (37500us + 4 * 20ms)) : duration(50ms);
+        BOOST_TEST((hb.effective_timeout() == floor)); // 352.5 ms with k = 3
+        svc.step_by(80ms); // ping at 300; from here nobody answers
+        BOOST_TEST(log.pings.size() == 3u);
+        svc.step_by(1s, 1ms);
+        BOOST_TEST_REQUIRE(log.dead.has_value());
+        const auto expected = k > 0 ? 300ms + 353ms : 350ms; // rounded up to the 1 ms tick
+        BOOST_TEST((*log.dead == expected), "k = " << k);
+    }
+    // A fast path never shortens the configured timeout.
+    manual_service svc;
+    hb_log log;
+    heartbeat_policy p;
+    p.interval = 100ms;
+    p.timeout = 50ms;
+    auto hb = make_hb(svc, log, p);
+    svc.step_by(101ms);
+    hb.on_pong(svc.stamp()); // RTT 1 ms: floor 3 * (1 + 2) = 9 ms < 50
+    BOOST_TEST((hb.effective_timeout() == 50ms));
 }

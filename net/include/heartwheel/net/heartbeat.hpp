@@ -15,6 +15,11 @@
 //   death at P + (misses - 1) * s + timeout
 // i.e. P + (misses - 1) * interval + timeout when timeout <= interval, and P + misses * timeout when
 // timeout > interval (each rounded up to the wheel's tick; jitter varies each interval).
+//
+// A dead timeout that respects the path (QUIC's rule: never below three probe timeouts): from the
+// pong round trips the heartbeat keeps RFC 6298's smoothed RTT and variance, and judges each ping no
+// earlier than max(timeout, rtt_factor * (srtt + 4 * rttvar)) after it — never shorter than
+// configured. "timeout" in the formulas above is this effective timeout.
 #ifndef HEARTWHEEL_NET_HEARTBEAT_HPP
 #define HEARTWHEEL_NET_HEARTBEAT_HPP
 
@@ -51,6 +56,11 @@ public:
     std::uint32_t consecutive_misses() const noexcept { return misses_; }
     std::uint64_t pings_sent() const noexcept { return pings_; }
     std::optional<duration> last_rtt() const noexcept { return rtt_; }
+    /// RFC 6298's smoothed round trip and its variance, once a pong was seen.
+    std::optional<duration> srtt() const noexcept { return srtt_; }
+    duration rttvar() const noexcept { return rttvar_; }
+    /// How long after a ping it is judged: max(timeout, rtt_factor * (srtt + 4 * rttvar)).
+    duration effective_timeout() const noexcept;
     const heartbeat_policy& policy() const noexcept { return policy_; }
 
 private:
@@ -81,6 +91,8 @@ private:
     std::uint32_t misses_ = 0;
     std::uint64_t pings_ = 0;
     std::optional<duration> rtt_;
+    std::optional<duration> srtt_;
+    duration rttvar_{};
 };
 
 } // namespace heartwheel::net

@@ -62,6 +62,9 @@ struct heartbeat_policy {
     milliseconds timeout{10'000};
     std::uint32_t misses = 3;
     double jitter = 0.0; ///< the interval varies by up to ±jitter (fraction) per ping
+    /// k: a ping is judged no earlier than k * (srtt + 4 * rttvar) after it (RFC 6298's estimator
+    /// over the pong round trips; QUIC uses 3). 0 disables the floor. Never shortens `timeout`.
+    double rtt_factor = 3.0;
     void validate(const std::string& prefix = "heartbeat") const;
     bool enabled() const noexcept { return interval.count() > 0; }
 };
