@@ -3,8 +3,9 @@
 
 Starts the server on a free port and shows, as they happen: healthy clients echoing, a silent client
 closed for reader-idle, a client that stops answering pings closed for heartbeat-timeout, a request
-that times out, and a client reconnecting with growing backoff while the server is restarted. Prints
-a summary, then stops everything it started."""
+that times out, a client reconnecting with growing backoff while the server is restarted, and an
+overload moment: a flood of idle connections near --max-connections shed at the scaled reader-idle
+timeout while healthy clients keep working. Prints a summary, then stops everything it started."""
 import json
 import os
 import select
@@ -40,8 +41,8 @@ def relay(stream, who, keep=None):
         say(who, line)
 
 
-def start_server(port=0):
-    proc = subprocess.Popen([SERVER, "--listen", f"127.0.0.1:{port}", *SERVER_FLAGS], stdout=subprocess.PIPE,
+def start_server(port=0, flags=SERVER_FLAGS):
+    proc = subprocess.Popen([SERVER, "--listen", f"127.0.0.1:{port}", *flags], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     PROCS.append(proc)
     first = proc.stdout.readline().strip()
@@ -90,6 +91,54 @@ def raw_peer(name, port, answer_pings, results):
             else:
                 say(name, f"echo: {text}")
     s.close()
+
+
+OVERLOAD_FLAGS = ["--max-connections", "100", "--reader-idle", "8000", "--reader-idle-min", "1000",
+                  "--overload-threshold", "0.5", "--stats-interval", "1000"]
+
+
+def overload_scene():
+    """90 silent connections fill a server with --max-connections 100 while 5 healthy ones work:
+    reader-idle (8 s) is scaled towards its 1 s min, so the flood is shed in about 2 s."""
+    print()
+    server, port, lines = start_server(flags=OVERLOAD_FLAGS)
+    print(f"  server policy: {' '.join(OVERLOAD_FLAGS)}\n")
+    say("scene", "overload: 5 healthy clients work while 90 silent connections fill the server to 95 %")
+    healthy, out = start_client("healthy", "--connect", f"127.0.0.1:{port}", "--connections", "5",
+                                "--send-interval", "200", "--request-timeout", "1000", "--duration", "4500", "--quiet")
+    time.sleep(0.3)
+    flood, start = [], time.monotonic()
+    for _ in range(90):
+        flood.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+    say("flood", "90 silent connections open; unscaled they would be closed after 8 s")
+    shed, byes = [], 0
+    while len(shed) < len(flood) and time.monotonic() - start < 9:
+        ready, _, _ = select.select([s for s in flood if s not in shed], [], [], 0.2)
+        for s in ready:  # readable: the goodbye, or the close
+            byes += s.recv(100).startswith(b"BYE reader-idle")
+            shed.append(s)
+            if len(shed) in (1, len(flood)):
+                say("flood", f"{len(shed)} of 90 closed by the server after {time.monotonic() - start:.1f}s")
+    for s in flood:
+        s.close()
+    newcomer = socket.create_connection(("127.0.0.1", port), timeout=5)
+    newcomer.sendall(b"new here\n")
+    served = newcomer.recv(100) == b"new here\n"
+    newcomer.close()
+    say("newcomer", "served" if served else "NOT served")
+    healthy.wait(timeout=20)
+    time.sleep(0.2)
+    server.send_signal(signal.SIGTERM)
+    server.wait(timeout=10)
+    summary = next((json.loads(l) for l in reversed(out) if l.startswith("{")), {})
+    final = next((l for l in lines if l.startswith("final ")), "(no final line)")
+    print("\n=== overload summary ===")
+    print(f"flood: {len(shed)} of 90 shed ({byes} with BYE reader-idle); newcomer served: {served}")
+    print(f"healthy (5 connections): requests={summary.get('requests')}, responses={summary.get('responses')}, "
+          f"timeouts={summary.get('timeouts')}, closed_by_server={summary.get('closed_by_server')}")
+    print("server:", final)
+    return (byes == 90 and served and summary.get("timeouts") == 0 and not summary.get("closed_by_server")
+            and summary.get("requests") == summary.get("responses"))
 
 
 def main():
@@ -153,6 +202,7 @@ def main():
     final2 = [l for l in server_lines2 if l.startswith("final ")]
     print("server after restart: ", final2[0] if final2 else "(no final line)")
     ok = (results.get("silent") == "BYE reader-idle" and results.get("stuck") == "BYE heartbeat-timeout")
+    ok = overload_scene() and ok
     print("\ndemo", "finished: every behaviour shown" if ok else "finished, but a scene did not go as scripted")
     return 0 if ok else 1
 

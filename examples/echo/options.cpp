@@ -126,6 +126,21 @@ spec live_frac(std::string flag, std::string field, std::string help, double& ta
                 target = to_double(v, who, -1e9, 1e9);
             }};
 }
+/// A scaled timeout's min: "25%" of its max, or a duration (as to_duration reads it).
+spec live_min(std::string flag, std::string field, std::string help, net::scaled_min& target) {
+    return {flag, help, target.enabled() ? net::to_string(target) : "off", field, false,
+            [&target](const raw_value& v, const std::string& who) {
+                if (!v.text.empty() && v.text.back() == '%' && (v.from == raw_value::cli || v.from == raw_value::toml_string)) {
+                    try {
+                        target = net::parse_scaled_min(v.text, who);
+                    } catch (const net::config_error& e) {
+                        throw usage_error(e.what());
+                    }
+                    return;
+                }
+                target = net::scaled_min{to_duration(v, who), 0.0};
+            }};
+}
 spec yesno_opt(std::string flag, std::string help, bool& target) {
     return {flag, help, target ? "yes" : "no", "", false,
             [&target](const raw_value& v, const std::string& who) { target = to_bool(v, who); }};
@@ -294,6 +309,16 @@ server_options parse_server_options(int argc, const char* const* argv) {
         text_opt("key", "PEM private key for --tls", o.key),
         text_opt("tls-ciphers", "TLS 1.2 cipher suites, OpenSSL syntax (TLS 1.2 or later only)", o.tls_ciphers),
         live_ms("handshake-timeout", "limits.handshake_timeout", "TLS handshake must finish within this (0 = off)", l.limits.handshake_timeout),
+        live_frac("overload-threshold", "overload.threshold",
+                  "scale the timeouts given a --*-min once connections or descriptors in use pass this fraction of their limit",
+                  l.overload.threshold),
+        live_min("reader-idle-min", "overload.reader_idle_min", "under full overload --reader-idle shrinks to this (ms, or N% of it)",
+                 l.overload.reader_idle),
+        live_min("writer-idle-min", "overload.writer_idle_min", "likewise for --writer-idle", l.overload.writer_idle),
+        live_min("all-idle-min", "overload.all_idle_min", "likewise for --all-idle", l.overload.all_idle),
+        live_min("handshake-timeout-min", "overload.handshake_timeout_min", "likewise for --handshake-timeout",
+                 l.overload.handshake_timeout),
+        live_min("max-age-min", "overload.max_age_min", "likewise for --max-age", l.overload.max_age),
         own_ms("stats-interval", "print a line of counters this often (0 = off)", o.stats_interval_ms),
         text_opt("metrics", "serve Prometheus text at http://HOST:PORT/metrics", metrics),
         own_ms("shutdown-grace", "on SIGINT/SIGTERM, how long connections get to say BYE", o.shutdown_grace_ms, 0, 60000),
@@ -302,6 +327,8 @@ server_options parse_server_options(int argc, const char* const* argv) {
     if (timers == "wheel") o.timers = timer_mode::wheel;
     else if (timers == "asio") o.timers = timer_mode::asio;
     else bad("--timers", timers, "wheel or asio");
+    if (o.timers == timer_mode::asio && l.overload.any())
+        throw usage_error("--timers asio: scaled timeouts (--*-min, [overload]) need --timers wheel (the baseline has none)");
     if (!metrics.empty()) o.metrics = parse_endpoint(metrics, "--metrics");
     if (o.tls && (o.cert.empty() || o.key.empty())) throw usage_error("--tls: --cert FILE and --key FILE are required");
     if (!o.tls && (!o.cert.empty() || !o.key.empty())) throw usage_error("--cert/--key: only valid with --tls");

@@ -97,6 +97,7 @@ void server::check_descriptor_limit() {
         raised.rlim_cur = lim.rlim_max;
         if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) lim = raised;
     }
+    fd_limit_ = lim.rlim_cur == RLIM_INFINITY ? 0 : static_cast<std::size_t>(lim.rlim_cur);
     constexpr rlim_t reserve = 32; // listeners, epoll, eventfds, stdio, the spare
     const rlim_t budget = lim.rlim_cur > reserve ? lim.rlim_cur - reserve : 1;
     // Said (after the listening line) only for a --max-connections the user chose; the default just
@@ -143,7 +144,7 @@ void server::start_session(worker& w, asio::ip::tcp::socket socket) {
     using tls = asio::ssl::stream<tcp>;
     using heartwheel::net::connection_liveness;
     const bool wheel = options_.timers == timer_mode::wheel;
-    auto wheel_timing = heartwheel::net::wheel_liveness(w.wheel, options_.live, &w.live_counters);
+    auto wheel_timing = heartwheel::net::wheel_liveness(w.wheel, options_.live, &w.live_counters, &w.scale);
     if (tls_) {
         tls stream(std::move(socket), *tls_);
         if (wheel) std::make_shared<session<tls, connection_liveness>>(w, std::move(stream))->start(wheel_timing);
@@ -202,6 +203,14 @@ void server::reject_busy(asio::ip::tcp::socket socket) {
     });
 }
 
+static std::size_t open_descriptors() {
+    std::size_t fds = 0;
+    std::error_code ec;
+    for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec); !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
+        ++fds;
+    return fds;
+}
+
 std::string server::stats_line() const {
     const auto c = live_counters_.snapshot();
     std::size_t wheel = 0;
@@ -221,6 +230,9 @@ std::string server::stats_line() const {
        << " rtt_avg_ms=" << std::fixed << std::setprecision(3)
        << (c.rtt_samples ? static_cast<double>(c.rtt_total_us) / static_cast<double>(c.rtt_samples) / 1000.0 : 0.0)
        << " wheel=" << wheel;
+    if (options_.live.overload.any())
+        os << " scale=" << heartwheel::net::scale_for_pressure(pressure_millis_.load() / 1000.0, options_.live.overload.threshold)
+           << " closes_while_scaled=" << c.closes_while_scaled;
     return os.str();
 }
 
@@ -280,13 +292,14 @@ std::string server::prometheus_text() const {
     metric("heartwheel_driver_wakeups_total", "counter", "Wake-ups of the wheels' steady_timers.", wakeups);
     histogram("heartwheel_timer_lateness_seconds", "How late after a slot's time its wheel woke to fire it.",
               heartwheel::driver_stats::lateness_bounds_us, 1e-6, late, static_cast<double>(late_total_us) / 1e6);
-    std::size_t fds = 0;
-    if (std::error_code ec; true)
-        for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec); !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
-            ++fds;
+    metric("heartwheel_overload_pressure", "gauge", "Connections or descriptors in use over their limit, the fuller.", pressure());
+    metric("heartwheel_timeout_scale", "gauge", "Scaled timeouts at min + scale * (max - min); 1 = unscaled.",
+           heartwheel::net::scale_for_pressure(pressure_millis_.load() / 1000.0, options_.live.overload.threshold));
+    metric("heartwheel_closes_while_scaled_total", "counter", "Closes by a scaled timeout while it was scaled.",
+           c.closes_while_scaled);
     rlimit lim{};
     ::getrlimit(RLIMIT_NOFILE, &lim);
-    metric("process_open_fds", "gauge", "Open file descriptors.", fds);
+    metric("process_open_fds", "gauge", "Open file descriptors.", open_descriptors());
     metric("process_max_fds", "gauge", "The file descriptor limit.", static_cast<double>(lim.rlim_cur));
     return os.str();
 }
@@ -343,6 +356,23 @@ void server::for_each_session(void (session_base::*fn)()) {
     }
 }
 
+double server::pressure() const {
+    const double active = static_cast<double>(counters_.active.load(std::memory_order_relaxed));
+    double p = active / static_cast<double>(options_.max_connections);
+    if (fd_limit_ > 0) p = std::max(p, (static_cast<double>(fd_base_) + active) / static_cast<double>(fd_limit_));
+    return std::min(p, 1.0);
+}
+
+void server::population_changed() {
+    const int millis = static_cast<int>(pressure() * 1000.0);
+    if (pressure_millis_.exchange(millis, std::memory_order_relaxed) == millis) return;
+    for (auto& w : workers_) {
+        worker* wp = w.get();
+        // Each worker reads the newest value when the post runs: stale posts change nothing.
+        asio::post(wp->io, [this, wp] { wp->scale.set_pressure(pressure_millis_.load(std::memory_order_relaxed) / 1000.0); });
+    }
+}
+
 void server::stop() {
     asio::post(workers_[0]->io, [this] { begin_shutdown(); });
 }
@@ -359,6 +389,9 @@ int server::run(std::ostream& out) {
     signals_.async_wait([this](std::error_code ec, int) {
         if (!ec) begin_shutdown();
     });
+    fd_base_ = open_descriptors();
+    if (options_.live.overload.any())
+        for (auto& w : workers_) w->on_population_change = [this] { population_changed(); };
     accept();
     if (metrics_acceptor_) serve_metrics(*workers_[0], *metrics_acceptor_, [this] { return prometheus_text(); });
     start_timers(out);

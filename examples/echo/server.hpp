@@ -11,6 +11,7 @@
 #include <asio/signal_set.hpp>
 #include <asio/ssl/context.hpp>
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -51,6 +52,10 @@ private:
     /// Posts `fn` to every session of every worker, each on its own thread.
     void for_each_session(void (session_base::*fn)());
     void start_metrics();
+    /// Overload scaling: pressure = the fuller of connections over --max-connections and descriptors
+    /// over their limit; a change of at least 0.001 is posted to every worker's timeout_scale.
+    double pressure() const;
+    void population_changed();
     void start_timers(std::ostream& out);
 
     server_options options_;
@@ -68,6 +73,9 @@ private:
     bool descriptor_limit_logged_ = false;  ///< said once in the log
     std::string limit_note_;                ///< --max-connections beyond the descriptor limit
     heartwheel::timer_handle accept_pause_; ///< accepting resumes after a pause at the limit
+    std::size_t fd_base_ = 0;                ///< descriptors open before any connection
+    std::size_t fd_limit_ = 0;               ///< RLIMIT_NOFILE (0: unlimited)
+    std::atomic<int> pressure_millis_{0};    ///< the pressure last posted, in thousandths
 };
 
 } // namespace echo

@@ -34,10 +34,12 @@ public:
     session(worker& w, Stream stream) : w_(w), stream_(std::move(stream)), framer_(w.options.max_line) {
         w_.sessions.insert(this);
         w_.counters.active.fetch_add(1, std::memory_order_relaxed);
+        w_.population_changed();
     }
     ~session() override {
         w_.sessions.erase(this);
         w_.counters.active.fetch_sub(1, std::memory_order_relaxed);
+        w_.population_changed();
         w_.session_gone();
     }
 

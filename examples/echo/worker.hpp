@@ -12,6 +12,7 @@
 
 #include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/net/counters.hpp>
+#include <heartwheel/net/timeout_scale.hpp>
 
 #include <asio/io_context.hpp>
 
@@ -45,7 +46,8 @@ struct server_counters {
 // is gone (its nodes were detached) but while `sessions` and the counters still exist.
 struct worker {
     worker(const server_options& o, heartwheel::net::liveness_counters& lc, server_counters& sc)
-        : options(o), live_counters(lc), counters(sc), io(1), wheel(io.get_executor(), wheel_config(o)) {}
+        : options(o), live_counters(lc), counters(sc), io(1), wheel(io.get_executor(), wheel_config(o)),
+          scale(wheel, o.live.overload.threshold) {}
     ~worker() {
         closing = true; // sessions destroyed by io's destructor must not touch the wheel
         // Sessions still open (the shutdown grace ran out) close now, so each connection lets go of
@@ -59,6 +61,12 @@ struct worker {
         for (auto* s : all)
             if (sessions.count(s)) (s->*fn)();
     }
+
+    /// Called when a session starts or ends: the server re-judges its pressure (overload scaling).
+    void population_changed() {
+        if (on_population_change) on_population_change();
+    }
+    std::function<void()> on_population_change;
 
     /// Called by a session's destructor.
     void session_gone() {
@@ -84,6 +92,8 @@ struct worker {
     server_counters& counters;
     asio::io_context io;
     heartwheel::asio_wheel wheel;
+    /// The scaled timeouts of this worker's connections (--*-min flags); pressure set by the server.
+    heartwheel::net::timeout_scale scale;
     heartwheel::timer_handle mirror; ///< keeps wheel_size current (only with stats or metrics)
     heartwheel::timer_handle trim;   ///< malloc_trim once idle
     std::atomic<std::size_t> wheel_size{0};

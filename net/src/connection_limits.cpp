@@ -2,16 +2,22 @@
 #include <heartwheel/net/connection_limits.hpp>
 #include <heartwheel/net/detail/unit_random.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
 namespace heartwheel::net {
 
 connection_limits::connection_limits(timer_service& svc, const server_limits& limits, callbacks cbs,
-                                     random_source rnd)
-    : svc_(svc), limits_(limits), cbs_(std::move(cbs)),
-      handshake_([this] { if (cbs_.on_handshake_timeout) cbs_.on_handshake_timeout(); }),
-      age_([this] {
+                                     random_source rnd, const overload_policy* overload, timeout_scale* scale)
+    : svc_(svc), limits_(limits), cbs_(std::move(cbs)), handshake_min_(overload ? overload->handshake_timeout : scaled_min{}),
+      scale_(scale),
+      handshake_(svc, [this](bool) {
+          handshake_.stop();
+          if (cbs_.on_handshake_timeout) cbs_.on_handshake_timeout();
+      }),
+      age_(svc, [this](bool) {
+          age_.stop();
           if (limits_.drain_grace.count() > 0)
               svc_.schedule(drain_, svc_.deadline_after(std::chrono::duration_cast<duration>(limits_.drain_grace)));
           if (cbs_.on_max_age) cbs_.on_max_age();
@@ -23,17 +29,25 @@ connection_limits::connection_limits(timer_service& svc, const server_limits& li
     const double factor = 1.0 + limits_.max_age_jitter * (2.0 * r - 1.0);
     const auto base = std::chrono::duration_cast<duration>(limits_.max_age);
     age_limit_ = duration(static_cast<duration::rep>(std::llround(static_cast<double>(base.count()) * factor)));
-    svc_.schedule(age_, svc_.deadline_after(age_limit_));
+    const scaled_min age_min = overload ? overload->max_age : scaled_min{};
+    const auto since = svc_.stamp();
+    if (scale_ && age_min.enabled()) {
+        // The jittered age is the max; the min follows the configured max_age.
+        const auto mn = std::chrono::duration_cast<duration>(age_min.of(limits_.max_age));
+        age_.start_scaled(*scale_, std::min(mn, age_limit_), age_limit_, since);
+    } else {
+        age_.start(age_limit_, since);
+    }
 }
 
 void connection_limits::handshake_started() {
     if (limits_.handshake_timeout.count() <= 0) return;
-    svc_.schedule(handshake_, svc_.deadline_after(std::chrono::duration_cast<duration>(limits_.handshake_timeout)));
+    handshake_.start(limits_.handshake_timeout, handshake_min_, scale_, svc_.stamp());
 }
 
 void connection_limits::stop() noexcept {
-    handshake_.cancel();
-    age_.cancel();
+    handshake_.stop();
+    age_.stop();
     drain_.cancel();
 }
 

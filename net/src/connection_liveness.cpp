@@ -5,8 +5,9 @@ namespace heartwheel::net {
 
 connection_liveness::connection_liveness(timer_service& svc, asio::any_io_executor ex,
                                          const liveness_config& config, callbacks cbs,
-                                         liveness_counters* counters, heartbeat::random_source rnd)
-    : svc_(svc), config_(config), cbs_(std::move(cbs)), counters_(counters),
+                                         liveness_counters* counters, timeout_scale* scale,
+                                         heartbeat::random_source rnd)
+    : svc_(svc), config_(config), cbs_(std::move(cbs)), counters_(counters), scale_(scale),
       idle_(svc, config.idle,
             [this](idle_event e) {
                 if (counters_) counters_->idle_event(static_cast<int>(e.kind));
@@ -15,7 +16,8 @@ connection_liveness::connection_liveness(timer_service& svc, asio::any_io_execut
                     decide_close(e.kind == idle_kind::reader   ? close_reason::reader_idle
                                  : e.kind == idle_kind::writer ? close_reason::writer_idle
                                                                : close_reason::all_idle);
-            }),
+            },
+            &config.overload, scale),
       read_timeout_(svc, [this](bool) { decide_close(close_reason::read_timeout); }),
       write_timeout_(svc, [this](bool) { decide_close(close_reason::write_timeout); }),
       heartbeat_(svc, config.heartbeat,
@@ -30,13 +32,25 @@ connection_liveness::connection_liveness(timer_service& svc, asio::any_io_execut
                  rnd),
       limits_(svc, config.limits,
               {[this] { decide_close(close_reason::handshake_timeout); }, [this] { decide_close(close_reason::max_age); }, {}},
-              rnd),
+              rnd, &config.overload, scale),
       requests_(svc, std::move(ex), config.request, counters) {
     config_.timeouts.validate();
-    read_timeout_.start(std::chrono::duration_cast<duration>(config_.timeouts.read_timeout), svc_.stamp());
+    config_.overload.validate();
+    read_timeout_.start(config_.timeouts.read_timeout, config_.overload.read_timeout, scale_, svc_.stamp());
 }
 
 connection_liveness::~connection_liveness() { close(); }
+
+bool connection_liveness::scaled_reason(close_reason why) const noexcept {
+    const auto& o = config_.overload;
+    if (why == close_reason::reader_idle) return o.reader_idle.enabled();
+    if (why == close_reason::writer_idle) return o.writer_idle.enabled();
+    if (why == close_reason::all_idle) return o.all_idle.enabled();
+    if (why == close_reason::read_timeout) return o.read_timeout.enabled();
+    if (why == close_reason::handshake_timeout) return o.handshake_timeout.enabled();
+    if (why == close_reason::max_age) return o.max_age.enabled();
+    return false;
+}
 
 void connection_liveness::on_read(bool counts_as_idle_activity) {
     const time_point s = svc_.stamp();
@@ -74,6 +88,7 @@ void connection_liveness::on_pong() {
 
 void connection_liveness::decide_close(close_reason why) {
     if (closed_) return;
+    if (counters_ && scale_ && scale_->scaled() && scaled_reason(why)) counters_->closed_while_scaled();
     close();
     if (cbs_.close) cbs_.close(why); // last: may destroy *this
 }

@@ -41,6 +41,7 @@ counters_snapshot liveness_counters::snapshot() const noexcept {
     s.requests_failed_on_close = ld(failed_on_close_);
     s.reconnect_attempts = ld(reconnect_attempts_);
     s.reconnect_failures = ld(reconnect_failures_);
+    s.closes_while_scaled = ld(closes_while_scaled_);
     return s;
 }
 

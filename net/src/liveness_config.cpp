@@ -10,13 +10,14 @@
 #include <functional>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 namespace heartwheel::net {
 namespace {
 
 using setter = std::function<void(const toml::node&, const std::string& key)>;
 
-constexpr const char* table_names = "idle, timeouts, heartbeat, request, backoff, limits, keepalive";
+constexpr const char* table_names = "idle, timeouts, heartbeat, request, backoff, limits, keepalive, overload";
 
 std::string text_of(const toml::node& n) {
     if (auto s = n.value_exact<std::string>()) return "\"" + *s + "\"";
@@ -73,6 +74,17 @@ setter flag(bool& f) {
     };
 }
 
+// A scalable timeout's min: "25%" of its max, or a duration.
+setter min_of(scaled_min& f) {
+    return [&f](const toml::node& n, const std::string& k) {
+        if (auto str = n.value_exact<std::string>(); str && !str->empty() && str->back() == '%') {
+            f = parse_scaled_min(*str, k);
+            return;
+        }
+        f = scaled_min{as_duration(n, k, milliseconds(1), "milliseconds"), 0.0};
+    };
+}
+
 using key_table = std::map<std::string, setter>;
 
 std::map<std::string, key_table> tables_of(liveness_config& c) {
@@ -96,6 +108,11 @@ std::map<std::string, key_table> tables_of(liveness_config& c) {
         {"keepalive", {{"enabled", flag(c.keepalive.enabled)}, {"idle", secs(c.keepalive.idle)},
                        {"interval", secs(c.keepalive.interval)}, {"count", u32(c.keepalive.count)},
                        {"user_timeout", ms(c.keepalive.user_timeout)}}},
+        {"overload", {{"threshold", num(c.overload.threshold)}, {"reader_idle_min", min_of(c.overload.reader_idle)},
+                      {"writer_idle_min", min_of(c.overload.writer_idle)}, {"all_idle_min", min_of(c.overload.all_idle)},
+                      {"read_timeout_min", min_of(c.overload.read_timeout)},
+                      {"handshake_timeout_min", min_of(c.overload.handshake_timeout)},
+                      {"max_age_min", min_of(c.overload.max_age)}}},
     };
 }
 
@@ -151,10 +168,24 @@ void liveness_config::validate() const {
     backoff.validate();
     limits.validate();
     keepalive.validate();
+    overload.validate();
+    // An absolute min above the timeout it scales is a mistake (it would never scale).
+    const std::tuple<const char*, const char*, const scaled_min*, milliseconds> scaled[] = {
+        {"overload.reader_idle_min", "idle.reader_idle", &overload.reader_idle, idle.reader_idle},
+        {"overload.writer_idle_min", "idle.writer_idle", &overload.writer_idle, idle.writer_idle},
+        {"overload.all_idle_min", "idle.all_idle", &overload.all_idle, idle.all_idle},
+        {"overload.read_timeout_min", "timeouts.read_timeout", &overload.read_timeout, timeouts.read_timeout},
+        {"overload.handshake_timeout_min", "limits.handshake_timeout", &overload.handshake_timeout, limits.handshake_timeout},
+        {"overload.max_age_min", "limits.max_age", &overload.max_age, limits.max_age}};
+    for (const auto& [field, max_field, m, max] : scaled)
+        if (m->min.count() > 0 && max.count() > 0 && m->min > max)
+            throw config_error(field, std::to_string(m->min.count()) + " ms",
+                               "1.." + std::to_string(max.count()) + " ms (at most " + max_field + ", which is " +
+                                   std::to_string(max.count()) + " ms), or a percentage");
 }
 
 bool is_liveness_table(std::string_view name) noexcept {
-    for (const char* t : {"idle", "timeouts", "heartbeat", "request", "backoff", "limits", "keepalive"})
+    for (const char* t : {"idle", "timeouts", "heartbeat", "request", "backoff", "limits", "keepalive", "overload"})
         if (name == t) return true;
     return false;
 }

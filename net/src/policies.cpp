@@ -2,6 +2,7 @@
 #include <heartwheel/net/policies.hpp>
 
 #include <sstream>
+#include <utility>
 
 namespace heartwheel::net {
 namespace {
@@ -145,6 +146,48 @@ void server_limits::validate(const std::string& p) const {
     check_ms(p + ".max_age", max_age, 0, max_ms);
     check_fraction(p + ".max_age_jitter", max_age_jitter, 0.0, 0.5);
     check_ms(p + ".drain_grace", drain_grace, 0, max_ms);
+}
+
+milliseconds scaled_min::of(milliseconds max) const noexcept {
+    milliseconds m = min;
+    if (fraction > 0.0) m = milliseconds(static_cast<milliseconds::rep>(static_cast<double>(max.count()) * fraction));
+    return m < max ? m : max;
+}
+
+scaled_min parse_scaled_min(std::string_view text, const std::string& field) {
+    scaled_min m;
+    if (!text.empty() && text.back() == '%') {
+        const std::string number(text.substr(0, text.size() - 1));
+        std::size_t used = 0;
+        double pct = -1;
+        try {
+            pct = std::stod(number, &used);
+        } catch (const std::logic_error&) {
+            used = 0;
+        }
+        if (used == 0 || used != number.size() || !(pct > 0.0 && pct <= 100.0))
+            throw config_error(field, "\"" + std::string(text) + "\"", "a percentage of the timeout, 0%..100% (exclusive of 0), or a duration");
+        m.fraction = pct / 100.0;
+        return m;
+    }
+    m.min = parse_duration(text, field, milliseconds(1));
+    return m;
+}
+
+std::string to_string(const scaled_min& m) {
+    if (m.fraction > 0.0) return num_text(m.fraction * 100.0) + "%";
+    return std::to_string(m.min.count()) + "ms";
+}
+
+void overload_policy::validate(const std::string& p) const {
+    check_fraction(p + ".threshold", threshold, 0.0, 0.99);
+    const std::pair<const char*, const scaled_min*> all[] = {
+        {"reader_idle_min", &reader_idle}, {"writer_idle_min", &writer_idle}, {"all_idle_min", &all_idle},
+        {"read_timeout_min", &read_timeout}, {"handshake_timeout_min", &handshake_timeout}, {"max_age_min", &max_age}};
+    for (const auto& [name, m] : all) {
+        check_ms(p + "." + name, m->min, 0, max_ms);
+        check_fraction(p + "." + name, m->fraction, 0.0, 1.0);
+    }
 }
 
 void keepalive_options::validate(const std::string& p) const {

@@ -464,6 +464,10 @@ class BadInput(unittest.TestCase):
             (["--heartbeat-interval", "100", "--heartbeat-timeout", "0"], "--heartbeat-timeout", "0", "1.."),
             (["--reader-idle", "10x"], "--reader-idle", "10x", "30s"),
             (["--tick", "2h"], "--tick", "2h", "1..1000"),
+            (["--heartbeat-rtt-factor", "-1"], "--heartbeat-rtt-factor", "-1", "0..100"),
+            (["--overload-threshold", "2"], "--overload-threshold", "2", "0..0.99"),
+            (["--reader-idle-min", "150%"], "--reader-idle-min", "150%", "percentage"),
+            (["--reader-idle", "1000", "--reader-idle-min", "5s"], "--reader-idle-min", "5000", "at most --reader-idle"),
         ]
         for args, flag, value, accepted in cases:
             p = self.run_server(*args)
@@ -742,6 +746,71 @@ class DescriptorLimit(unittest.TestCase):
         self.assertGreater(final["closes"].get("busy", 0), 0, final)
         self.assertEqual(int(final["accepted"]), sum(final["closes"].values()), final)
         print(f"descriptor limit 64: {used:.3f} s CPU in 2 s, {refused} of 60 extra refused, closes {final['closes']}")
+
+
+class Overload(unittest.TestCase):
+    """Scaled timeouts (docs/liveness.md, "Under overload"): silent peers fill the server to 90 % of
+    --max-connections while ten healthy peers work. Reader-idle is 10 s, scaled down to 1 s at full
+    pressure above a 0.5 threshold; at 95 % (190 of 200) the scale is 0.1, so the silent peers are
+    closed about 1.9 s after they last spoke — never before 1 s — the healthy ones keep every echo,
+    and new connections are served."""
+
+    def test_silent_flood_is_shed_at_the_scaled_timeout(self):
+        with Server("--max-connections", "200", "--reader-idle", "10000", "--reader-idle-min", "1000",
+                    "--overload-threshold", "0.5", "--stats-interval", "200") as srv:
+            healthy = [Line(srv.port) for _ in range(10)]
+            silent, opened = [], []
+            for _ in range(180):
+                silent.append(socket.create_connection(("127.0.0.1", srv.port), timeout=5))
+                opened.append(time.monotonic())
+            for s in silent:
+                s.setblocking(False)
+            closed_after = [None] * len(silent)
+            sent = echoed = 0
+            start = time.monotonic()
+            while time.monotonic() - start < 5.0 and None in closed_after:
+                for c in healthy:  # a line each per round: these peers are never idle
+                    c.send(f"hello {sent}\n")
+                    sent += 1
+                for c in healthy:
+                    if c.readline(timeout=2.0) is not None:
+                        echoed += 1
+                now = time.monotonic()
+                for i, s in enumerate(silent):
+                    if closed_after[i] is not None:
+                        continue
+                    try:
+                        data = s.recv(4096)
+                    except BlockingIOError:
+                        continue
+                    except OSError:
+                        data = b""
+                    if data.startswith(b"BYE reader-idle") or not data:
+                        closed_after[i] = (now - opened[i], data)
+                time.sleep(0.05)
+            fresh = Line(srv.port)
+            fresh.send("new\n")
+            self.assertEqual(fresh.readline(), "new")
+            for c in healthy:
+                c.send("still\n")
+                self.assertEqual(c.readline(), "still")
+            code, out, _ = srv.stop()
+        self.assertEqual(code, 0)
+        times = sorted(t for t, _ in filter(None, closed_after))
+        self.assertEqual(len(times), 180, f"{180 - len(times)} silent peers were not closed within 5 s")
+        self.assertTrue(all(d.startswith(b"BYE reader-idle") for _, d in filter(None, closed_after)))
+        self.assertGreaterEqual(times[0], 1.0, "closed before the min")
+        median = times[len(times) // 2]
+        # Scaled: 1 s + 0.1 * 9 s = 1.9 s at 95 %; the pressure falls as they go, so later ones get
+        # longer (back towards 10 s below the threshold). Polled every ~50 ms.
+        self.assertLess(median, 3.0, times)
+        self.assertEqual(sent, echoed, "a healthy peer lost an echo")
+        final = parse_stats([l for l in out.splitlines() if l.startswith("final ")][0])
+        self.assertEqual(final["closes"].get("reader-idle"), 180, final)
+        self.assertEqual(int(final["closes_while_scaled"]), 180, final)
+        scales = [float(parse_stats(l)["scale"]) for l in out.splitlines() if l.startswith("stats ")]
+        print(f"overload: 180 silent of 200 closed after {times[0]:.2f}..{times[-1]:.2f} s (median {median:.2f} s, "
+              f"unscaled 10 s); {echoed} healthy echoes, none lost; scale went as low as {min(scales):.3f}")
 
 
 class ProcessStall(unittest.TestCase):

@@ -6,14 +6,22 @@
 // re-arms lazily for the new deadline; otherwise the period really elapsed (never early against real
 // time) and the callback runs with `first` telling whether activity happened since the previous
 // firing. After firing it re-arms for another full period (events repeat while idleness lasts).
+//
+// Scaled (start_scaled): the period shrinks under overload between a min and a max (timeout_scale.hpp).
+// The timer waits its min here; when min passes with no activity it moves to its range's queue in the
+// timeout_scale, which fires it at the scaled deadline. Activity while queued (touch) takes it out
+// of the queue and back to its min: touch is then not a single store, once per idle period.
 #ifndef HEARTWHEEL_NET_ACTIVITY_TIMER_HPP
 #define HEARTWHEEL_NET_ACTIVITY_TIMER_HPP
 
 #include <heartwheel/clock.hpp>
 #include <heartwheel/timer_node.hpp>
 #include <heartwheel/timer_service.hpp>
+#include <heartwheel/net/policies.hpp>
+#include <heartwheel/net/timeout_scale.hpp>
 
 #include <functional>
+#include <memory>
 
 namespace heartwheel::net {
 
@@ -22,29 +30,53 @@ public:
     using callback = std::function<void(bool first)>;
 
     activity_timer(timer_service& svc, callback cb) : svc_(&svc), cb_(std::move(cb)) {}
+    ~activity_timer() override { stop(); }
 
     /// Starts watching with `timeout` (zero or negative: stays disabled), counting from `since`.
     void start(duration timeout, time_point since);
-    void stop() noexcept { cancel(); }
-    bool running() const noexcept { return pending(); }
+    /// Starts watching with a timeout that `scale` moves between `min` and `max` (min >= max, or a
+    /// zero max: like start(max, since)).
+    void start_scaled(timeout_scale& scale, duration min, duration max, time_point since);
+    /// A configured timeout: scaled when `scale` is given and `min` is set, plain otherwise.
+    void start(milliseconds max, const scaled_min& min, timeout_scale* scale, time_point since);
+    void stop() noexcept;
+    bool running() const noexcept { return pending() || queued(); }
+    /// Waiting in its timeout_scale's queue (its min has passed with no activity).
+    bool queued() const noexcept { return scaled_ && scaled_->entry.linked(); }
 
-    /// Records activity: a single store of a stamp taken by the caller (shared by several timers).
-    void touch(time_point stamp) noexcept {
-        if (stamp > last_) last_ = stamp;
+    /// Records activity: a store of a stamp taken by the caller (shared by several timers); for a
+    /// queued scaled timer also its way back to waiting its min.
+    void touch(time_point stamp) {
+        if (stamp > last_) {
+            last_ = stamp;
+            if (scaled_ && scaled_->entry.linked()) requeue();
+        }
     }
     time_point last() const noexcept { return last_; }
-    duration timeout() const noexcept { return timeout_; }
+    /// The period: for a scaled timer, its current scaled value.
+    duration timeout() const noexcept;
     /// Changes the period of the next firing (the heartbeat's jittered interval).
     void set_timeout(duration t) noexcept { timeout_ = t; }
 
 private:
+    friend class timeout_scale;
+    struct scaled_state {
+        timeout_scale* scale;
+        duration range; ///< max - min; timeout_ holds min
+        timeout_scale::entry entry;
+        time_point fired_at = time_point::min(); ///< a repeat counts its min from here
+    };
     void on_expire() override;
+    void requeue();
+    void expired(time_point now);
+    void scaled_expired(time_point now) { expired(now); }
 
     timer_service* svc_;
     callback cb_;
     duration timeout_{};
     time_point last_{};
     time_point last_fired_for_{time_point::min()};
+    std::unique_ptr<scaled_state> scaled_; ///< only for scaled timers: others pay a pointer
 };
 
 } // namespace heartwheel::net

@@ -81,10 +81,12 @@ template <class S>
 struct is_ssl_stream<asio::ssl::stream<S>> : std::true_type {};
 } // namespace detail
 
-/// A factory for the default Liveness: connection_liveness on `svc`, with `config` and `counters`.
-inline auto wheel_liveness(timer_service& svc, const liveness_config& config, liveness_counters* counters = nullptr) {
-    return [&svc, config, counters](connection_liveness::callbacks cbs, asio::any_io_executor ex) {
-        return std::make_unique<connection_liveness>(svc, std::move(ex), config, std::move(cbs), counters);
+/// A factory for the default Liveness: connection_liveness on `svc`, with `config` and `counters`,
+/// and with `scale` the timeouts config.overload scales (one timeout_scale per wheel).
+inline auto wheel_liveness(timer_service& svc, const liveness_config& config, liveness_counters* counters = nullptr,
+                           timeout_scale* scale = nullptr) {
+    return [&svc, config, counters, scale](connection_liveness::callbacks cbs, asio::any_io_executor ex) {
+        return std::make_unique<connection_liveness>(svc, std::move(ex), config, std::move(cbs), counters, scale);
     };
 }
 

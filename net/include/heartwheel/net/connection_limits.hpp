@@ -4,6 +4,7 @@
 #ifndef HEARTWHEEL_NET_CONNECTION_LIMITS_HPP
 #define HEARTWHEEL_NET_CONNECTION_LIMITS_HPP
 
+#include <heartwheel/net/activity_timer.hpp>
 #include <heartwheel/net/policies.hpp>
 #include <heartwheel/timer_node.hpp>
 #include <heartwheel/timer_service.hpp>
@@ -21,11 +22,13 @@ public:
     };
     using random_source = std::function<double()>;
 
-    /// Arms the max-age timer (if enabled) from now.
-    connection_limits(timer_service& svc, const server_limits& limits, callbacks cbs, random_source rnd = {});
+    /// Arms the max-age timer (if enabled) from now. With `scale`, the handshake timeout and the max
+    /// age that `overload` gives a min shrink under pressure.
+    connection_limits(timer_service& svc, const server_limits& limits, callbacks cbs, random_source rnd = {},
+                      const overload_policy* overload = nullptr, timeout_scale* scale = nullptr);
 
     void handshake_started(); ///< arms the handshake timeout (if enabled)
-    void handshake_done() noexcept { handshake_.cancel(); }
+    void handshake_done() noexcept { handshake_.stop(); }
     void stop() noexcept;
     /// The age this connection was given (max_age with its jitter applied), zero when disabled.
     duration age_limit() const noexcept { return age_limit_; }
@@ -42,8 +45,12 @@ private:
     timer_service& svc_;
     server_limits limits_;
     callbacks cbs_;
+    scaled_min handshake_min_;
+    timeout_scale* scale_;
     duration age_limit_{};
-    hook handshake_, age_, drain_;
+    // One-shot deadlines that are never touched: activity timers so that they can scale.
+    activity_timer handshake_, age_;
+    hook drain_;
 };
 
 } // namespace heartwheel::net

@@ -27,6 +27,7 @@
 #include <heartwheel/net/idle_state.hpp>
 #include <heartwheel/net/liveness_config.hpp>
 #include <heartwheel/net/request_tracker.hpp>
+#include <heartwheel/net/timeout_scale.hpp>
 
 #include <functional>
 
@@ -41,8 +42,11 @@ public:
         bool close_on_idle = true;                 ///< a first idle event of any kind closes
     };
 
+    /// With `scale`, the timeouts that config.overload gives a min shrink under pressure
+    /// (timeout_scale.hpp); `scale` must outlive this object.
     connection_liveness(timer_service& svc, asio::any_io_executor ex, const liveness_config& config,
-                        callbacks cbs, liveness_counters* counters = nullptr, heartbeat::random_source rnd = {});
+                        callbacks cbs, liveness_counters* counters = nullptr, timeout_scale* scale = nullptr,
+                        heartbeat::random_source rnd = {});
     ~connection_liveness();
     connection_liveness(const connection_liveness&) = delete;
     connection_liveness& operator=(const connection_liveness&) = delete;
@@ -72,11 +76,14 @@ public:
 
 private:
     void decide_close(close_reason why);
+    /// A close for a timeout that config.overload scales.
+    bool scaled_reason(close_reason why) const noexcept;
 
     timer_service& svc_;
     liveness_config config_;
     callbacks cbs_;
     liveness_counters* counters_;
+    timeout_scale* scale_;
     bool closed_ = false;
     idle_state idle_;
     activity_timer read_timeout_, write_timeout_;

@@ -27,6 +27,7 @@ struct counters_snapshot {
     std::uint64_t rtt_samples = 0, rtt_total_us = 0, rtt_max_us = 0;
     std::uint64_t requests = 0, request_timeouts = 0, requests_failed_on_close = 0;
     std::uint64_t reconnect_attempts = 0, reconnect_failures = 0;
+    std::uint64_t closes_while_scaled = 0; ///< closes by a scaled timeout while its scale was below 1
 };
 
 class liveness_counters {
@@ -42,6 +43,7 @@ public:
     void requests_failed_on_close(std::uint64_t n) noexcept { failed_on_close_.fetch_add(n, std::memory_order_relaxed); }
     void reconnect_attempt() noexcept { bump(reconnect_attempts_); }
     void reconnect_failure() noexcept { bump(reconnect_failures_); }
+    void closed_while_scaled() noexcept { bump(closes_while_scaled_); }
 
     counters_snapshot snapshot() const noexcept;
 
@@ -55,6 +57,7 @@ private:
     std::array<counter, rtt_bucket_bounds.size() + 1> rtt_buckets_{};
     counter requests_{0}, request_timeouts_{0}, failed_on_close_{0};
     counter reconnect_attempts_{0}, reconnect_failures_{0};
+    counter closes_while_scaled_{0};
 };
 
 } // namespace heartwheel::net

@@ -29,23 +29,25 @@ class idle_state {
 public:
     using handler = std::function<void(idle_event)>;
 
-    /// Validates the policy (config_error) and starts the enabled timers from now.
-    idle_state(timer_service& svc, const idle_policy& policy, handler on_idle);
+    /// Validates the policy (config_error) and starts the enabled timers from now. With `scale`,
+    /// the kinds that `overload` gives a min shrink under pressure (timeout_scale.hpp).
+    idle_state(timer_service& svc, const idle_policy& policy, handler on_idle,
+               const overload_policy* overload = nullptr, timeout_scale* scale = nullptr);
     idle_state(const idle_state&) = delete;
     idle_state& operator=(const idle_state&) = delete;
 
-    void on_read(time_point stamp) noexcept {
+    void on_read(time_point stamp) {
         reader_.touch(stamp);
         all_.touch(stamp);
     }
     void on_read() { on_read(svc_.stamp()); }
-    void on_write_complete(time_point stamp) noexcept {
+    void on_write_complete(time_point stamp) {
         writer_.touch(stamp);
         all_.touch(stamp);
     }
     void on_write_complete() { on_write_complete(svc_.stamp()); }
     /// Some bytes of a write went out; counts only if write_progress_is_activity.
-    void on_write_progress(time_point stamp) noexcept {
+    void on_write_progress(time_point stamp) {
         if (policy_.write_progress_is_activity) on_write_complete(stamp);
     }
     void on_write_progress() { on_write_progress(svc_.stamp()); }

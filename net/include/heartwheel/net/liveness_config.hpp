@@ -4,6 +4,7 @@
 //   [idle]       reader_idle = "30s"
 //   [heartbeat]  interval = "10s"   timeout = 5000   misses = 3   jitter = 0.1
 //   [backoff]    strategy = "decorrelated"   max = "2m"
+//   [overload]   threshold = 0.8   reader_idle_min = "5s"   max_age_min = "25%"
 // A duration is a string with a unit ("500ms", "30s", "2m", "1h") or an integer in the field's unit:
 // milliseconds, except keepalive.idle and keepalive.interval (seconds). A string without a unit, a
 // number where a string belongs, unknown tables or keys and out-of-range values raise config_error
@@ -29,6 +30,7 @@ struct liveness_config {
     backoff_policy backoff;
     server_limits limits;
     keepalive_options keepalive;
+    overload_policy overload;
 
     void validate() const;
 };

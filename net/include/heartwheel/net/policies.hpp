@@ -108,6 +108,33 @@ struct server_limits {
     void validate(const std::string& prefix = "limits") const;
 };
 
+/// How far a scalable timeout may shrink under overload: to an absolute `min`, or to `fraction` of
+/// its configured value (its max). Neither set: the timeout does not scale. The text form is a
+/// duration ("10s", a bare number is milliseconds) or a percentage of the max ("25%").
+struct scaled_min {
+    milliseconds min{0};
+    double fraction = 0.0; ///< 0 < fraction <= 1 when given as a percentage
+    bool enabled() const noexcept { return min.count() > 0 || fraction > 0.0; }
+    /// The min for a timeout whose max is `max`: never above max.
+    milliseconds of(milliseconds max) const noexcept;
+};
+/// Parses "25%" or a duration (see parse_duration; a bare integer is milliseconds).
+scaled_min parse_scaled_min(std::string_view text, const std::string& field);
+std::string to_string(const scaled_min& m);
+
+/// Timeouts that shrink under overload (Envoy's overload manager, reduce_timeouts): each timeout
+/// given a min scales between min and its configured value as the pressure rises above `threshold`
+/// — no scaling at or below it, linearly to the min at pressure 1 (timeout_scale.hpp).
+struct overload_policy {
+    double threshold = 0.8;
+    scaled_min reader_idle, writer_idle, all_idle, read_timeout, handshake_timeout, max_age;
+    bool any() const noexcept {
+        return reader_idle.enabled() || writer_idle.enabled() || all_idle.enabled() || read_timeout.enabled() ||
+               handshake_timeout.enabled() || max_age.enabled();
+    }
+    void validate(const std::string& prefix = "overload") const;
+};
+
 /// TCP keepalive and user-timeout socket options (see docs/liveness.md on why they complement,
 /// and do not replace, heartbeats). 0 leaves the system default. With keepalive on, user_timeout
 /// must be 0 or at least the probe interval (the kernel's 75 s when interval is 0): a shorter one
