@@ -42,7 +42,7 @@ struct population {
     explicit population(std::size_t n) : scale(svc, 0.5) {
         timers.reserve(n);
         auto add = [&] {
-            timers.push_back(std::make_unique<heartwheel::net::activity_timer>(svc, [](bool) {}));
+            timers.push_back(std::make_unique<heartwheel::net::activity_timer>(svc, nullptr, [](void*, bool) {}));
             timers.back()->start_scaled(scale, 1s, 10s, svc.now());
         };
         for (std::size_t i = 0; i < n / 2; ++i) add();

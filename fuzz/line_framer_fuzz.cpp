@@ -1,11 +1,14 @@
 // line_framer_fuzz.cpp — the echo server's line framer. Input: 2 bytes of max_line (1..1024), 1 byte
-// seeding the read sizes, then the byte stream. The stream is framed twice, in one piece per
-// read_chunk and in pseudo-random small reads, and each time checked against a plain reference split:
-// the same lines, none holding '\n' or longer than max_line, too_long exactly when the reference finds
-// a longer line, and never more than max_line + read_chunk bytes buffered.
+// seeding the read sizes and the stashes, then the byte stream. The stream is framed twice, in one
+// piece and in pseudo-random small reads that sometimes stop early and stash the rest (as the session
+// does under backpressure); each piece is lent from a scratch buffer that is scribbled over once it is
+// given back, and each time the result is checked against a plain reference split: the same lines,
+// none holding '\n' or longer than max_line, too_long exactly when the reference finds a longer line,
+// and never more kept than max_line bytes of a partial line plus what was stashed.
 #include "echo/line_framer.hpp"
 #include "fuzz_check.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -38,30 +41,43 @@ result frame(std::string_view in, std::size_t max_line, std::uint32_t seed) {
     echo::line_framer f(max_line);
     result r;
     std::string_view line;
-    while (!in.empty()) {
-        auto space = f.prepare();
-        std::size_t n = space.size();
-        if (seed != 0) { // small irregular reads
-            seed = seed * 1103515245u + 12345u;
-            n = 1 + (seed >> 16) % 97;
-        }
-        n = std::min(n, in.size());
-        std::memcpy(space.data(), in.data(), n);
-        f.commit(n);
-        in.remove_prefix(n);
-        FUZZ_CHECK(f.buffered() <= max_line + echo::line_framer::read_chunk, "buffer bounded");
+    std::string scratch;
+    auto take = [&](bool may_stop) { // false: too_long
         for (;;) {
+            if (may_stop && seed != 0) {
+                seed = seed * 1103515245u + 12345u;
+                if ((seed >> 16) % 4 == 0) {
+                    f.stash();
+                    return true;
+                }
+            }
             const auto s = f.next(line);
-            if (s == echo::line_framer::status::need_more) break;
+            if (s == echo::line_framer::status::need_more) return true;
             if (s == echo::line_framer::status::too_long) {
                 r.too_long = true;
-                return r;
+                return false;
             }
             FUZZ_CHECK(line.size() <= max_line, "line within max_line");
             FUZZ_CHECK(line.find('\n') == std::string_view::npos, "no newline inside a line");
             r.lines.emplace_back(line);
         }
+    };
+    while (!in.empty()) {
+        if (!take(false)) return r; // what an earlier read stashed comes first
+        std::size_t n = in.size();
+        if (seed != 0) { // small irregular reads
+            seed = seed * 1103515245u + 12345u;
+            n = std::min(n, std::size_t{1} + (seed >> 16) % 97);
+        }
+        scratch.assign(in.substr(0, n));
+        in.remove_prefix(n);
+        f.feed(scratch);
+        const bool ok = take(true);
+        FUZZ_CHECK(f.memory() == 0 || f.buffered() > 0, "no memory held for nothing");
+        std::fill(scratch.begin(), scratch.end(), '#'); // the chunk goes back
+        if (!ok) return r;
     }
+    take(false);
     return r;
 }
 

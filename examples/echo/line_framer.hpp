@@ -1,16 +1,21 @@
-// line_framer.hpp — splits a byte stream into '\n'-terminated lines of at most `max_line` bytes.
+// line_framer.hpp — splits a byte stream into '\n'-terminated lines of at most `max_line` bytes,
+// holding memory only for what a read left unfinished.
 //
-// The session reads into prepare() / commit() and takes lines out with next(). Invariants (fuzzed in
-// fuzz/line_framer_fuzz.cpp): the lines returned, each followed by '\n', are exactly a prefix of the
-// bytes committed, whatever sizes the reads came in; no line holds a '\n' or exceeds max_line bytes;
-// a line longer than max_line is reported as too_long as soon as max_line + 1 bytes of it are
-// buffered, so the buffer never holds more than max_line + 1 + read_chunk bytes. Each byte is
-// scanned for '\n' once, however the input is split.
+// The session lends it each read's bytes with feed() (a read_chunk from the thread's pool) and takes
+// lines out with next(): a line that lies whole in the bytes fed is returned in place, without a
+// copy. Only the tail of a read that is not yet a whole line — or, with stash(), whatever the session
+// could not handle before giving the chunk back (backpressure, a close) — is copied into the framer's
+// own buffer, which is released as soon as it has been handed out: an idle connection's framer holds
+// nothing.
+// Invariants (fuzzed in fuzz/line_framer_fuzz.cpp): the lines returned, each followed by '\n', are
+// exactly a prefix of the bytes fed, whatever sizes the reads came in and wherever stash() was
+// called; no line holds a '\n' or exceeds max_line; a line longer than max_line is reported as
+// too_long as soon as max_line + 1 bytes of it have been fed, so the framer never holds more than
+// max_line bytes of a partial line, plus what stash() kept; each byte is scanned for '\n' once.
 #ifndef HEARTWHEEL_ECHO_LINE_FRAMER_HPP
 #define HEARTWHEEL_ECHO_LINE_FRAMER_HPP
 
 #include <cstddef>
-#include <span>
 #include <string>
 #include <string_view>
 
@@ -19,27 +24,31 @@ namespace echo {
 class line_framer {
 public:
     enum class status { line, need_more, too_long };
-    /// Bytes asked for per read. Small, because every connection holds this much: lines longer than
-    /// this grow the buffer, and an empty buffer that grew is released (see prepare()).
-    static constexpr std::size_t read_chunk = 4096;
 
     explicit line_framer(std::size_t max_line) : max_line_(max_line) {}
 
-    /// Space for the next read (read_chunk bytes); moves unread bytes to the front first, and frees
-    /// a buffer that a long line grew once it is empty again.
-    std::span<char> prepare();
-    /// `n` bytes of the span from prepare() were filled.
-    void commit(std::size_t n);
-    /// The next complete line (without '\n'); the view stays valid until the next call of any member.
+    /// Lends the bytes of one read: they must stay valid until next() returns need_more (every byte
+    /// taken) or stash() is called. Call only when the bytes fed before were all taken or stashed.
+    void feed(std::string_view bytes) { in_ = bytes; }
+    /// The next complete line (without '\n'); the view stays valid until the next call of any member
+    /// (and while the bytes fed are).
     status next(std::string_view& line);
-    /// Bytes received but not yet returned as lines.
-    std::size_t buffered() const { return end_ - begin_; }
+    /// Copies the bytes fed and not yet taken into the framer's own buffer, so that the memory fed
+    /// can be given back; next() returns their lines later.
+    void stash();
+
+    /// Bytes received but not yet returned as lines (own and lent).
+    std::size_t buffered() const noexcept { return own_.size() - begin_ + in_.size(); }
+    /// Heap bytes the framer holds (0 while no partial line or stashed bytes are kept).
+    std::size_t memory() const noexcept;
 
 private:
-    std::string buf_;
-    std::size_t begin_ = 0; ///< first byte not yet returned
-    std::size_t scan_ = 0;  ///< bytes before this one hold no '\n' (begin_ <= scan_ <= end_)
-    std::size_t end_ = 0;   ///< end of committed bytes
+    void release_if_consumed();
+
+    std::string own_;       ///< kept across reads: a partial line, or stashed bytes
+    std::size_t begin_ = 0; ///< first byte of own_ not yet returned
+    std::size_t scan_ = 0;  ///< own_'s bytes before this one hold no '\n' (begin_ <= scan_ <= size)
+    std::string_view in_;   ///< lent by feed(), not yet taken
     std::size_t max_line_;
 };
 

@@ -281,6 +281,11 @@ std::string server::prometheus_text() const {
     head("heartwheel_idle_events_total", "counter", "Idle events, by kind.");
     os << "heartwheel_idle_events_total{kind=\"reader\"} " << c.reader_idle << "\nheartwheel_idle_events_total{kind=\"writer\"} "
        << c.writer_idle << "\nheartwheel_idle_events_total{kind=\"all\"} " << c.all_idle << '\n';
+    metric("heartwheel_read_buffers", "gauge", "Connections holding a read buffer (a partial line or unhandled lines).",
+           counters_.read_buffers.load());
+    metric("heartwheel_read_buffer_bytes", "gauge", "Heap bytes of those read buffers.", counters_.read_buffer_bytes.load());
+    metric("heartwheel_read_chunks_lent", "gauge", "Read chunks lent by the threads' pools and not yet given back.",
+           heartwheel::net::read_chunk::outstanding());
     metric("heartwheel_lines_total", "counter", "Lines received (data, PING and PONG).", counters_.lines.load());
     metric("heartwheel_pings_answered_total", "counter", "PING lines from peers answered with PONG.", counters_.pings_answered.load());
     metric("heartwheel_pings_sent_total", "counter", "Heartbeat pings sent.", c.pings_sent);

@@ -1,6 +1,7 @@
 // session.hpp — the echo protocol on one heartwheel::net::connection, for any stream (tcp::socket or
 // ssl::stream) and either timing (net's wheel liveness, or the per-socket steady_timer baseline).
-// Only the protocol lives here: lines up to --max-line bytes are split by line_framer; PING is
+// Only the protocol lives here: lines up to --max-line bytes are split by line_framer from the chunks
+// the stream's async_receive lends (an idle session holds no read buffer); PING is
 // answered, PONG consumed (it is not reader activity), everything else echoed; a too-long line closes
 // with the application's own reason `line-too-long`. The connection records all I/O (any byte proves
 // liveness to the heartbeat), queues and coalesces the replies, stops this session's reading while
@@ -37,6 +38,10 @@ public:
         w_.population_changed();
     }
     ~session() override {
+        if (held_) {
+            w_.counters.read_buffers.fetch_sub(1, std::memory_order_relaxed);
+            w_.counters.read_buffer_bytes.fetch_sub(held_, std::memory_order_relaxed);
+        }
         w_.sessions.erase(this);
         w_.counters.active.fetch_sub(1, std::memory_order_relaxed);
         w_.population_changed();
@@ -73,25 +78,38 @@ public:
     }
 
 private:
-    // Handles the lines already buffered, then reads more unless the connection is closing or its
-    // write queue is full (the connection's on_writable resumes it once drained).
+    // Handles the lines already kept, then receives more unless the connection is closing or its
+    // write queue is full (the connection's on_writable resumes it once drained). The receive holds
+    // no buffer while it waits; the chunk it brings is the thread's, lent to the framer until the
+    // lines in it are handled (what is left is stashed, then the chunk goes back).
     void read() {
-        if (reading_ || !handle_lines()) return;
+        if (reading_ || !handle_lines()) return account();
         reading_ = true;
-        const std::span<char> space = framer_.prepare();
-        conn_->stream().async_read_some(asio::buffer(space.data(), space.size()),
-                                        [self = this->shared_from_this()](std::error_code ec, std::size_t n) {
-                                            self->reading_ = false;
-                                            self->on_read(ec, n);
-                                        });
+        account();
+        conn_->stream().async_receive(
+            [self = this->shared_from_this()](std::error_code ec, heartwheel::net::read_chunk chunk) {
+                self->reading_ = false;
+                self->on_read(ec, chunk);
+            });
     }
 
-    void on_read(std::error_code ec, std::size_t n) {
+    void on_read(std::error_code ec, const heartwheel::net::read_chunk& chunk) {
         // A TLS peer that closes its socket without close_notify (most do) closed all the same.
         const bool peer_closed = ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
         if (ec) return conn_->abort(peer_closed ? close_reason::peer_closed : close_reason::io_error);
-        framer_.commit(n);
+        framer_.feed(chunk.bytes());
         read();
+        framer_.stash(); // the lines not handled yet (backpressure, a close) outlive the chunk
+        account();
+    }
+
+    // Keeps the worker's count of connections holding a read buffer (and its bytes) current.
+    void account() {
+        const std::size_t now = framer_.memory();
+        if (now == held_) return;
+        if ((now == 0) != (held_ == 0)) w_.counters.read_buffers.fetch_add(now ? 1 : std::uint64_t(-1), std::memory_order_relaxed);
+        w_.counters.read_buffer_bytes.fetch_add(now - held_, std::memory_order_relaxed);
+        held_ = now;
     }
 
     /// True when every complete line was handled and more bytes are wanted.
@@ -130,6 +148,7 @@ private:
     std::shared_ptr<connection_type> conn_;
     line_framer framer_;
     std::uint64_t ping_seq_ = 0;
+    std::size_t held_ = 0; ///< framer_.memory() as last counted
     bool reading_ = false;
 };
 

@@ -70,7 +70,7 @@ void activity_timer::expired(time_point now) {
     if (scaled_) scaled_->fired_at = now;
     svc_->schedule(*this, saturating_add(now, timeout_)); // repeat every period while idle (a scaled
                                                           // timer: its min, then its queue again)
-    cb_(first);                                           // last: the callback may destroy this timer
+    cb_(owner_, first);                                   // last: the callback may destroy this timer
 }
 
 } // namespace heartwheel::net

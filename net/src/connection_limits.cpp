@@ -12,15 +12,17 @@ connection_limits::connection_limits(timer_service& svc, const server_limits& li
                                      random_source rnd, const overload_policy* overload, timeout_scale* scale)
     : svc_(svc), limits_(limits), cbs_(std::move(cbs)), handshake_min_(overload ? overload->handshake_timeout : scaled_min{}),
       scale_(scale),
-      handshake_(svc, [this](bool) {
-          handshake_.stop();
-          if (cbs_.on_handshake_timeout) cbs_.on_handshake_timeout();
+      handshake_(svc, this, [](void* p, bool) {
+          auto& self = *static_cast<connection_limits*>(p);
+          self.handshake_.stop();
+          if (self.cbs_.on_handshake_timeout) self.cbs_.on_handshake_timeout();
       }),
-      age_(svc, [this](bool) {
-          age_.stop();
-          if (limits_.drain_grace.count() > 0)
-              svc_.schedule(drain_, svc_.deadline_after(std::chrono::duration_cast<duration>(limits_.drain_grace)));
-          if (cbs_.on_max_age) cbs_.on_max_age();
+      age_(svc, this, [](void* p, bool) {
+          auto& self = *static_cast<connection_limits*>(p);
+          self.age_.stop();
+          if (self.limits_.drain_grace.count() > 0)
+              self.svc_.schedule(self.drain_, self.svc_.deadline_after(std::chrono::duration_cast<duration>(self.limits_.drain_grace)));
+          if (self.cbs_.on_max_age) self.cbs_.on_max_age();
       }),
       drain_([this] { if (cbs_.on_drain_expired) cbs_.on_drain_expired(); }) {
     limits_.validate();

@@ -1,13 +1,15 @@
 // connection_liveness.cpp — one stamp per I/O event fanned out to every policy; one close decision.
 #include <heartwheel/net/connection_liveness.hpp>
 
+#include <utility>
+
 namespace heartwheel::net {
 
 connection_liveness::connection_liveness(timer_service& svc, asio::any_io_executor ex,
                                          const liveness_config& config, callbacks cbs,
                                          liveness_counters* counters, timeout_scale* scale,
                                          heartbeat::random_source rnd)
-    : svc_(svc), config_(config), cbs_(std::move(cbs)), counters_(counters), scale_(scale),
+    : svc_(svc), write_timeout_ms_(config.timeouts.write_timeout), cbs_(std::move(cbs)), counters_(counters), scale_(scale),
       idle_(svc, config.idle,
             [this](idle_event e) {
                 if (counters_) counters_->idle_event(static_cast<int>(e.kind));
@@ -18,8 +20,8 @@ connection_liveness::connection_liveness(timer_service& svc, asio::any_io_execut
                                                                : close_reason::all_idle);
             },
             &config.overload, scale),
-      read_timeout_(svc, [this](bool) { decide_close(close_reason::read_timeout); }),
-      write_timeout_(svc, [this](bool) { decide_close(close_reason::write_timeout); }),
+      read_timeout_(svc, this, [](void* self, bool) { static_cast<connection_liveness*>(self)->decide_close(close_reason::read_timeout); }),
+      write_timeout_(svc, this, [](void* self, bool) { static_cast<connection_liveness*>(self)->decide_close(close_reason::write_timeout); }),
       heartbeat_(svc, config.heartbeat,
                  {[this] {
                       if (counters_) counters_->ping_sent();
@@ -34,22 +36,25 @@ connection_liveness::connection_liveness(timer_service& svc, asio::any_io_execut
               {[this] { decide_close(close_reason::handshake_timeout); }, [this] { decide_close(close_reason::max_age); }, {}},
               rnd, &config.overload, scale),
       requests_(svc, std::move(ex), config.request, counters) {
-    config_.timeouts.validate();
-    config_.overload.validate();
-    read_timeout_.start(config_.timeouts.read_timeout, config_.overload.read_timeout, scale_, svc_.stamp());
+    config.timeouts.validate();
+    config.overload.validate();
+    read_timeout_.start(config.timeouts.read_timeout, config.overload.read_timeout, scale_, svc_.stamp());
+    const auto& o = config.overload;
+    const std::pair<close_reason, bool> scalable[] = {
+        {close_reason::reader_idle, o.reader_idle.enabled()},   {close_reason::writer_idle, o.writer_idle.enabled()},
+        {close_reason::all_idle, o.all_idle.enabled()},         {close_reason::read_timeout, o.read_timeout.enabled()},
+        {close_reason::handshake_timeout, o.handshake_timeout.enabled()}, {close_reason::max_age, o.max_age.enabled()}};
+    for (const auto& [why, on] : scalable) {
+        const auto bit = static_cast<unsigned>(why);
+        if (on && bit < 16) scaled_reasons_ |= static_cast<std::uint16_t>(1u << bit);
+    }
 }
 
 connection_liveness::~connection_liveness() { close(); }
 
 bool connection_liveness::scaled_reason(close_reason why) const noexcept {
-    const auto& o = config_.overload;
-    if (why == close_reason::reader_idle) return o.reader_idle.enabled();
-    if (why == close_reason::writer_idle) return o.writer_idle.enabled();
-    if (why == close_reason::all_idle) return o.all_idle.enabled();
-    if (why == close_reason::read_timeout) return o.read_timeout.enabled();
-    if (why == close_reason::handshake_timeout) return o.handshake_timeout.enabled();
-    if (why == close_reason::max_age) return o.max_age.enabled();
-    return false;
+    const auto bit = static_cast<unsigned>(why);
+    return bit < 16 && (scaled_reasons_ >> bit & 1u) != 0;
 }
 
 void connection_liveness::on_read(bool counts_as_idle_activity) {
@@ -60,8 +65,8 @@ void connection_liveness::on_read(bool counts_as_idle_activity) {
 }
 
 void connection_liveness::on_write_started() {
-    if (config_.timeouts.write_timeout.count() > 0 && !write_timeout_.running())
-        write_timeout_.start(std::chrono::duration_cast<duration>(config_.timeouts.write_timeout), svc_.stamp());
+    if (write_timeout_ms_.count() > 0 && !write_timeout_.running())
+        write_timeout_.start(std::chrono::duration_cast<duration>(write_timeout_ms_), svc_.stamp());
 }
 
 void connection_liveness::on_write_progress() {

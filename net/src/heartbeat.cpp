@@ -8,7 +8,7 @@ namespace heartwheel::net {
 
 heartbeat::heartbeat(timer_service& svc, const heartbeat_policy& policy, callbacks cbs, random_source rnd)
     : svc_(svc), policy_(policy), cbs_(std::move(cbs)), rnd_(std::move(rnd)),
-      pinger_(svc, [this](bool) { send_ping(); }), checker_(*this) {
+      pinger_(svc, this, [](void* self, bool) { static_cast<heartbeat*>(self)->send_ping(); }), checker_(*this) {
     policy_.validate();
     if (!rnd_) {
         rnd_ = &detail::unit_random;

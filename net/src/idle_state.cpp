@@ -15,9 +15,9 @@ const char* to_string(idle_kind k) noexcept {
 idle_state::idle_state(timer_service& svc, const idle_policy& policy, handler on_idle,
                        const overload_policy* overload, timeout_scale* scale)
     : svc_(svc), policy_(policy), on_idle_(std::move(on_idle)),
-      reader_(svc, [this](bool first) { on_idle_({idle_kind::reader, first}); }),
-      writer_(svc, [this](bool first) { on_idle_({idle_kind::writer, first}); }),
-      all_(svc, [this](bool first) { on_idle_({idle_kind::all, first}); }) {
+      reader_(svc, this, [](void* self, bool first) { static_cast<idle_state*>(self)->on_idle_({idle_kind::reader, first}); }),
+      writer_(svc, this, [](void* self, bool first) { static_cast<idle_state*>(self)->on_idle_({idle_kind::writer, first}); }),
+      all_(svc, this, [](void* self, bool first) { static_cast<idle_state*>(self)->on_idle_({idle_kind::all, first}); }) {
     policy_.validate();
     const time_point now = svc_.stamp();
     const overload_policy none;

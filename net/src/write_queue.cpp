@@ -8,31 +8,32 @@ void write_queue::append(std::initializer_list<std::string_view> parts) {
     for (auto p : parts) size += p.size();
     if (size == 0) return;
     // A new chunk when there is none, the last one is in flight, or the message would overflow it.
-    const bool last_in_flight = in_flight_ && chunks_.size() == 1;
-    if (chunks_.empty() || last_in_flight || (!chunks_.back().empty() && chunks_.back().size() + size > limits_.chunk_bytes)) {
-        chunks_.emplace_back();
-        chunks_.back().swap(spare_); // reuse the kept capacity, if any
-        chunks_.back().clear();
+    const std::size_t count = chunk_count();
+    const bool last_in_flight = in_flight_ && count == 1;
+    if (count == 0 || last_in_flight || back().size() + size > limits_.chunk_bytes) {
+        std::string& fresh = count == 0 ? front_ : rest_.emplace_back();
+        fresh.swap(spare_); // reuse the kept capacity, if any
+        fresh.clear();
     }
-    std::string& c = chunks_.back();
+    std::string& c = back();
     for (auto p : parts) c.append(p.data(), p.size());
     queued_ += size;
 }
 
 std::string_view write_queue::next_bytes() {
-    if (chunks_.empty()) return {};
+    if (front_.empty()) return {};
     in_flight_ = true;
-    return std::string_view(chunks_.front()).substr(offset_);
+    return std::string_view(front_).substr(offset_);
 }
 
 bool write_queue::consumed(std::size_t n) {
     offset_ += n;
     queued_ -= n;
-    if (offset_ < chunks_.front().size()) return false;
+    if (offset_ < front_.size()) return false;
     in_flight_ = false;
     offset_ = 0;
-    std::string done = std::move(chunks_.front());
-    chunks_.pop_front();
+    std::string done = std::move(front_);
+    pop_front();
     if (limits_.keep_capacity > 0 && done.capacity() <= limits_.keep_capacity && done.capacity() > spare_.capacity()) {
         done.clear();
         spare_.swap(done);
@@ -48,26 +49,34 @@ std::size_t heap_bytes(const std::string& s) noexcept {
 }
 } // namespace
 
+// The next chunk moves to the front; the list of the rest is released once it is empty.
+void write_queue::pop_front() noexcept {
+    front_.clear();
+    if (rest_.empty()) {
+        std::string().swap(front_);
+        return;
+    }
+    front_.swap(rest_.front());
+    rest_.erase(rest_.begin());
+    if (rest_.empty()) std::vector<std::string>().swap(rest_);
+}
+
 std::size_t write_queue::memory() const noexcept {
-    std::size_t m = heap_bytes(spare_);
-    for (const auto& c : chunks_) m += heap_bytes(c);
+    std::size_t m = heap_bytes(spare_) + heap_bytes(front_) + rest_.capacity() * sizeof(std::string);
+    for (const auto& c : rest_) m += heap_bytes(c);
     return m;
 }
 
 void write_queue::drop_pending() noexcept {
-    const std::size_t keep = in_flight_ ? 1 : 0;
-    while (chunks_.size() > keep) {
-        queued_ -= chunks_.back().size();
-        chunks_.pop_back();
-    }
-    if (!in_flight_) {
-        offset_ = 0;
-        queued_ = 0;
-    }
+    std::vector<std::string>().swap(rest_);
+    if (!in_flight_) std::string().swap(front_);
+    queued_ = in_flight_ ? front_.size() - offset_ : 0;
+    if (!in_flight_) offset_ = 0;
 }
 
 void write_queue::clear() noexcept {
-    chunks_.clear();
+    std::string().swap(front_);
+    std::vector<std::string>().swap(rest_);
     std::string().swap(spare_);
     offset_ = 0;
     queued_ = 0;

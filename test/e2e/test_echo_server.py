@@ -946,6 +946,64 @@ class Accounting(unittest.TestCase):
         self.run_mix(tls=True)
 
 
+class IdleBuffers(unittest.TestCase):
+    """An idle connection holds no read buffer: the server's own accounting (heartwheel_read_buffers)
+    shows none while connections wait between lines, one while a partial line is pending, and none
+    again once it is complete; over TCP and TLS."""
+
+    @staticmethod
+    def gauge(mport, name):
+        body = urllib.request.urlopen(f"http://127.0.0.1:{mport}/metrics", timeout=5).read().decode()
+        for line in body.splitlines():
+            if line.startswith(name + " "):
+                return int(float(line.split()[1]))
+        raise AssertionError(f"{name} missing from /metrics")
+
+    def wait_gauge(self, mport, name, want, timeout=5):
+        deadline = time.monotonic() + timeout
+        while (got := self.gauge(mport, name)) != want and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return got
+
+    def run_idle(self, tls):
+        with tempdir() as d:
+            flags = ["--metrics", "127.0.0.1:0", "--reader-idle", "20000", "--heartbeat-interval", "5000",
+                     "--max-age", "60000"]
+            ca = None
+            if tls:
+                cert, key = make_cert(d)
+                flags += ["--tls", "--cert", cert, "--key", key]
+                ca = cert
+            with Server(*flags) as srv:
+                mport = int(srv.proc.stdout.readline().strip().rsplit(":", 1)[1])
+                conns = []
+                for i in range(20):
+                    c = Line(srv.port, tls_ca=ca)
+                    c.send(f"line {i}\n")
+                    self.assertEqual(c.readline(), f"line {i}")
+                    conns.append(c)
+                self.assertEqual(self.gauge(mport, "heartwheel_connections"), 20)
+                self.assertEqual(self.wait_gauge(mport, "heartwheel_read_buffers", 0), 0)
+                self.assertEqual(self.gauge(mport, "heartwheel_read_buffer_bytes"), 0)
+                self.assertEqual(self.gauge(mport, "heartwheel_read_chunks_lent"), 0)
+                head = "p" * 100
+                conns[3].send(head)  # a partial line: kept until its newline comes
+                self.assertEqual(self.wait_gauge(mport, "heartwheel_read_buffers", 1), 1)
+                self.assertGreater(self.gauge(mport, "heartwheel_read_buffer_bytes"), 100)
+                conns[3].send("q\n")
+                self.assertEqual(conns[3].readline(), head + "q")
+                self.assertEqual(self.wait_gauge(mport, "heartwheel_read_buffers", 0), 0)
+                self.assertEqual(self.gauge(mport, "heartwheel_read_buffer_bytes"), 0)
+                for c in conns:
+                    c.close()
+
+    def test_tcp(self):
+        self.run_idle(tls=False)
+
+    def test_tls(self):
+        self.run_idle(tls=True)
+
+
 class Client(unittest.TestCase):
     KEYS = {"connects", "connect_failures", "reconnects", "requests", "responses", "timeouts", "pings_received",
             "pongs_sent", "closed_by_server", "rtt_ms"}

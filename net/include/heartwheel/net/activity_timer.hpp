@@ -27,9 +27,11 @@ namespace heartwheel::net {
 
 class activity_timer final : public timer_node {
 public:
-    using callback = std::function<void(bool first)>;
+    /// What an expiry calls: `fn(owner, first)` — a plain function and its object, not a
+    /// std::function (a connection has several of these timers; each costs 16 bytes, not 32).
+    using callback = void (*)(void* owner, bool first);
 
-    activity_timer(timer_service& svc, callback cb) : svc_(&svc), cb_(std::move(cb)) {}
+    activity_timer(timer_service& svc, void* owner, callback fn) : svc_(&svc), owner_(owner), cb_(fn) {}
     ~activity_timer() override { stop(); }
 
     /// Starts watching with `timeout` (zero or negative: stays disabled), counting from `since`.
@@ -72,6 +74,7 @@ private:
     void scaled_expired(time_point now) { expired(now); }
 
     timer_service* svc_;
+    void* owner_;
     callback cb_;
     duration timeout_{};
     time_point last_{};

@@ -74,13 +74,6 @@ struct connection_options {
     bool close_on_idle = true;
 };
 
-namespace detail {
-template <class T>
-struct is_ssl_stream : std::false_type {};
-template <class S>
-struct is_ssl_stream<asio::ssl::stream<S>> : std::true_type {};
-} // namespace detail
-
 /// A factory for the default Liveness: connection_liveness on `svc`, with `config` and `counters`,
 /// and with `scale` the timeouts config.overload scales (one timeout_scale per wheel).
 inline auto wheel_liveness(timer_service& svc, const liveness_config& config, liveness_counters* counters = nullptr,
@@ -96,7 +89,7 @@ class connection final : public std::enable_shared_from_this<connection<NextLaye
 public:
     using stream_type = liveness_stream<NextLayer>;
     using executor_type = typename NextLayer::executor_type;
-    static constexpr bool is_tls = detail::is_ssl_stream<NextLayer>::value;
+    static constexpr bool is_tls = detail::is_tls_stream<NextLayer>::value;
 
     /// `make_liveness(callbacks, executor)` returns a std::unique_ptr<Liveness> (wheel_liveness()).
     template <class MakeLiveness>

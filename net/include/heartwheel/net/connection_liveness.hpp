@@ -69,7 +69,6 @@ public:
 
     request_tracker<std::uint64_t>& requests() noexcept { return requests_; }
     const heartbeat& heartbeat_state() const noexcept { return heartbeat_; }
-    const liveness_config& config() const noexcept { return config_; }
     bool closed() const noexcept { return closed_; }
     /// Stops every timer and fails outstanding requests; idempotent. No callback runs afterwards.
     void close();
@@ -80,7 +79,10 @@ private:
     bool scaled_reason(close_reason why) const noexcept;
 
     timer_service& svc_;
-    liveness_config config_;
+    // Of the config, only what is judged after construction is kept (a connection does not carry a
+    // copy of the whole config): the write timeout, and which close reasons the overload scales.
+    milliseconds write_timeout_ms_;
+    std::uint16_t scaled_reasons_ = 0; ///< bit per close_reason (the scalable ones are all below 16)
     callbacks cbs_;
     liveness_counters* counters_;
     timeout_scale* scale_;

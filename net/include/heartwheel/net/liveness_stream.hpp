@@ -11,16 +11,28 @@
 // per-operation cancellation (asio::async_compose). As with an Asio socket, the stream may be
 // destroyed with operations pending: they complete with operation_aborted (each holds a small shared
 // core, not the stream). Use from the stream's executor only.
+//
+// async_receive is the read for servers with many quiet peers: it holds no buffer while it waits and
+// hands over the bytes in a read_chunk from the thread's pool. On a TCP socket it waits for
+// readability (async_wait) and then reads without blocking (the socket is put in non-blocking mode;
+// a read that filled its chunk tries again at once before waiting); on a TLS stream it waits with a
+// one-byte read — the record is then decrypted inside OpenSSL, and the rest of it (SSL_pending) is
+// read into the chunk; any other stream reads into a chunk taken up front (held while waiting).
 #ifndef HEARTWHEEL_NET_LIVENESS_STREAM_HPP
 #define HEARTWHEEL_NET_LIVENESS_STREAM_HPP
 
+#include <heartwheel/net/read_chunk.hpp>
+
 #include <asio/async_result.hpp>
+#include <asio/basic_stream_socket.hpp>
 #include <asio/buffer.hpp>
 #include <asio/compose.hpp>
+#include <asio/ssl/stream.hpp>
 
 #include <cstddef>
 #include <memory>
 #include <system_error>
+#include <type_traits>
 #include <utility>
 
 namespace heartwheel::net {
@@ -38,6 +50,17 @@ public:
 protected:
     ~stream_observer() = default;
 };
+
+namespace detail {
+template <class T>
+struct is_stream_socket : std::false_type {};
+template <class P, class E>
+struct is_stream_socket<asio::basic_stream_socket<P, E>> : std::true_type {};
+template <class T>
+struct is_tls_stream : std::false_type {};
+template <class S>
+struct is_tls_stream<asio::ssl::stream<S>> : std::true_type {};
+} // namespace detail
 
 template <class NextLayer>
 class liveness_stream {
@@ -73,10 +96,21 @@ public:
             io_op<ConstBuffers, true>{core_, &next_, buffers}, token, next_);
     }
 
+    /// Reads at least one byte without holding a buffer while it waits (see the top of this file).
+    /// Completes void(error_code, read_chunk): the bytes, recorded as activity; on an error the
+    /// chunk is empty. Bytes already read when an error follows are delivered first (the error
+    /// comes with the next receive).
+    template <class Token>
+    auto async_receive(Token&& token) {
+        return asio::async_compose<Token, void(std::error_code, read_chunk)>(receive_op{core_, &next_}, token, next_);
+    }
+
 private:
     /// What an operation needs after it started: the observer, or nullptr once the stream is gone.
     struct core {
         stream_observer* observer;
+        bool more_waiting = false; ///< the last receive filled its chunk: read before waiting
+        char probe = 0;            ///< TLS: the one byte a receive waits with
         std::error_code outcome(std::error_code ec) const noexcept {
             if (!ec || observer == nullptr) return ec;
             const std::error_code closed = observer->close_error();
@@ -108,6 +142,84 @@ private:
                 else c->observer->on_bytes_read(n);
             }
             self.complete(c->outcome(ec), n);
+        }
+    };
+
+    /// One receive: wait without a buffer, then read into a chunk.
+    struct receive_op {
+        std::shared_ptr<core> c;
+        NextLayer* next; ///< used only while the stream is alive (checked through c->observer)
+        read_chunk chunk{};
+        enum class step { start, waited, probed, read } at = step::start;
+
+        template <class Self>
+        void operator()(Self& self, std::error_code ec = {}, std::size_t n = 0) {
+            switch (at) {
+            case step::start:
+                if (auto closed = c->observer->close_error()) return self.complete(closed, read_chunk{});
+                if constexpr (detail::is_stream_socket<NextLayer>::value) {
+                    if (c->more_waiting) return read_now(self);
+                    return wait(self);
+                } else if constexpr (detail::is_tls_stream<NextLayer>::value) {
+                    at = step::probed;
+                    return next->async_read_some(asio::buffer(&c->probe, 1), std::move(self));
+                } else {
+                    chunk = read_chunk::take();
+                    at = step::read;
+                    return next->async_read_some(asio::buffer(chunk.data(), read_chunk::capacity), std::move(self));
+                }
+            case step::waited:
+                if (ec || c->observer == nullptr) return finish(self, ec ? ec : asio::error::operation_aborted, 0);
+                if constexpr (detail::is_stream_socket<NextLayer>::value) return read_now(self);
+                break;
+            case step::probed:
+                if (ec || n == 0 || c->observer == nullptr) return finish(self, ec, 0);
+                chunk = read_chunk::take();
+                chunk.data()[0] = c->probe;
+                chunk.set_size(1);
+                if constexpr (detail::is_tls_stream<NextLayer>::value) {
+                    // The rest of the record is decrypted already: this read completes without waiting.
+                    if (::SSL_pending(next->native_handle()) > 0) {
+                        at = step::read;
+                        return next->async_read_some(asio::buffer(chunk.data() + 1, read_chunk::capacity - 1),
+                                                     std::move(self));
+                    }
+                }
+                return finish(self, {}, 0);
+            case step::read: return finish(self, ec, n);
+            }
+        }
+
+        template <class Self>
+        void wait(Self& self) {
+            at = step::waited;
+            next->async_wait(asio::socket_base::wait_read, std::move(self));
+        }
+
+        template <class Self>
+        void read_now(Self& self) {
+            std::error_code ec;
+            if (!next->non_blocking()) next->non_blocking(true, ec);
+            chunk = read_chunk::take();
+            const std::size_t n = ec ? 0 : next->read_some(asio::buffer(chunk.data(), read_chunk::capacity), ec);
+            if (ec == asio::error::would_block || ec == asio::error::try_again) {
+                chunk.reset(); // nothing there after all: wait holding nothing
+                c->more_waiting = false;
+                return wait(self);
+            }
+            c->more_waiting = n == read_chunk::capacity;
+            finish(self, ec, n);
+        }
+
+        template <class Self>
+        void finish(Self& self, std::error_code ec, std::size_t n) {
+            chunk.set_size(chunk.size() + n);
+            if (!chunk.empty()) {
+                if (c->observer) c->observer->on_bytes_read(chunk.size());
+                return self.complete(std::error_code{}, std::move(chunk));
+            }
+            chunk.reset();
+            self.complete(c->outcome(ec), read_chunk{});
         }
     };
 

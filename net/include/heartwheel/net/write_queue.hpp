@@ -11,7 +11,9 @@
 //    last words replace it) never cuts a message, and what is in flight is at most one chunk;
 //  - queued() counts every byte not yet accepted by the kernel; memory() every byte really held
 //    (the chunks' capacities), which is what the limits judge — per-message overhead is zero;
-//  - a drained queue keeps at most one chunk of `keep_capacity` for reuse (none by default).
+//  - a drained queue keeps at most one chunk of `keep_capacity` for reuse (none by default), and
+//    nothing else: the first chunk lives in the queue object, only a backlog of several chunks
+//    allocates a list for the rest, released when the backlog is gone.
 // Backpressure: above_high_water() tells the reader to stop; below_low_water() to resume (a gap
 // between the two avoids flapping). The write timeout is the connection's business: each completed
 // write_some with n > 0 is progress; a peer that does not read stops all progress, whatever is queued.
@@ -20,10 +22,10 @@
 #define HEARTWHEEL_NET_WRITE_QUEUE_HPP
 
 #include <cstddef>
-#include <deque>
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace heartwheel::net {
 
@@ -70,7 +72,12 @@ public:
 
 private:
     write_queue_limits limits_;
-    std::deque<std::string> chunks_; ///< front: the write in flight (if any); [offset_, size) unsent
+    std::size_t chunk_count() const noexcept { return front_.empty() ? 0 : 1 + rest_.size(); }
+    std::string& back() noexcept { return rest_.empty() ? front_ : rest_.back(); }
+    void pop_front() noexcept;
+
+    std::string front_;             ///< the first chunk (the write in flight, if any); [offset_, size) unsent
+    std::vector<std::string> rest_; ///< chunks behind it (empty, and holding no memory, without a backlog)
     std::size_t offset_ = 0;
     std::size_t queued_ = 0;
     bool in_flight_ = false;

@@ -1,0 +1,182 @@
+// receive_test.cpp — liveness_stream::async_receive over real sockets on 127.0.0.1, TCP and TLS: a
+// receive that waits holds no read chunk (read_chunk::outstanding() stays 0), the bytes arrive whole
+// and in order however they are split (more than a chunk at once included), reads are recorded as
+// activity, end of stream and a policy close complete the receive with their errors. Bounded in time.
+#define BOOST_TEST_MODULE receive
+#include <boost/test/unit_test.hpp>
+
+#include <heartwheel/asio_wheel.hpp>
+#include <heartwheel/net/connection.hpp>
+
+#include <asio/io_context.hpp>
+#include <asio/ssl/context.hpp>
+#include <asio/write.hpp>
+
+#include <openssl/evp.h>
+#include <openssl/x509.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+using namespace std::chrono_literals;
+namespace net = heartwheel::net;
+using tcp = asio::ip::tcp;
+using tls = asio::ssl::stream<tcp::socket>;
+
+namespace {
+
+// A throwaway self-signed P-256 certificate, made in memory.
+void use_self_signed(asio::ssl::context& ctx) {
+    EVP_PKEY* key = EVP_EC_gen("P-256");
+    X509* x = X509_new();
+    ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
+    X509_gmtime_adj(X509_getm_notBefore(x), 0);
+    X509_gmtime_adj(X509_getm_notAfter(x), 3600);
+    X509_set_pubkey(x, key);
+    X509_NAME* name = X509_get_subject_name(x);
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>("localhost"), -1, -1, 0);
+    X509_set_issuer_name(x, name);
+    X509_sign(x, key, EVP_sha256());
+    BOOST_REQUIRE(SSL_CTX_use_certificate(ctx.native_handle(), x) == 1);
+    BOOST_REQUIRE(SSL_CTX_use_PrivateKey(ctx.native_handle(), key) == 1);
+    X509_free(x);
+    EVP_PKEY_free(key);
+}
+
+struct fixture {
+    asio::io_context io;
+    heartwheel::asio_wheel wheel{io.get_executor()};
+    net::liveness_counters counters;
+    tcp::acceptor acceptor{io, {asio::ip::make_address("127.0.0.1"), 0}};
+    tcp::socket peer{io};
+    asio::ssl::context server_ctx{asio::ssl::context::tls_server}, client_ctx{asio::ssl::context::tls_client};
+
+    tcp::socket accept_one() {
+        peer.connect(acceptor.local_endpoint());
+        return acceptor.accept();
+    }
+    template <class Stream>
+    std::shared_ptr<net::connection<Stream>> make(Stream s, const net::liveness_config& cfg = {}) {
+        return std::make_shared<net::connection<Stream>>(std::move(s), wheel, net::wheel_liveness(wheel, cfg, &counters),
+                                                         net::connection_hooks{}, &counters);
+    }
+    void run_for(std::chrono::milliseconds d) {
+        io.restart();
+        io.run_for(d);
+    }
+    void run_until(const std::function<bool()>& done, std::chrono::milliseconds limit = 5000ms) {
+        const auto end = std::chrono::steady_clock::now() + limit;
+        while (!done() && std::chrono::steady_clock::now() < end) run_for(2ms);
+        BOOST_TEST_REQUIRE(done(), "not done within the time limit");
+    }
+
+    /// Receives in a loop into `got` until an error, which it stores in `last`.
+    template <class Conn>
+    struct reader {
+        explicit reader(std::shared_ptr<Conn> conn) : c(std::move(conn)) {}
+        std::shared_ptr<Conn> c;
+        std::string got;
+        std::error_code last;
+        bool done = false, waiting = false;
+        std::size_t receives = 0;
+        void start() {
+            waiting = true;
+            c->stream().async_receive([this](std::error_code ec, net::read_chunk chunk) {
+                waiting = false;
+                if (ec) {
+                    BOOST_TEST(chunk.empty());
+                    last = ec;
+                    done = true;
+                    return;
+                }
+                BOOST_TEST(!chunk.empty());
+                BOOST_TEST(net::read_chunk::outstanding() >= 1u);
+                ++receives;
+                got.append(chunk.bytes());
+                start();
+            });
+        }
+    };
+};
+
+} // namespace
+
+BOOST_FIXTURE_TEST_CASE(tcp_receive_waits_without_a_chunk_and_brings_every_byte, fixture) {
+    fixture::reader<net::connection<tcp::socket>> r(make(accept_one()));
+    r.start();
+    run_for(20ms);
+    BOOST_TEST(r.waiting);
+    BOOST_TEST(net::read_chunk::outstanding() == 0u); // waiting holds nothing
+    asio::write(peer, asio::buffer(std::string("hello\n")));
+    run_until([&] { return r.got.size() == 6; });
+    BOOST_TEST(r.got == "hello\n");
+    // More than a chunk at once: everything arrives, in order, in more than one receive.
+    std::string big(5 * net::read_chunk::capacity + 123, '\0');
+    for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>('a' + i % 26);
+    asio::write(peer, asio::buffer(big));
+    run_until([&] { return r.got.size() == 6 + big.size(); });
+    BOOST_TEST((r.got.substr(6) == big));
+    BOOST_TEST(r.receives >= 6u);
+    run_for(10ms);
+    BOOST_TEST(r.waiting);
+    BOOST_TEST(net::read_chunk::outstanding() == 0u);
+    peer.shutdown(tcp::socket::shutdown_send);
+    run_until([&] { return r.done; });
+    BOOST_TEST((r.last == asio::error::eof));
+}
+
+// Receives are recorded: a peer that trickles a byte every 20 ms outlives a 100 ms reader idle; once
+// it stops, the policy closes the connection and the pending receive completes with timed_out.
+BOOST_FIXTURE_TEST_CASE(tcp_receive_is_reader_activity_and_a_policy_close_ends_it, fixture) {
+    net::liveness_config cfg;
+    cfg.idle.reader_idle = 100ms;
+    fixture::reader<net::connection<tcp::socket>> r(make(accept_one(), cfg));
+    r.start();
+    for (int i = 0; i < 15; ++i) {
+        asio::write(peer, asio::buffer("x", 1));
+        run_for(20ms);
+    }
+    BOOST_TEST(!r.c->closing());
+    BOOST_TEST(r.got == std::string(15, 'x'));
+    run_until([&] { return r.done; });
+    BOOST_TEST((r.c->reason() == net::close_reason::reader_idle));
+    BOOST_TEST((r.last == net::errc::timed_out));
+    BOOST_TEST(net::read_chunk::outstanding() == 0u);
+}
+
+// TLS: the receive waits with a one-byte read (no chunk), then takes the rest of the record; records
+// sent back to back (one TCP segment, several records) all arrive without more bytes from the peer.
+BOOST_FIXTURE_TEST_CASE(tls_receive_waits_without_a_chunk_and_brings_every_record, fixture) {
+    use_self_signed(server_ctx);
+    client_ctx.set_verify_mode(asio::ssl::verify_none);
+    auto c = make(tls(accept_one(), server_ctx));
+    tls client(std::move(peer), client_ctx);
+    bool server_ready = false, client_ready = false;
+    c->async_handshake(asio::ssl::stream_base::server, [&](std::error_code ec) { server_ready = !ec; });
+    client.async_handshake(asio::ssl::stream_base::client, [&](std::error_code ec) { client_ready = !ec; });
+    run_until([&] { return server_ready && client_ready; });
+
+    fixture::reader<net::connection<tls>> r(c);
+    r.start();
+    run_for(20ms);
+    BOOST_TEST(r.waiting);
+    BOOST_TEST(net::read_chunk::outstanding() == 0u);
+    std::string expected;
+    for (int i = 0; i < 3; ++i) { // three records, written without waiting for the reader
+        const std::string record = "record " + std::to_string(i) + std::string(100 * i, '.') + "\n";
+        asio::write(client, asio::buffer(record));
+        expected += record;
+    }
+    const std::string big(3 * net::read_chunk::capacity, 'B'); // several full records
+    asio::write(client, asio::buffer(big));
+    expected += big;
+    run_until([&] { return r.got.size() == expected.size(); });
+    BOOST_TEST((r.got == expected));
+    run_for(10ms);
+    BOOST_TEST(r.waiting);
+    BOOST_TEST(net::read_chunk::outstanding() == 0u);
+    client.lowest_layer().close();
+    run_until([&] { return r.done; });
+    BOOST_TEST(!!r.last);
+}
