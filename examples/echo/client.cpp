@@ -20,6 +20,7 @@
 #include <asio/write.hpp>
 
 #include <algorithm>
+#include <netinet/in.h>
 #include <charconv>
 #include <iostream>
 #include <sstream>
@@ -127,6 +128,7 @@ private:
         std::error_code ec;
         const auto address = asio::ip::make_address(ep.host == "localhost" ? "127.0.0.1" : ep.host, ec);
         if (ec) return failed_to_connect();
+        if (!c_.options().sources.empty() && !bind_source(address)) return failed_to_connect();
         const auto timeout = c_.options().reconnect ? reconnector_.connect_timeout() : std::chrono::milliseconds(10000);
         connect_deadline_ = c_.wheel().schedule_after(timeout, [weak = weak_from_this(), g = generation_] {
             if (auto self = weak.lock(); self && self->generation_ == g) self->failed_to_connect();
@@ -145,6 +147,21 @@ private:
 
     template <class Stream>
     void make_link(Stream stream);
+
+    // --source: this slot's local address (round robin). The port is left to connect()
+    // (IP_BIND_ADDRESS_NO_PORT), so each source address has the whole ephemeral range per server.
+    bool bind_source(const asio::ip::address& to) {
+        const auto& sources = c_.options().sources;
+        std::error_code ec;
+        const auto from = asio::ip::make_address(sources[index_ % sources.size()], ec);
+        if (ec || from.is_v4() != to.is_v4()) return false;
+        socket_->open(from.is_v4() ? tcp::v4() : tcp::v6(), ec);
+#if defined(IP_BIND_ADDRESS_NO_PORT)
+        if (!ec) socket_->set_option(asio::detail::socket_option::boolean<IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT>(true), ec);
+#endif
+        if (!ec) socket_->bind(tcp::endpoint(from, 0), ec);
+        return !ec;
+    }
 
     void failed_to_connect() {
         ++generation_;

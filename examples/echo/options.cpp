@@ -4,6 +4,9 @@
 // heartwheel::net's validate(), and its errors are reported with the flag or key the user wrote.
 #include "options.hpp"
 
+#include <asio/ip/address.hpp>
+#include <asio/ip/address_v4.hpp>
+
 #include <heartwheel/net/liveness_toml.hpp>
 
 #include <CLI/CLI.hpp>
@@ -322,6 +325,7 @@ server_options parse_server_options(int argc, const char* const* argv) {
         own_ms("stats-interval", "print a line of counters this often (0 = off)", o.stats_interval_ms),
         text_opt("metrics", "serve Prometheus text at http://HOST:PORT/metrics", metrics),
         own_ms("shutdown-grace", "on SIGINT/SIGTERM, how long connections get to say BYE", o.shutdown_grace_ms, 0, 60000),
+        switch_opt("reuse-port", "SO_REUSEPORT: several server processes may listen on the same port", o.reuse_port),
     };
     const auto sources = parse("echo_server", "heartwheel echo/heartbeat server", specs, l, argc, argv);
     if (timers == "wheel") o.timers = timer_mode::wheel;
@@ -337,10 +341,37 @@ server_options parse_server_options(int argc, const char* const* argv) {
     return o;
 }
 
+std::vector<std::string> parse_sources(const std::string& text, const std::string& who) {
+    const char* accepted = "IP addresses separated by commas, or ranges A-B of IPv4 addresses (at most 65536 in all)";
+    std::vector<std::string> out;
+    std::size_t at = 0;
+    while (at <= text.size()) {
+        const std::size_t comma = std::min(text.find(',', at), text.size());
+        const std::string item = text.substr(at, comma - at);
+        at = comma + 1;
+        std::error_code ec;
+        const std::size_t dash = item.find('-');
+        if (dash == std::string::npos) {
+            asio::ip::make_address(item, ec);
+            if (ec) bad(who, text, accepted);
+            out.push_back(item);
+        } else {
+            const auto first = asio::ip::make_address_v4(item.substr(0, dash), ec);
+            if (ec) bad(who, text, accepted);
+            const auto last = asio::ip::make_address_v4(item.substr(dash + 1), ec);
+            if (ec || last.to_uint() < first.to_uint() || last.to_uint() - first.to_uint() >= 65536) bad(who, text, accepted);
+            for (auto a = first.to_uint(); a <= last.to_uint() && out.size() <= 65536; ++a)
+                out.push_back(asio::ip::address_v4(a).to_string());
+        }
+        if (out.size() > 65536) bad(who, text, accepted);
+    }
+    return out;
+}
+
 client_options parse_client_options(int argc, const char* const* argv) {
     client_options o;
     auto& l = o.live;
-    std::string strategy = net::to_string(l.backoff.strategy);
+    std::string strategy = net::to_string(l.backoff.strategy), source;
     std::vector<spec> specs = {
         endpoint_opt("connect", "server address", o.connect),
         own_count("connections", "connections to open", o.connections, 1, 1'000'000),
@@ -368,6 +399,7 @@ client_options parse_client_options(int argc, const char* const* argv) {
         switch_opt("quiet", "no progress line on stderr", o.quiet),
         switch_opt("verbose", "log each connect, close and reconnect wait on stderr", o.verbose),
         own_count("connect-stagger-us", "microseconds between initial connects", o.connect_stagger_us, 0, 1'000'000, " (microseconds)"),
+        text_opt("source", "connect from these local addresses, round robin (A,B or A-B ranges of IPv4 addresses)", source),
     };
     const auto sources = parse("echo_client", "heartwheel echo/heartbeat client and load generator", specs, l, argc, argv);
     try {
@@ -376,6 +408,7 @@ client_options parse_client_options(int argc, const char* const* argv) {
         bad("--backoff-strategy", strategy, e.accepted());
     }
     if (o.tls && o.ca.empty() && !o.insecure) throw usage_error("--tls: give --ca FILE or --insecure");
+    if (!source.empty()) o.sources = parse_sources(source, "--source");
     derive_backoff(l.backoff, sources);
     validate_policies(l, sources);
     return o;

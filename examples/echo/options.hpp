@@ -50,6 +50,9 @@ struct server_options {
     std::int64_t stats_interval_ms = 0;
     std::optional<endpoint_spec> metrics;
     std::int64_t shutdown_grace_ms = 2000;
+    /// SO_REUSEPORT on the listening socket: several server processes share one port (the kernel
+    /// spreads connections over them), to serve more connections than one process has descriptors.
+    bool reuse_port = false;
 };
 
 struct client_options {
@@ -67,7 +70,13 @@ struct client_options {
     bool quiet = false;
     bool verbose = false; ///< log connects, closes and reconnect waits on stderr
     std::int64_t connect_stagger_us = 0; ///< spread the initial connects
+    /// Local addresses to connect from, round robin over the connections (empty: the kernel's
+    /// choice). Each source address has its own ~28,000 ephemeral ports towards one server.
+    std::vector<std::string> sources;
 };
+
+/// "127.0.0.2,127.0.0.5-127.0.0.9,::1" → each address (IPv4 ranges expanded, at most 65,536 in all).
+std::vector<std::string> parse_sources(const std::string& text, const std::string& who);
 
 server_options parse_server_options(int argc, const char* const* argv);
 client_options parse_client_options(int argc, const char* const* argv);

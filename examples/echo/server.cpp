@@ -31,10 +31,12 @@ asio::ip::tcp::endpoint resolve(asio::io_context& io, const endpoint_spec& e, co
     return results.begin()->endpoint();
 }
 
-void listen_on(asio::ip::tcp::acceptor& a, const asio::ip::tcp::endpoint& ep, const std::string& text) {
+void listen_on(asio::ip::tcp::acceptor& a, const asio::ip::tcp::endpoint& ep, const std::string& text,
+               bool reuse_port = false) {
     std::error_code ec;
     a.open(ep.protocol(), ec);
     if (!ec) a.set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec && reuse_port) a.set_option(asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>(true), ec);
     if (!ec) a.bind(ep, ec);
     if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
     if (ec) throw startup_error("cannot listen on " + text + ": " + ec.message());
@@ -76,7 +78,7 @@ server::server(const server_options& options)
             throw startup_error("--key " + options_.key + " does not match --cert " + options_.cert +
                                 " (it is not the certificate's private key)");
     }
-    listen_on(acceptor_, resolve(workers_[0]->io, options_.listen, "--listen"), options_.listen.text());
+    listen_on(acceptor_, resolve(workers_[0]->io, options_.listen, "--listen"), options_.listen.text(), options_.reuse_port);
     if (options_.metrics) {
         metrics_acceptor_.emplace(workers_[0]->io);
         listen_on(*metrics_acceptor_, resolve(workers_[0]->io, *options_.metrics, "--metrics"), options_.metrics->text());

@@ -28,8 +28,8 @@ class Server:
     """An echo_server on a free port of `host`; stopped (SIGTERM) on exit. `prefix` runs it through
     another command (the fault tests use `ip netns exec NS`, which execs, so the pid is the server's)."""
 
-    def __init__(self, *flags, expect_listen=True, host="127.0.0.1", prefix=()):
-        self.proc = subprocess.Popen([*prefix, SERVER, "--listen", f"{host}:0", *flags], stdout=subprocess.PIPE,
+    def __init__(self, *flags, expect_listen=True, host="127.0.0.1", prefix=(), port=0):
+        self.proc = subprocess.Popen([*prefix, SERVER, "--listen", f"{host}:{port}", *flags], stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
         self.host = host
         self.port = None

@@ -447,6 +447,62 @@ class Lifecycle(unittest.TestCase):
             self.assertIn(f"cannot listen on 127.0.0.1:{srv.port}", p.stderr)
 
 
+class PastOneProcess(unittest.TestCase):
+    """--reuse-port lets several server processes share one port (the kernel spreads connections over
+    them); echo_client --source spreads its connections over local addresses of 127.0.0.0/8."""
+
+    def test_two_servers_share_a_port_and_both_serve(self):
+        with Server("--reuse-port", "--metrics", "127.0.0.1:0") as a:
+            ma = int(a.proc.stdout.readline().strip().rsplit(":", 1)[1])
+            with Server("--reuse-port", "--metrics", "127.0.0.1:0", port=a.port) as b:
+                mb = int(b.proc.stdout.readline().strip().rsplit(":", 1)[1])
+                clients = [Line(a.port) for _ in range(24)]
+                for i, c in enumerate(clients):
+                    c.send(f"hi {i}\n")
+                    self.assertEqual(c.readline(), f"hi {i}")
+                on_a = IdleBuffers.gauge(ma, "heartwheel_connections")
+                on_b = IdleBuffers.gauge(mb, "heartwheel_connections")
+                self.assertEqual(on_a + on_b, 24)
+                self.assertGreater(on_a, 0)  # 24 connections all on one side: odds of 2^-23
+                self.assertGreater(on_b, 0)
+                for c in clients:
+                    c.close()
+        # Without --reuse-port the second server cannot listen there.
+        with Server() as srv:
+            p = subprocess.run([SERVER, "--reuse-port", "--listen", f"127.0.0.1:{srv.port}"], capture_output=True,
+                               text=True, timeout=10)
+            self.assertEqual(p.returncode, 1)
+
+    def test_client_connects_from_each_source_address(self):
+        with socket.socket() as lsock:
+            lsock.bind(("127.0.0.1", 0))
+            lsock.listen(64)
+            lsock.settimeout(10)
+            port = lsock.getsockname()[1]
+            client = subprocess.Popen([CLIENT, "--quiet", "--connect", f"127.0.0.1:{port}", "--connections", "6",
+                                       "--send-interval", "0", "--duration", "3000",
+                                       "--source", "127.0.0.2,127.0.0.5-127.0.0.6"],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                peers = []
+                for _ in range(6):
+                    conn, addr = lsock.accept()
+                    peers.append(addr[0])
+                    conn.close()
+            finally:
+                client.kill()
+                client.wait()
+            self.assertEqual(sorted(peers), ["127.0.0.2", "127.0.0.2", "127.0.0.5", "127.0.0.5", "127.0.0.6",
+                                             "127.0.0.6"])
+
+    def test_bad_source_exits_2_naming_the_flag(self):
+        for bad in ("nonsense", "127.0.0.9-127.0.0.1", "10.0.0.0-10.2.0.0"):
+            p = subprocess.run([CLIENT, "--source", bad], capture_output=True, text=True, timeout=10)
+            self.assertEqual(p.returncode, 2, (bad, p.stderr))
+            self.assertIn("--source", p.stderr)
+            self.assertIn("ranges A-B", p.stderr)
+
+
 class BadInput(unittest.TestCase):
     def run_server(self, *args):
         return subprocess.run([SERVER, *args], capture_output=True, text=True, timeout=10)

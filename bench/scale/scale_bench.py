@@ -1,0 +1,270 @@
+"""scale_bench.py — 100,000 live connections on one machine, all with reader idle, heartbeats (every
+connection pinged and answering) and max age, then the death of every client at once.
+
+The server processes share one port (--reuse-port), as many as the per-process descriptor limit
+needs; the echo_client processes spread their connections over source addresses of 127.0.0.0/8
+(--source), each address having its own ephemeral ports. Everything stays on 127.0.0.0/8. The
+heartbeat interval has ±10 % jitter, as deployed (connections made together spread their pings).
+
+Phase 1 (steady): once every connection is up, a window of --seconds: total server RSS and per
+connection, kernel socket memory (/proc/net/sockstat, /proc/meminfo Slab), server CPU per 1,000
+heartbeats, the wheels' wake-ups per second, the p99 ping round trip (the servers' RTT histogram over
+the window), and closes for a liveness reason (there must be none: every client answers).
+Phase 2 (death): every client is stopped (SIGSTOP; its kernel still ACKs, it answers nothing). Each
+connection is judged heartbeat-timeout at its next ping + the timeout: the first close may come no
+earlier than the stop + timeout, the last no later than the stop + 1.1 × interval + timeout + one tick
+(plus 100 ms for the metrics' polling). Reported: when the closes began and ended, the closing burst's
+server CPU, and the wheels' fire lateness during it (histogram delta).
+Prints Markdown and writes JSON (--out).
+    python3 bench/scale/scale_bench.py [--connections 100000] [--seconds 30]"""
+import argparse
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+BUILD = os.environ.get("HEARTWHEEL_BUILD", os.path.join(ROOT, "build"))
+SERVER = os.path.join(BUILD, "examples", "echo_server")
+CLIENT = os.path.join(BUILD, "examples", "echo_client")
+TICKS = os.sysconf("SC_CLK_TCK")
+PER_PROCESS = 15000  # connections per process, under a 20,000-descriptor limit with room for hashing skew
+JITTER = 0.1  # heartbeat interval ±10 %, as a deployment would run it (pings of connections made together spread)
+
+
+def proc_cpu_rss(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / TICKS
+    rss = 0
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                rss = int(line.split()[1])
+    return cpu, rss
+
+
+def sockstat_tcp():
+    with open("/proc/net/sockstat") as f:
+        for line in f:
+            if line.startswith("TCP:"):
+                w = line.split()
+                return {w[i]: int(w[i + 1]) for i in range(1, len(w) - 1, 2)}
+    return {}
+
+
+def slab_kib():
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("Slab:"):
+                return int(line.split()[1])
+    return 0
+
+
+def scrape(mport):
+    """The server's metrics: plain samples by name (labels kept in the name)."""
+    body = urllib.request.urlopen(f"http://127.0.0.1:{mport}/metrics", timeout=10).read().decode()
+    out = {}
+    for line in body.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            out[name] = float(value)
+    return out
+
+
+def total(scrapes, name):
+    return sum(s.get(name, 0.0) for s in scrapes)
+
+
+def histogram(scrapes, name):
+    """{upper bound: cumulative count} summed over servers."""
+    h = {}
+    for s in scrapes:
+        for k, v in s.items():
+            if k.startswith(name + "_bucket{le=\""):
+                le = k.split('le="', 1)[1].split('"', 1)[0]
+                bound = math.inf if le == "+Inf" else float(le)
+                h[bound] = h.get(bound, 0.0) + v
+    return h
+
+
+def quantile(h_after, h_before, q):
+    """The upper bound of the bucket holding quantile q of the observations between two scrapes."""
+    bounds = sorted(h_after)
+    n = h_after[math.inf] - h_before.get(math.inf, 0.0)
+    if n <= 0:
+        return None
+    for b in bounds:
+        if h_after[b] - h_before.get(b, 0.0) >= q * n:
+            return b
+    return math.inf
+
+
+def liveness_closes(scrapes):
+    reasons = ("reader-idle", "writer-idle", "all-idle", "heartbeat-timeout", "read-timeout", "write-timeout",
+               "max-age", "handshake-timeout")
+    return {r: int(total(scrapes, f'heartwheel_closes_total{{reason="{r}"}}')) for r in reasons
+            if total(scrapes, f'heartwheel_closes_total{{reason="{r}"}}')}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--connections", type=int, default=100000)
+    ap.add_argument("--seconds", type=int, default=30, help="the steady window")
+    ap.add_argument("--heartbeat-interval", type=int, default=10000)
+    ap.add_argument("--heartbeat-timeout", type=int, default=5000)
+    ap.add_argument("--tick", type=int, default=10)
+    ap.add_argument("--per-process", type=int, default=PER_PROCESS, help="connections per server / client process")
+    ap.add_argument("--out", default=os.path.join(ROOT, "docs", "scale_bench.json"))
+    a = ap.parse_args()
+    n = a.connections
+    procs = max(1, math.ceil(n / a.per_process))
+    interval, timeout, tick = a.heartbeat_interval, a.heartbeat_timeout, a.tick
+    flags = ["--reuse-port", "--metrics", "127.0.0.1:0", "--max-connections", "25000", "--tick", str(tick),
+             "--reader-idle", "3600000", "--heartbeat-interval", str(interval), "--heartbeat-timeout", str(timeout),
+             "--heartbeat-misses", "1", "--heartbeat-jitter", str(JITTER), "--max-age", "7200000", "--shutdown-grace", "0"]
+    servers, mports, clients = [], [], []
+    try:
+        port = 0
+        for i in range(procs):
+            p = subprocess.Popen([SERVER, "--listen", f"127.0.0.1:{port}", *flags], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+            line = p.stdout.readline()
+            if not line.startswith("listening on "):
+                raise SystemExit(f"server {i} did not start: {line!r} {p.stderr.read()}")
+            port = int(line.strip().rsplit(":", 1)[1])
+            mports.append(int(p.stdout.readline().strip().rsplit(":", 1)[1]))
+            servers.append(p)
+        time.sleep(0.5)
+        base_rss = sum(proc_cpu_rss(p.pid)[1] for p in servers)
+        slab0 = slab_kib()
+        per_client = math.ceil(n / procs)
+        for j in range(procs):
+            count = min(per_client, n - j * per_client)
+            # Four source addresses per client: ~3,750 connections each, far below the ~28,000 ports.
+            src = f"127.1.{j}.1-127.1.{j}.4"
+            clients.append(subprocess.Popen(
+                [CLIENT, "--quiet", "--connect", f"127.0.0.1:{port}", "--connections", str(count), "--send-interval",
+                 "0", "--answer-pings", "yes", "--duration", "3600000", "--connect-stagger-us", "100", "--source", src],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        t0 = time.monotonic()
+        while True:
+            up = total([scrape(m) for m in mports], "heartwheel_connections")
+            if up >= n:
+                break
+            if time.monotonic() - t0 > 120:
+                raise SystemExit(f"only {up:.0f} of {n} connections came up in 120 s")
+            time.sleep(0.5)
+        connect_s = time.monotonic() - t0
+        time.sleep(2)  # the accept bursts are over
+        # Phase 1: steady.
+        before = [scrape(m) for m in mports]
+        cpu0 = sum(proc_cpu_rss(p.pid)[0] for p in servers)
+        time.sleep(a.seconds)
+        after = [scrape(m) for m in mports]
+        figures = [proc_cpu_rss(p.pid) for p in servers]
+        cpu1, rss = sum(f[0] for f in figures), sum(f[1] for f in figures)
+        slab1, sock1 = slab_kib(), sockstat_tcp()
+        pings = total(after, "heartwheel_pings_sent_total") - total(before, "heartwheel_pings_sent_total")
+        pongs = total(after, "heartwheel_pongs_received_total") - total(before, "heartwheel_pongs_received_total")
+        wakeups = total(after, "heartwheel_driver_wakeups_total") - total(before, "heartwheel_driver_wakeups_total")
+        rtt_p99 = quantile(histogram(after, "heartwheel_rtt_seconds"), histogram(before, "heartwheel_rtt_seconds"), 0.99)
+        steady = {
+            "connections": int(total(after, "heartwheel_connections")), "server_processes": procs,
+            "connect_seconds": round(connect_s, 1), "window_s": a.seconds,
+            "server_rss_mib": round(rss / 1024, 1), "server_rss_per_connection_bytes": round((rss - base_rss) * 1024 / n),
+            "kernel_tcp_sockets_in_use": sock1.get("inuse", 0), "kernel_tcp_buffer_pages": sock1.get("mem", 0),
+            "kernel_slab_per_socket_bytes": round((slab1 - slab0) * 1024 / (2 * n)),
+            "server_cpu_s": round(cpu1 - cpu0, 2), "pings": int(pings), "pongs": int(pongs),
+            "cpu_ms_per_1000_heartbeats": round((cpu1 - cpu0) * 1e6 / max(1, pings), 2),
+            "wakeups_per_s": round(wakeups / a.seconds, 1), "rtt_p99_ms_at_most": None if rtt_p99 is None else rtt_p99 * 1000,
+            "read_buffers": int(total(after, "heartwheel_read_buffers")),
+            "liveness_closes": liveness_closes(after),
+        }
+        # Phase 2: every client dies at once.
+        late0 = histogram(after, "heartwheel_timer_lateness_seconds")
+        cpu2 = sum(proc_cpu_rss(p.pid)[0] for p in servers)
+        for c in clients:
+            c.send_signal(signal.SIGSTOP)
+        death = time.monotonic()
+        first = last = None
+        limit = death + (interval + timeout) / 1000 + 30
+        while time.monotonic() < limit:
+            closed = total([scrape(m) for m in mports], 'heartwheel_closes_total{reason="heartbeat-timeout"}')
+            now = time.monotonic() - death
+            if closed > 0 and first is None:
+                first = now
+            if closed >= n:
+                last = now
+                break
+            time.sleep(0.05)
+        final = [scrape(m) for m in mports]
+        cpu3 = sum(proc_cpu_rss(p.pid)[0] for p in servers)
+        late_p99 = quantile(histogram(final, "heartwheel_timer_lateness_seconds"), late0, 0.99)
+        late_max = quantile(histogram(final, "heartwheel_timer_lateness_seconds"), late0, 1.0)
+        earliest, latest = timeout / 1000, (interval * (1 + JITTER) + timeout + tick) / 1000 + 0.05 + 0.05
+        death_phase = {
+            "heartbeat_timeout_closes": int(total(final, 'heartwheel_closes_total{reason="heartbeat-timeout"}')),
+            "first_close_s": None if first is None else round(first, 3), "all_closed_s": None if last is None else round(last, 3),
+            "earliest_allowed_s": earliest, "latest_allowed_s": round(latest, 3),
+            "within_bounds": first is not None and last is not None and first >= earliest - 0.01 and last <= latest,
+            "burst_cpu_s": round(cpu3 - cpu2, 2),
+            "lateness_p99_ms_at_most": None if late_p99 is None else late_p99 * 1000,
+            "lateness_max_ms_at_most": None if late_max is None else late_max * 1000,
+            "other_closes": {k: v for k, v in liveness_closes(final).items() if k != "heartbeat-timeout"},
+        }
+    finally:
+        for c in clients:
+            try:
+                c.send_signal(signal.SIGCONT)
+                c.kill()
+                c.wait(timeout=30)
+            except Exception:
+                pass
+        for p in servers:
+            p.send_signal(signal.SIGTERM)
+        for p in servers:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+    result = {"steady": steady, "death": death_phase, "heartbeat_interval_ms": interval, "heartbeat_timeout_ms": timeout,
+              "tick_ms": tick, "machine": f"{os.cpu_count()} cores", "date": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    with open(a.out, "w") as f:
+        json.dump(result, f, indent=1)
+    s, d = steady, death_phase
+    print(f"{s['connections']} connections over {procs} server processes (--reuse-port) and {procs} clients "
+          f"(--source), up in {s['connect_seconds']} s; reader idle, heartbeat every {interval / 1000:g} s "
+          f"(timeout {timeout / 1000:g} s, every client answering) and max age on; wheel tick {tick} ms.\n")
+    print("| steady window | value |\n|---|---:|")
+    print(f"| server RSS, total | {s['server_rss_mib']} MiB |")
+    print(f"| server RSS per connection | {s['server_rss_per_connection_bytes']} B |")
+    print(f"| kernel slab per socket (approximate, both ends / 2) | {s['kernel_slab_per_socket_bytes']} B |")
+    print(f"| kernel TCP sockets in use / buffer pages (sockstat, machine-wide) | {s['kernel_tcp_sockets_in_use']} / "
+          f"{s['kernel_tcp_buffer_pages']} |")
+    print(f"| server CPU over {a.seconds} s | {s['server_cpu_s']} s |")
+    print(f"| heartbeats (pings sent / pongs) | {s['pings']} / {s['pongs']} |")
+    print(f"| server CPU per 1,000 heartbeats | {s['cpu_ms_per_1000_heartbeats']} ms |")
+    print(f"| driver wake-ups per second (all wheels) | {s['wakeups_per_s']} |")
+    print(f"| ping RTT p99 (histogram bucket bound) | ≤ {s['rtt_p99_ms_at_most']} ms |")
+    print(f"| read buffers held | {s['read_buffers']} |")
+    print(f"| closes for a liveness reason | {s['liveness_closes'] or 'none'} |")
+    print(f"\n| every client stopped | value |\n|---|---:|")
+    print(f"| closed heartbeat-timeout | {d['heartbeat_timeout_closes']} of {n} |")
+    print(f"| first / last close after the stop | {d['first_close_s']} s / {d['all_closed_s']} s |")
+    print(f"| allowed window | {d['earliest_allowed_s']} s .. {d['latest_allowed_s']} s |")
+    print(f"| within it | {'yes' if d['within_bounds'] else 'NO'} |")
+    print(f"| closing burst's server CPU | {d['burst_cpu_s']} s |")
+    print(f"| timer lateness p99 / max (bucket bounds) | ≤ {d['lateness_p99_ms_at_most']} ms / ≤ {d['lateness_max_ms_at_most']} ms |")
+    print(f"| other closes | {d['other_closes'] or 'none'} |")
+    ok = (s["connections"] >= n and not s["liveness_closes"] and d["within_bounds"] and not d["other_closes"]
+          and d["heartbeat_timeout_closes"] >= n)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
