@@ -66,6 +66,8 @@ server::server(const server_options& options)
         SSL_CTX* ctx = tls_->native_handle();
         SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
         SSL_CTX_set_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
+        // OpenSSL frees a connection's record buffers while it has nothing buffered (an idle connection).
+        SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
         if (SSL_CTX_set_cipher_list(ctx, options_.tls_ciphers.c_str()) != 1)
             throw startup_error("--tls-ciphers '" + options_.tls_ciphers + "' names no cipher suite OpenSSL supports");
         tls_->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 | asio::ssl::context::no_sslv3, ec);
