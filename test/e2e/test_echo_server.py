@@ -684,7 +684,10 @@ class HostilePeers(unittest.TestCase):
             for t in threads:
                 t.start()
             good = Line(srv.port)
-            peak, echoed, deadline = base, 0, time.monotonic() + 12
+            # Each flooder gets a few million one-byte lines echoed (what the server's socket buffer and
+            # its 1 MiB high-water mark take) before its writes stall; under ThreadSanitizer that alone
+            # takes ~10 s of the server's one thread, so sanitized builds get a longer bound.
+            peak, echoed, deadline = base, 0, time.monotonic() + (40 if SANITIZED else 12)
             while time.monotonic() < deadline and any(r is None for r in results):
                 good.send(f"still here {echoed}\n")
                 self.assertEqual(good.readline(timeout=5), f"still here {echoed}", "a healthy peer lost its echo")
