@@ -12,7 +12,7 @@ std::size_t line_framer::memory() const noexcept {
 }
 
 void line_framer::release_if_consumed() {
-    if (begin_ < own_.size()) return;
+    if (own_.empty() || begin_ < own_.size()) return; // nothing held, or still in use
     std::string().swap(own_); // everything was handed out: give the memory back
     begin_ = scan_ = 0;
 }

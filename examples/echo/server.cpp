@@ -235,7 +235,7 @@ std::string server::stats_line() const {
        << (c.rtt_samples ? static_cast<double>(c.rtt_total_us) / static_cast<double>(c.rtt_samples) / 1000.0 : 0.0)
        << " wheel=" << wheel;
     if (options_.live.overload.any())
-        os << " scale=" << heartwheel::net::scale_for_pressure(pressure_millis_.load() / 1000.0, options_.live.overload.threshold)
+        os << " scale=" << scale()
            << " closes_while_scaled=" << c.closes_while_scaled;
     return os.str();
 }
@@ -303,7 +303,7 @@ std::string server::prometheus_text() const {
               heartwheel::driver_stats::lateness_bounds_us, 1e-6, late, static_cast<double>(late_total_us) / 1e6);
     metric("heartwheel_overload_pressure", "gauge", "Connections or descriptors in use over their limit, the fuller.", pressure());
     metric("heartwheel_timeout_scale", "gauge", "Scaled timeouts at min + scale * (max - min); 1 = unscaled.",
-           heartwheel::net::scale_for_pressure(pressure_millis_.load() / 1000.0, options_.live.overload.threshold));
+           scale());
     metric("heartwheel_closes_while_scaled_total", "counter", "Closes by a scaled timeout while it was scaled.",
            c.closes_while_scaled);
     rlimit lim{};
@@ -370,6 +370,10 @@ double server::pressure() const {
     double p = active / static_cast<double>(options_.max_connections);
     if (fd_limit_ > 0) p = std::max(p, (static_cast<double>(fd_base_) + active) / static_cast<double>(fd_limit_));
     return std::min(p, 1.0);
+}
+
+double server::scale() const {
+    return heartwheel::net::scale_for_pressure(pressure_millis_.load() / 1000.0, options_.live.overload.threshold);
 }
 
 void server::population_changed() {

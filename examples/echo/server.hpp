@@ -55,6 +55,8 @@ private:
     /// Overload scaling: pressure = the fuller of connections over --max-connections and descriptors
     /// over their limit; a change of at least 0.001 is posted to every worker's timeout_scale.
     double pressure() const;
+    /// The timeout scale for the pressure last posted (what every worker's timeout_scale holds).
+    double scale() const;
     void population_changed();
     void start_timers(std::ostream& out);
 

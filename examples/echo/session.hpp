@@ -56,17 +56,17 @@ public:
         heartwheel::net::connection_hooks hooks;
         hooks.send_ping = [self] { self->send("PING " + std::to_string(++self->ping_seq_)); };
         hooks.last_words = [self](close_reason r) { self->send("BYE " + std::string(heartwheel::net::to_string(r))); };
-        hooks.on_writable = [self] { self->read(); };
+        hooks.on_writable = [self] { self->pump(); };
         conn_ = std::make_shared<connection_type>(std::move(*stream_), w_.wheel, std::forward<MakeLiveness>(make_liveness),
                                                   std::move(hooks), &w_.live_counters, opts);
         stream_.reset();
         conn_->apply_socket_options(w_.options.live.keepalive);
         if constexpr (connection_type::is_tls) {
             conn_->async_handshake(asio::ssl::stream_base::server, [self](std::error_code ec) {
-                if (!ec) self->read(); // a failure or timeout closed (and counted) it already
+                if (!ec) self->pump(); // a failure or timeout closed (and counted) it already
             });
         } else {
-            read();
+            pump();
         }
     }
 
@@ -78,14 +78,20 @@ public:
     }
 
 private:
-    // Handles the lines already kept, then receives more unless the connection is closing or its
-    // write queue is full (the connection's on_writable resumes it once drained). The receive holds
-    // no buffer while it waits; the chunk it brings is the thread's, lent to the framer until the
-    // lines in it are handled (what is left is stashed, then the chunk goes back).
-    void read() {
-        if (reading_ || !handle_lines()) return account();
-        reading_ = true;
+    // Handles the lines kept and lent, receives more unless the connection is closing or its write
+    // queue is full (the connection's on_writable pumps again once drained), then keeps what is left
+    // of the lent bytes (backpressure, a close) so that their chunk can go back, and counts it.
+    void pump() {
+        read();
+        framer_.stash();
         account();
+    }
+
+    // The receive holds no buffer while it waits; the chunk it brings is the thread's, lent to the
+    // framer for one pump.
+    void read() {
+        if (reading_ || !handle_lines()) return;
+        reading_ = true;
         conn_->stream().async_receive(
             [self = this->shared_from_this()](std::error_code ec, heartwheel::net::read_chunk chunk) {
                 self->reading_ = false;
@@ -98,9 +104,7 @@ private:
         const bool peer_closed = ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
         if (ec) return conn_->abort(peer_closed ? close_reason::peer_closed : close_reason::io_error);
         framer_.feed(chunk.bytes());
-        read();
-        framer_.stash(); // the lines not handled yet (backpressure, a close) outlive the chunk
-        account();
+        pump();
     }
 
     // Keeps the worker's count of connections holding a read buffer (and its bytes) current.

@@ -51,12 +51,11 @@ std::size_t heap_bytes(const std::string& s) noexcept {
 
 // The next chunk moves to the front; the list of the rest is released once it is empty.
 void write_queue::pop_front() noexcept {
-    front_.clear();
     if (rest_.empty()) {
         std::string().swap(front_);
         return;
     }
-    front_.swap(rest_.front());
+    front_ = std::move(rest_.front());
     rest_.erase(rest_.begin());
     if (rest_.empty()) std::vector<std::string>().swap(rest_);
 }
@@ -69,9 +68,13 @@ std::size_t write_queue::memory() const noexcept {
 
 void write_queue::drop_pending() noexcept {
     std::vector<std::string>().swap(rest_);
-    if (!in_flight_) std::string().swap(front_);
-    queued_ = in_flight_ ? front_.size() - offset_ : 0;
-    if (!in_flight_) offset_ = 0;
+    if (in_flight_) {
+        queued_ = front_.size() - offset_; // the rest of the write in flight stays
+        return;
+    }
+    std::string().swap(front_);
+    queued_ = 0;
+    offset_ = 0;
 }
 
 void write_queue::clear() noexcept {

@@ -902,6 +902,17 @@ class ProcessStall(unittest.TestCase):
               f"{bfinal['closes'].get('reader-idle', 0)} for reader-idle")
 
 
+def scrape_metrics(port):
+    """The server's /metrics samples: {name, labels included: value}."""
+    body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    samples = {}
+    for line in body.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            samples[name] = float(value)
+    return samples
+
+
 class Accounting(unittest.TestCase):
     """Every accepted connection is counted closed exactly once, with its reason: accepted = closes by
     reason + live, read from the Prometheus output, over TCP and TLS with good sessions, failed and
@@ -909,18 +920,11 @@ class Accounting(unittest.TestCase):
 
     @staticmethod
     def metrics(port):
-        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
-        accepted = live = None
-        closes = {}
-        for line in body.splitlines():
-            if line.startswith("heartwheel_accepted_total "):
-                accepted = int(float(line.split()[1]))
-            elif line.startswith("heartwheel_connections "):
-                live = int(float(line.split()[1]))
-            elif line.startswith("heartwheel_closes_total{"):
-                reason = line.split('reason="', 1)[1].split('"', 1)[0]
-                closes[reason] = int(float(line.split()[1]))
-        return accepted, live, closes
+        samples = scrape_metrics(port)
+        closes = {name.split('reason="', 1)[1].split('"', 1)[0]: int(v) for name, v in samples.items()
+                  if name.startswith("heartwheel_closes_total{")}
+        accepted, live = samples.get("heartwheel_accepted_total"), samples.get("heartwheel_connections")
+        return (None if accepted is None else int(accepted)), (None if live is None else int(live)), closes
 
     def settle(self, mport, live_expected, timeout=10):
         """Waits until the server shows `live_expected` live connections; returns its figures."""
@@ -1012,11 +1016,10 @@ class IdleBuffers(unittest.TestCase):
 
     @staticmethod
     def gauge(mport, name):
-        body = urllib.request.urlopen(f"http://127.0.0.1:{mport}/metrics", timeout=5).read().decode()
-        for line in body.splitlines():
-            if line.startswith(name + " "):
-                return int(float(line.split()[1]))
-        raise AssertionError(f"{name} missing from /metrics")
+        samples = scrape_metrics(mport)
+        if name not in samples:
+            raise AssertionError(f"{name} missing from /metrics")
+        return int(samples[name])
 
     def wait_gauge(self, mport, name, want, timeout=5):
         deadline = time.monotonic() + timeout

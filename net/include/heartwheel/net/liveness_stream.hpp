@@ -214,12 +214,12 @@ private:
         template <class Self>
         void finish(Self& self, std::error_code ec, std::size_t n) {
             chunk.set_size(chunk.size() + n);
-            if (!chunk.empty()) {
-                if (c->observer) c->observer->on_bytes_read(chunk.size());
-                return self.complete(std::error_code{}, std::move(chunk));
+            if (chunk.empty()) {
+                chunk.reset(); // an error brings no bytes: the chunk goes back
+                return self.complete(c->outcome(ec), std::move(chunk));
             }
-            chunk.reset();
-            self.complete(c->outcome(ec), read_chunk{});
+            if (c->observer) c->observer->on_bytes_read(chunk.size());
+            self.complete(std::error_code{}, std::move(chunk));
         }
     };
 

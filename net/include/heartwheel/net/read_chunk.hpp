@@ -44,7 +44,7 @@ public:
     std::string_view bytes() const noexcept { return {data_, size_}; }
     std::size_t size() const noexcept { return size_; }
     bool empty() const noexcept { return size_ == 0; }
-    /// `n` (at most capacity) bytes of space() hold data.
+    /// The first `n` (at most capacity) bytes of data() hold what was read.
     void set_size(std::size_t n) noexcept { size_ = n; }
     /// Gives the memory back to this thread's pool.
     void reset() noexcept;
