@@ -7,7 +7,7 @@ packages=(
   libasio-dev libssl-dev openssl
   libboost-test-dev libbenchmark-dev
   libtomlplusplus-dev libcli11-dev
-  libevent-dev libuv1-dev
+  libevent-dev libuv1-dev libev-dev
   clang libclang-rt-14-dev
   python3 python3-matplotlib procps iproute2 nftables netcat-openbsd valgrind
   sslscan prometheus

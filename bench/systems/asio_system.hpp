@@ -46,9 +46,12 @@ public:
         io_.restart();
         return io_.poll();
     }
-    void drain() {
+    /// A system on the real clock: time passing means running its loop once without blocking.
+    std::size_t advance_to(std::int64_t) {
+        const auto before = fired_counter();
         io_.restart();
         io_.poll();
+        return fired_counter() - before;
     }
 
 private:

@@ -55,6 +55,12 @@ public:
         event_base_loop(base_, EVLOOP_NONBLOCK);
         return fired_counter() - before;
     }
+    /// A system on the real clock: time passing means running its loop once without blocking.
+    std::size_t advance_to(std::int64_t) {
+        const auto before = fired_counter();
+        event_base_loop(base_, EVLOOP_NONBLOCK);
+        return fired_counter() - before;
+    }
 
 private:
     static void on_timer(evutil_socket_t, short, void*) { ++fired_counter(); }

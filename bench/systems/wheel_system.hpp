@@ -17,7 +17,7 @@ public:
         void on_expire() override { ++fired_counter(); }
     };
 
-    explicit wheel_system(std::size_t n) : now_(heartwheel::time_point{} + std::chrono::hours(1)), wheel_(now_), nodes_(n) {}
+    explicit wheel_system(std::size_t n) : now_(start_), wheel_(now_), nodes_(n) {}
 
     void arm(std::size_t i, std::int64_t delay) { wheel_.schedule(nodes_[i], now_ + std::chrono::nanoseconds(delay)); }
     void cancel(std::size_t i) { wheel_.cancel(nodes_[i]); }
@@ -27,17 +27,23 @@ public:
     void touch_tick(std::size_t i, std::uint64_t tick) { wheel_.touch_tick(nodes_[i], tick); }
     std::uint64_t tick_of(std::int64_t delay) const { return wheel_.tick_ceil(now_ + std::chrono::nanoseconds(delay)); }
     bool next_expiry() const { return wheel_.next_wakeup().has_value(); }
-    void advance_by(std::int64_t ns) { now_ += std::chrono::nanoseconds(ns); }
-    /// Expiry is measured on the real shape: deadlines spread over 1–30 s, then 31 s pass, so every
-    /// timer cascades down the levels before it fires.
-    void arm_expired(std::size_t i, std::int64_t spread_delay) { arm(i, spread_delay); }
-    std::size_t expire_all() {
-        advance_by(31'000'000'000);
+    /// Simulated time passes (ns since the start): fires what is due.
+    std::size_t advance_to(std::int64_t ns) {
+        now_ = start_ + std::chrono::nanoseconds(ns);
         return wheel_.advance(now_);
     }
+    std::int64_t now() const { return (now_ - start_).count(); }
+    /// Armed already due (deadline = now), as the other systems' delay-0 timers: fires from the due list.
+    void arm_expired(std::size_t i, std::int64_t) { wheel_.schedule(nodes_[i], now_); }
+    std::size_t expire_all() { return wheel_.advance(now_); }
+    /// The real shape: deadlines spread over 1–30 s, then 31 s pass, so every timer cascades down the
+    /// levels before it fires.
+    void arm_far(std::size_t i, std::int64_t spread_delay) { arm(i, spread_delay); }
+    std::size_t expire_far() { return advance_to(now() + 31'000'000'000); }
     std::size_t size() const { return wheel_.size(); }
 
 private:
+    static constexpr heartwheel::time_point start_ = heartwheel::time_point{} + std::chrono::hours(1);
     heartwheel::time_point now_;
     heartwheel::timing_wheel wheel_;
     std::vector<node> nodes_;

@@ -1,15 +1,15 @@
 // timing_wheel.cpp — filing, cascading and firing; see timing_wheel.hpp for the invariants.
 //
-// The slot lists are processed in place: a callback can cancel any timer still waiting in the slot
-// being processed (unlinking needs only the node), and nothing can be filed into that slot while it
-// is processed (a new deadline either is <= elapsed and goes to the due list, or differs from elapsed
-// below the slot's level). The due list is detached into a local list first, so timers re-armed by
-// their own callbacks land in the fresh due list and wait for the next advance.
+// A slot is processed by popping its last entry until it is empty: a callback can cancel any timer
+// still waiting in that slot (the slot stays dense), and nothing can be filed into it while it is
+// processed (a new deadline either is <= elapsed and goes to the due store, or differs from elapsed
+// below the slot's level). The due store is fired in deadline order from the front, so it is swapped
+// for the other due store first: timers re-armed by callbacks land in the fresh one and wait for the
+// next advance, and a cancel in the store being fired leaves a tombstone instead of moving an entry.
 #include <heartwheel/error.hpp>
 #include <heartwheel/timing_wheel.hpp>
 
 #include <algorithm>
-#include <bit>
 #include <stdexcept>
 #include <string>
 
@@ -17,11 +17,8 @@ namespace heartwheel {
 
 namespace {
 constexpr std::uint8_t flag_periodic = 1;
-
-unsigned level_for(std::uint64_t elapsed, std::uint64_t deadline) noexcept {
-    const auto top_bit = 63u - static_cast<unsigned>(std::countl_zero(elapsed ^ deadline));
-    return top_bit / timing_wheel::slot_bits;
-}
+/// How many entries ahead a slot's walk prefetches nodes: enough misses in flight to cover memory latency.
+constexpr std::uint32_t prefetch_distance = 12;
 } // namespace
 
 void wheel_config::validate() const {
@@ -59,12 +56,19 @@ std::error_code timing_wheel::to_error(placed p) noexcept {
 
 void timing_wheel::throw_placed(placed p) { throw std::system_error(to_error(p)); }
 
-std::uint64_t timing_wheel::tick_ceil(time_point t) const noexcept {
-    const auto ns = saturating_sub(t, start_).count(); // far past: 0 (due now); far future: max_tick_
-    if (ns <= 0) return 0;
-    const auto step = config_.tick.count();
-    const auto ticks = static_cast<std::uint64_t>(ns / step + (ns % step != 0 ? 1 : 0));
-    return ticks < max_tick_ ? ticks : max_tick_;
+// The hot check in place() is size_ < limit_; this decides what a miss means: the cap on pending
+// timers, or only that the slot storage must grow first (it never grows anywhere else).
+bool timing_wheel::make_room() noexcept {
+    if (size_ >= config_.max_pending) return false;
+    if (!pool_.reserve(size_ + batch_held_ + 1)) return false;
+    const std::size_t room = pool_.timers() > batch_held_ ? pool_.timers() - batch_held_ : 0;
+    limit_ = std::min(config_.max_pending, room);
+    return size_ < limit_;
+}
+
+timing_wheel::placed timing_wheel::place_foreign(timer_node& t, std::uint64_t d) noexcept {
+    t.wheel_->cancel(t);
+    return place(t, d);
 }
 
 std::uint64_t timing_wheel::tick_floor(time_point t) const noexcept {
@@ -80,90 +84,28 @@ duration timing_wheel::remaining(const timer_node& t, time_point now) const noex
     return left > duration::zero() ? left : duration::zero();
 }
 
-detail::list_head& timing_wheel::list_of(std::uint16_t slot) noexcept {
-    if (slot == due_slot) return due_;
-    return slots_[slot / slots_per_level][slot % slots_per_level];
+void timing_wheel::push_due(timer_node& t) noexcept {
+    if (t.deadline_ < due_max_) due_unsorted_ = true;
+    else due_max_ = t.deadline_;
+    pool_.push(due_, t);
 }
 
-std::uint16_t timing_wheel::slot_for(std::uint64_t d) const noexcept {
-    const unsigned level = level_for(elapsed_, d);
-    const auto index = static_cast<unsigned>((d >> (level * slot_bits)) & (slots_per_level - 1));
-    return static_cast<std::uint16_t>(level * slots_per_level + index);
-}
-
-void timing_wheel::file(timer_node& t) noexcept {
-    const std::uint64_t d = t.deadline_;
-    const bool rearmed_in_this_advance = advancing_ && t.fired_in_ == generation_ && d <= target_;
-    if (d <= elapsed_ || rearmed_in_this_advance) {
-        push_due(t);
+// Out of the store being walked (it keeps its order: the walk skips the tombstone), or out of the due
+// store (whose order the moved entry may break).
+void timing_wheel::unlink_special(timer_node& t) noexcept {
+    if (t.slot_ == batch_) {
+        pool_.tombstone(t);
         return;
     }
-    t.slot_ = slot_for(d);
-    const unsigned level = t.slot_ / slots_per_level, index = t.slot_ % slots_per_level;
-    slots_[level][index].push_back(t);
-    occupied_[level] |= std::uint64_t{1} << index;
+    pool_.remove(t);
+    due_unsorted_ = true;
 }
 
-void timing_wheel::push_due(timer_node& t) noexcept {
-    t.slot_ = due_slot;
-    if (!due_.empty() && t.deadline_ < node_of(due_.prev).deadline_) due_unsorted_ = true;
-    due_.push_back(t);
-}
-
-// Overdue timers fire in deadline order (oldest first), whatever order they were scheduled in. The
-// common case (appended in order) costs nothing; otherwise one stable sort of the batch.
-void timing_wheel::sort_due_batch(detail::list_head& batch) {
-    if (!due_unsorted_) return;
-    due_unsorted_ = false;
-    sort_scratch_.clear();
-    while (auto* h = batch.front()) {
-        h->unlink();
-        sort_scratch_.push_back(&node_of(h));
-    }
-    std::stable_sort(sort_scratch_.begin(), sort_scratch_.end(),
-                     [](const timer_node* a, const timer_node* b) { return a->deadline_ < b->deadline_; });
-    for (timer_node* t : sort_scratch_) batch.push_back(*t);
-    sort_scratch_.clear();
-}
-
-void timing_wheel::unlink(timer_node& t) noexcept {
-    t.list_hook::unlink();
-    if (t.slot_ == due_slot) return;
-    const unsigned level = t.slot_ / slots_per_level;
-    const unsigned index = t.slot_ % slots_per_level;
-    if (slots_[level][index].empty()) occupied_[level] &= ~(std::uint64_t{1} << index);
-}
-
-timing_wheel::placed timing_wheel::place(timer_node& t, std::uint64_t deadline_tick) noexcept {
-    if (stopped_) [[unlikely]]
-        return placed::stopped;
-    const std::uint64_t d = deadline_tick < max_tick_ ? deadline_tick : max_tick_;
-    if (t.state_ == timer_state::pending) {
-        if (t.wheel_ == this) [[likely]] {
-            // Same slot (a re-arm a little later usually is, above level 0): nothing to move. Not
-            // during an advance, where file() may have to put it on the due list instead.
-            if (!advancing_ && t.slot_ != due_slot && d > elapsed_ && slot_for(d) == t.slot_) {
-                t.deadline_ = d;
-                t.flags_ &= static_cast<std::uint8_t>(~flag_periodic);
-                return placed::ok;
-            }
-            unlink(t);
-            --size_;
-        } else {
-            t.wheel_->cancel(t);
-        }
-    }
-    if (size_ >= config_.max_pending) [[unlikely]] {
-        t.state_ = timer_state::cancelled;
-        return placed::full;
-    }
-    t.wheel_ = this;
-    t.deadline_ = d;
-    t.state_ = timer_state::pending;
-    t.flags_ &= static_cast<std::uint8_t>(~flag_periodic);
-    file(t);
-    ++size_;
-    return placed::ok;
+// A slot's store emptied by a removal: its occupancy bit goes when the slot's other store is empty too.
+void timing_wheel::slot_emptied(std::uint32_t store) noexcept {
+    const std::uint32_t slot = store >= start_stores ? store - start_stores : store;
+    if (pool_.empty(slot) && pool_.empty(slot + start_stores))
+        occupied_[slot / slots_per_level] &= ~(std::uint64_t{1} << (slot % slots_per_level));
 }
 
 std::error_code timing_wheel::try_schedule_tick(timer_node& t, std::uint64_t deadline_tick) noexcept {
@@ -172,10 +114,6 @@ std::error_code timing_wheel::try_schedule_tick(timer_node& t, std::uint64_t dea
 
 std::error_code timing_wheel::try_schedule(timer_node& t, time_point deadline) noexcept {
     return to_error(place(t, tick_ceil(deadline)));
-}
-
-void timing_wheel::schedule(timer_node& t, time_point deadline) {
-    check(place(t, tick_ceil(deadline)));
 }
 
 void timing_wheel::schedule_periodic(periodic_timer& t, time_point first, duration period,
@@ -188,21 +126,13 @@ void timing_wheel::schedule_periodic(periodic_timer& t, time_point first, durati
     t.policy_ = policy;
 }
 
-bool timing_wheel::cancel(timer_node& t) noexcept {
-    if (t.state_ != timer_state::pending || t.wheel_ != this) return false;
-    unlink(t);
-    --size_;
-    t.state_ = timer_state::cancelled;
-    if (size_ == 0 && empty_hook_ != nullptr && !advancing_) empty_hook_(empty_context_);
-    return true;
-}
-
 bool timing_wheel::touch(timer_node& t, time_point deadline) { return touch_tick(t, tick_ceil(deadline)); }
 
 std::uint64_t timing_wheel::filed_wakeup_tick(const timer_node& t) const noexcept {
-    if (t.slot_ == due_slot) return elapsed_;
-    const unsigned level = t.slot_ / slots_per_level;
-    const std::uint64_t index = t.slot_ % slots_per_level;
+    if (t.slot_ >= due_a) return elapsed_;
+    const unsigned slot = t.slot_ >= start_stores ? t.slot_ - start_stores : t.slot_;
+    const unsigned level = slot / slots_per_level;
+    const std::uint64_t index = slot % slots_per_level;
     const unsigned span_bits = (level + 1) * slot_bits;
     const std::uint64_t base = span_bits >= 64 ? 0 : elapsed_ & ~((std::uint64_t{1} << span_bits) - 1);
     return base + (index << (level * slot_bits));
@@ -211,7 +141,7 @@ std::uint64_t timing_wheel::filed_wakeup_tick(const timer_node& t) const noexcep
 std::optional<timing_wheel::slot_ref> timing_wheel::next_slot() const noexcept {
     for (unsigned level = 0; level < levels; ++level) {
         if (occupied_[level] == 0) continue;
-        const auto index = static_cast<unsigned>(std::countr_zero(occupied_[level]));
+        const auto index = static_cast<unsigned>(__builtin_ctzll(occupied_[level]));
         const unsigned span_bits = (level + 1) * slot_bits;
         const std::uint64_t base =
             span_bits >= 64 ? 0 : elapsed_ & ~((std::uint64_t{1} << span_bits) - 1);
@@ -221,7 +151,7 @@ std::optional<timing_wheel::slot_ref> timing_wheel::next_slot() const noexcept {
 }
 
 std::optional<std::uint64_t> timing_wheel::next_wakeup_tick() const noexcept {
-    if (!due_.empty()) return elapsed_;
+    if (!pool_.empty(due_)) return elapsed_;
     if (auto s = next_slot()) return s->start;
     return std::nullopt;
 }
@@ -231,6 +161,8 @@ std::optional<time_point> timing_wheel::next_wakeup() const noexcept {
     return std::nullopt;
 }
 
+// Re-filed before the callback runs. A next deadline not after this advance's target waits in the due
+// store: a periodic timer fires at most once per advance (missed_tick::burst catches up one a time).
 void timing_wheel::rearm_periodic(periodic_timer& t) noexcept {
     const std::uint64_t period = t.period_;
     std::uint64_t next = t.deadline_ + period;
@@ -239,88 +171,159 @@ void timing_wheel::rearm_periodic(periodic_timer& t) noexcept {
         next = t.deadline_ + period * ((target_ - t.deadline_) / period + 1);
     t.deadline_ = next < max_tick_ ? next : max_tick_;
     t.state_ = timer_state::pending;
-    file(t);
     ++size_;
+    if (t.deadline_ <= target_) push_due(t);
+    else file_later(t);
 }
 
 void timing_wheel::fire(timer_node& t) {
-    // t is already unlinked; size_ still counts it.
+    // t is already out of its store; size_ still counts it.
     --size_;
     ++fired_;
     t.state_ = timer_state::expired;
-    t.fired_in_ = generation_;
     if (t.flags_ & flag_periodic) rearm_periodic(static_cast<periodic_timer&>(t));
+    firing_ = &t;
     t.on_expire();
+    firing_ = nullptr;
 }
 
-// Fires the due list as it was when the advance began. Returns false if the budget ran out.
-bool timing_wheel::fire_due_batch() {
-    detail::list_head batch;
-    batch.splice_back(due_);
-    sort_due_batch(batch);
-    struct restore {
-        timing_wheel& w;
-        detail::list_head& batch;
-        ~restore() {
-            // What the budget left keeps its order, ahead of what callbacks added meanwhile.
-            if (!batch.empty() && !w.due_.empty() &&
-                node_of(batch.prev).deadline_ > node_of(w.due_.next).deadline_)
-                w.due_unsorted_ = true;
-            w.due_.splice_front(batch);
+// Sorts a due store by deadline (stable: equal deadlines keep their order), front to back.
+void timing_wheel::sort_store(std::uint32_t store) {
+    pool_.chunks_of(store, chunk_scratch_);
+    const std::uint32_t end = pool_.end(store);
+    sort_scratch_.clear();
+    for (std::size_t i = 0; i < chunk_scratch_.size(); ++i)
+        for (std::uint32_t e = chunk_scratch_[i] << pool::chunk_bits; e < pool::chunk_end(chunk_scratch_, i, end); ++e)
+            sort_scratch_.push_back(pool_.at(e));
+    std::stable_sort(sort_scratch_.begin(), sort_scratch_.end(),
+                     [](const timer_node* a, const timer_node* b) { return a->deadline_ < b->deadline_; });
+    std::size_t k = 0;
+    for (std::size_t i = 0; i < chunk_scratch_.size(); ++i)
+        for (std::uint32_t e = chunk_scratch_[i] << pool::chunk_bits; e < pool::chunk_end(chunk_scratch_, i, end); ++e) {
+            pool_.put(e, sort_scratch_[k]);
+            sort_scratch_[k++]->pos_ = e;
         }
-    } guard{*this, batch};
-    while (auto* h = batch.front()) {
-        if (!budget_left()) return false;
-        timer_node& t = node_of(h);
-        t.list_hook::unlink();
-        if (t.deadline_ > elapsed_) file(t); // touched later while it waited
-        else fire(t);
+    sort_scratch_.clear();
+}
+
+// Fires the due store as it was when the advance began, in deadline order. It is swapped for the other
+// due store first, so what callbacks put there waits for the next advance. False if the budget ran out.
+bool timing_wheel::fire_due_batch() {
+    if (pool_.empty(due_)) return true;
+    const std::uint32_t batch = due_;
+    if (due_unsorted_) sort_store(batch);
+    due_ = batch ^ 1u;
+    due_max_ = 0;
+    due_unsorted_ = false;
+    return walk(batch);
+}
+
+// Processes a store front to back (the order its timers were filed in, or deadline order for a due
+// batch): each timer fires, or is re-filed lower (a cascade, or a timer touched to a later deadline).
+// The store is detached first (it reads as empty) and nothing can be filed into it meanwhile; a
+// callback's cancel of one of its timers leaves a tombstone (batch_), so the walk never misses or
+// repeats an entry. Each chunk goes back to the pool once walked; the ones not walked yet are "held"
+// (batch_held_), so place() does not count on them. The nodes ahead are prefetched: the walk reads
+// contiguous entries, so their nodes' cache misses overlap. False if the budget ran out; what is left
+// (then, or when a callback throws) moves to the due store in order.
+bool timing_wheel::walk(std::uint32_t store) {
+    if (pool_.empty(store)) return true;
+    walk_state& w = walk_;
+    pool_.chunks_of(store, w.chunks);
+    w.end = pool_.end(store);
+    w.ci = 0;
+    w.e = w.chunks[0] << pool::chunk_bits;
+    pool_.detach(store);
+    batch_ = store;
+    batch_held_ = w.chunks.size() * pool::chunk_size;
+    limit_ = 0; // place() re-checks the room (make_room)
+    struct finish {
+        timing_wheel& wheel;
+        ~finish() { wheel.finish_walk(); }
+    } guard{*this};
+    for (; w.ci < w.chunks.size(); ++w.ci) {
+        const std::uint32_t first = w.chunks[w.ci] << pool::chunk_bits;
+        const std::uint32_t chunk_end = pool::chunk_end(w.chunks, w.ci, w.end);
+        const bool more = w.ci + 1 < w.chunks.size();
+        const std::uint32_t next_first = more ? w.chunks[w.ci + 1] << pool::chunk_bits : 0;
+        for (w.e = first; w.e < chunk_end; ++w.e) {
+            const std::uint32_t ahead = w.e + prefetch_distance;
+            if (ahead < chunk_end) __builtin_prefetch(pool_.at(ahead), 1);
+            else if (more) __builtin_prefetch(pool_.at(next_first + (ahead - chunk_end)), 1);
+            timer_node* t = pool_.at(w.e);
+            if (t == nullptr) continue;
+            if (!budget_left()) return false;
+            pool_.put(w.e, nullptr);
+            if (t->deadline_ > elapsed_) file_later(*t);
+            else fire(*t);
+        }
+        pool_.release(w.chunks[w.ci]);
+        batch_held_ -= pool::chunk_size;
+        if (more) w.e = next_first;
     }
     return true;
 }
 
-// Moves what is left of a slot to the due list when the fire budget ran out mid-slot.
-void timing_wheel::requeue_slot_rest(detail::list_head& slot) noexcept {
-    while (auto* h = slot.front()) {
-        timer_node& t = node_of(h);
-        t.list_hook::unlink();
-        push_due(t);
+// Ends a walk: entries not reached (the budget ran out, or a callback threw) go to the due store in
+// order, and their chunks back to the pool.
+void timing_wheel::finish_walk() noexcept {
+    walk_state& w = walk_;
+    for (; w.ci < w.chunks.size(); ++w.ci) {
+        const std::uint32_t first = w.chunks[w.ci] << pool::chunk_bits;
+        const std::uint32_t chunk_end = pool::chunk_end(w.chunks, w.ci, w.end);
+        if (w.e < first || w.e >= first + pool::chunk_size) w.e = first;
+        for (; w.e < chunk_end; ++w.e)
+            if (timer_node* t = pool_.at(w.e)) {
+                pool_.put(w.e, nullptr);
+                push_due(*t);
+            }
+        pool_.release(w.chunks[w.ci]);
     }
+    w.chunks.clear();
+    batch_ = no_store;
+    batch_held_ = 0;
+    limit_ = 0;
+}
+
+// Moves a whole store to the due store, in order (a slot left behind by a throwing callback).
+void timing_wheel::requeue(std::uint32_t store) noexcept {
+    if (pool_.empty(store)) return;
+    pool_.chunks_of(store, chunk_scratch_);
+    const std::uint32_t end = pool_.end(store);
+    for (std::size_t i = 0; i < chunk_scratch_.size(); ++i)
+        for (std::uint32_t e = chunk_scratch_[i] << pool::chunk_bits; e < pool::chunk_end(chunk_scratch_, i, end); ++e)
+            push_due(*pool_.at(e));
+    pool_.clear(store);
 }
 
 bool timing_wheel::process_slot(const slot_ref& s) {
-    detail::list_head& slot = slots_[s.level][s.index];
+    const std::uint32_t slot = s.level * slots_per_level + s.index;
     occupied_[s.level] &= ~(std::uint64_t{1} << s.index);
     elapsed_ = s.start;
-    // Whatever is left when the budget runs out (or a callback throws) moves to the due list, so the
+    // Whatever is left when the budget runs out (or a callback throws) moves to the due store, so the
     // invariant "no occupied slot at or behind elapsed" holds on every exit.
-    struct requeue {
+    struct requeue_rest {
         timing_wheel& w;
-        detail::list_head& slot;
-        ~requeue() { w.requeue_slot_rest(slot); }
+        std::uint32_t slot;
+        ~requeue_rest() { w.requeue(slot); }
     } guard{*this, slot};
-    // Callbacks may unlink nodes of this slot; nothing new can be filed here while it is processed.
-    while (auto* h = slot.front()) {
-        if (!budget_left()) return false;
-        timer_node& t = node_of(h);
-        t.list_hook::unlink();
-        if (t.deadline_ > elapsed_) file(t); // cascade to a lower level, or a lazily touched timer
-        else fire(t);
-    }
-    return true;
+    // The timers due at the slot's start fire first; then the rest cascade.
+    return walk(slot + start_stores) && walk(slot);
 }
 
 std::size_t timing_wheel::advance(time_point now) {
-    if (stopped_) return 0;
+    if (stopped_ || advancing_) return 0;
     const std::uint64_t target = std::max(tick_floor(now), elapsed_);
-    ++generation_;
     fired_ = 0;
     target_ = target;
     advancing_ = true;
     struct reset {
-        bool& flag;
-        ~reset() { flag = false; }
-    } guard{advancing_};
+        timing_wheel& w;
+        ~reset() {
+            w.advancing_ = false;
+            w.firing_ = nullptr;
+        }
+    } guard{*this};
     if (!fire_due_batch()) return fired_;
     for (;;) {
         const auto s = next_slot();
@@ -336,17 +339,28 @@ std::size_t timing_wheel::advance(time_point now) {
 std::vector<timer_node*> timing_wheel::stop() {
     std::vector<timer_node*> unfired;
     unfired.reserve(size_);
-    auto drain = [&](detail::list_head& list) {
-        while (auto* h = list.front()) {
-            timer_node& t = node_of(h);
-            t.list_hook::unlink();
-            t.state_ = timer_state::cancelled;
-            unfired.push_back(&t);
-        }
+    auto take = [&](timer_node* t) {
+        t->state_ = timer_state::cancelled;
+        unfired.push_back(t);
     };
-    drain(due_);
-    for (auto& level : slots_)
-        for (auto& slot : level) drain(slot);
+    for (std::uint32_t store = 0; store < store_count; ++store) {
+        while (!pool_.empty(store))
+            if (timer_node* t = pool_.pop(store)) take(t);
+    }
+    if (batch_ != no_store) {
+        // Called from a callback during a walk: what the walk has not reached becomes tombstones.
+        const walk_state& w = walk_;
+        for (std::size_t ci = w.ci; ci < w.chunks.size(); ++ci) {
+            const std::uint32_t first = w.chunks[ci] << pool::chunk_bits;
+            const std::uint32_t chunk_end = pool::chunk_end(w.chunks, ci, w.end);
+            const bool here = ci == w.ci && w.e >= first && w.e < first + pool::chunk_size;
+            for (std::uint32_t e = here ? w.e : first; e < chunk_end; ++e)
+                if (timer_node* t = pool_.at(e)) {
+                    pool_.put(e, nullptr);
+                    take(t);
+                }
+        }
+    }
     occupied_.fill(0);
     size_ = 0;
     stopped_ = true;
@@ -356,36 +370,45 @@ std::vector<timer_node*> timing_wheel::stop() {
 
 void timing_wheel::check_invariants() const {
     auto fail = [](const std::string& what) { throw std::logic_error("timing_wheel invariant: " + what); };
+    if (const char* broken = pool_.check()) fail(broken);
     std::size_t count = 0;
-    auto check_list = [&](const detail::list_head& list, std::uint16_t slot) {
-        for (const detail::list_hook* h = list.next; h != &list; h = h->next) {
-            if (h->next->prev != h) fail("broken links");
-            const auto& t = static_cast<const timer_node&>(*h);
-            if (t.state_ != timer_state::pending || t.wheel_ != this) fail("filed timer not pending here");
-            if (t.slot_ != slot) fail("timer's slot field disagrees with its list");
-            if (t.deadline_ > max_tick_) fail("deadline beyond max_tick");
-            ++count;
-        }
-    };
-    check_list(due_, due_slot);
-    for (unsigned level = 0; level < levels; ++level) {
-        const std::uint64_t digit = (elapsed_ >> (level * slot_bits)) & (slots_per_level - 1);
-        for (unsigned index = 0; index < slots_per_level; ++index) {
-            const auto& slot = slots_[level][index];
-            const bool bit = (occupied_[level] >> index) & 1;
-            if (bit == slot.empty()) fail("occupancy bit disagrees with slot list");
-            if (!slot.empty() && index <= digit) fail("slot at or behind elapsed is occupied");
-            const auto id = static_cast<std::uint16_t>(level * slots_per_level + index);
-            check_list(slot, id);
-            for (const detail::list_hook* h = slot.next; h != &slot; h = h->next) {
-                const auto& t = static_cast<const timer_node&>(*h);
-                if (t.deadline_ <= elapsed_) fail("filed timer already due");
-                const unsigned above = (level + 1) * slot_bits;
-                if (above < 64 && (t.deadline_ >> above) < (elapsed_ >> above))
-                    fail("timer filed below its deadline's level");
+    auto check_store = [&](std::uint32_t store) {
+        std::vector<std::uint32_t> chunks;
+        pool_.chunks_of(store, chunks);
+        const std::uint32_t end = pool_.end(store);
+        for (std::size_t i = 0; i < chunks.size(); ++i) {
+            for (std::uint32_t e = chunks[i] << pool::chunk_bits; e < pool::chunk_end(chunks, i, end); ++e) {
+                const timer_node* t = pool_.at(e);
+                if (t == nullptr) fail("tombstone outside a batch being fired");
+                if (t->pos_ != e || t->slot_ != store) fail("timer's entry fields disagree with its store");
+                if (t->state_ != timer_state::pending || t->wheel_ != this) fail("filed timer not pending here");
+                if (t->deadline_ > max_tick_) fail("deadline beyond max_tick");
+                if (store < due_a) {
+                    const std::uint32_t slot = store >= start_stores ? store - start_stores : store;
+                    const unsigned level = slot / slots_per_level, index = slot % slots_per_level;
+                    if (t->deadline_ <= elapsed_) fail("filed timer already due");
+                    const unsigned above = (level + 1) * slot_bits;
+                    if (above < 64 && (t->deadline_ >> above) < (elapsed_ >> above)) fail("timer filed below its deadline's level");
+                    const std::uint64_t digit = (elapsed_ >> (level * slot_bits)) & (slots_per_level - 1);
+                    if (index <= digit) fail("slot at or behind elapsed is occupied");
+                }
+                ++count;
             }
         }
+    };
+    if (batch_ != no_store) fail("a due batch outlived its advance");
+    for (std::uint32_t store = 0; store < store_count; ++store) {
+        if (store >= start_stores && store < start_stores + slots_per_level && !pool_.empty(store))
+            fail("a level-0 slot has a start store");
+        check_store(store);
     }
+    for (unsigned level = 0; level < levels; ++level)
+        for (unsigned index = 0; index < slots_per_level; ++index) {
+            const std::uint32_t slot = level * slots_per_level + index;
+            const bool bit = (occupied_[level] >> index) & 1;
+            if (bit != (!pool_.empty(slot) || !pool_.empty(slot + start_stores))) fail("occupancy bit disagrees with the slot");
+        }
+    if (!pool_.empty(due_ ^ 1u)) fail("the idle due store holds timers");
     if (count != size_) fail("size() is " + std::to_string(size_) + " but " + std::to_string(count) + " timers are filed");
 }
 

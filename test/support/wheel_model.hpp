@@ -7,7 +7,8 @@
 // The model's rules (see timing_wheel.hpp): a timer fires in the first advance, from the one it became
 // eligible in, whose target tick reaches its deadline tick; it becomes eligible at the next advance if
 // scheduled between advances, or if a callback scheduled it with a deadline not after the tick being
-// processed, or re-armed it after it fired in the same advance; otherwise in the current advance.
+// processed, or if its own callback re-armed it with a deadline not after the advance's target;
+// otherwise in the current advance.
 // Checked on every firing: it is in the model (exactly once, never after a cancel), its deadline tick
 // is reached (never early), and within one advance firing ticks never decrease (deadline order).
 // Checked after every advance: no eligible timer is left with a deadline at or before the target
@@ -87,9 +88,10 @@ public:
         if (p < last_p_) fail("timers fired out of deadline order");
         last_p_ = p;
         remove(id);
-        m.fired_in = advances_;
         processing_ = p;
+        firing_ = id;
         callback_action(id);
+        firing_ = none;
     }
 
 private:
@@ -97,7 +99,6 @@ private:
         bool pending = false;
         bool deferred = false; // eligible from the next advance
         std::uint64_t deadline = 0;
-        std::uint64_t fired_in = 0;
         std::multimap<std::uint64_t, std::size_t>::iterator pos;
     };
 
@@ -136,7 +137,7 @@ private:
         m.pending = true;
         m.deadline = std::min(deadline, wheel_.max_tick());
         bool defer = !in_callback;
-        if (in_callback && (m.deadline <= processing_ || (m.fired_in == advances_ && m.deadline <= target_)))
+        if (in_callback && (m.deadline <= processing_ || (id == firing_ && m.deadline <= target_)))
             defer = true;
         m.deferred = defer;
         if (defer) {
@@ -176,7 +177,6 @@ private:
 
     void do_destroy(std::size_t id) {
         remove(id);
-        model_[id].fired_in = 0;
         nodes_[id] = std::make_unique<prop_timer>(*this, id); // the old one unlinks itself
     }
 
@@ -245,6 +245,8 @@ private:
     std::size_t deferred_count_ = 0;
     std::int64_t now_ns_ = 0;
     std::uint64_t target_ = 0, prev_target_ = 0, processing_ = 0, last_p_ = 0;
+    static constexpr std::size_t none = ~std::size_t{0};
+    std::size_t firing_ = none; ///< whose callback runs now
     std::uint64_t advances_ = 0;
     std::size_t fired_ = 0;
     bool draining_ = false;

@@ -1,23 +1,27 @@
 // heartwheel/timer_node.hpp — the intrusive timer that a user object embeds.
 //
-// A timer_node carries everything the wheel needs (list links, deadline in ticks, where it is filed),
-// so scheduling allocates nothing. Derive from it and override on_expire(), or embed a
-// member_timer<T, &T::method>. A node belongs to at most one wheel at a time; destroying a pending node
-// unlinks it. All calls are for the wheel's own thread.
+// A timer_node carries what the wheel needs to find it again (its wheel, deadline in ticks, the slot
+// it is filed in and its entry there), so scheduling allocates nothing per timer: the wheel's slots are
+// pooled arrays of node pointers (detail/slot_pool.hpp). Derive from it and override on_expire(), or
+// embed a member_timer<T, &T::method>. A node belongs to at most one wheel at a time; destroying a
+// pending node unlinks it. All calls are for the wheel's own thread.
 //
-// Layout (48 bytes on 64-bit): vptr, two links, the wheel, the deadline tick, the slot it is filed in,
-// its state and flags, and the number of the advance in which it last fired (used so that a timer that
-// re-arms itself from its own callback cannot fire twice in one advance).
+// Layout (32 bytes on 64-bit): vptr, the wheel, the deadline tick, the index of its entry in the
+// wheel's slot storage, the slot (store) it is filed in, its state and flags. With its 8-byte entry a
+// live timer costs the wheel about 41 bytes.
 #ifndef HEARTWHEEL_TIMER_NODE_HPP
 #define HEARTWHEEL_TIMER_NODE_HPP
 
-#include <heartwheel/detail/list_hook.hpp>
-
+#include <cstddef>
 #include <cstdint>
 
 namespace heartwheel {
 
 class timing_wheel;
+namespace detail {
+template <std::size_t Stores>
+class slot_pool;
+} // namespace detail
 
 /// What a timer is doing now (Netty's Timeout has the same three observable outcomes).
 enum class timer_state : std::uint8_t {
@@ -27,7 +31,7 @@ enum class timer_state : std::uint8_t {
     cancelled, ///< cancelled, or handed back by timing_wheel::stop()
 };
 
-class timer_node : private detail::list_hook {
+class timer_node {
 public:
     timer_node() noexcept = default;
     timer_node(const timer_node&) = delete;
@@ -57,13 +61,15 @@ protected:
 
 private:
     friend class timing_wheel;
+    template <std::size_t Stores>
+    friend class detail::slot_pool;
 
     timing_wheel* wheel_ = nullptr;
     std::uint64_t deadline_ = 0;
-    std::uint16_t slot_ = 0;
+    std::uint32_t pos_ = 0;  ///< its entry in the wheel's slot storage, while pending
+    std::uint16_t slot_ = 0; ///< the store that entry is in, while pending
     timer_state state_ = timer_state::idle;
     std::uint8_t flags_ = 0;
-    std::uint32_t fired_in_ = 0;
 };
 
 /// A node that calls a member function of the object that embeds it:

@@ -3,14 +3,18 @@
 // Time is counted in ticks since `start`. There are 11 levels of 64 slots; a slot of level L spans
 // 64^L ticks, so the wheel covers the whole 64-bit tick range (years at any tick). A timer with
 // deadline d is filed at the level of the highest bit in which d differs from `elapsed` (the last
-// processed tick), in the slot given by d's digit at that level. Invariants (check_invariants()):
+// processed tick), in the slot given by d's digit at that level. Each slot above level 0 keeps the
+// timers due exactly at its start apart from the rest, and those fire before the rest cascade, so
+// they do not wait for the cascade. Slots are pooled arrays of node pointers (detail/slot_pool.hpp):
+// a slot is processed over contiguous memory, prefetching the nodes ahead.
+// Invariants (check_invariants()):
 //  - every filed timer has deadline > elapsed, shares elapsed's digits above its level, and sits in a
 //    slot whose index is greater than elapsed's digit at that level — so a level never wraps, the
 //    next slot of a level is the lowest set bit of its 64-bit occupancy mask, and the next wake-up is
 //    the first occupied slot of the lowest non-empty level (lower levels always come due first);
-//  - a timer whose deadline is <= elapsed waits in the due list and fires on the next advance, in
-//    deadline order (the list is sorted before it fires whenever an append broke its order);
-//  - the occupancy bit of a slot is set iff its list is non-empty; size() counts every pending timer.
+//  - a timer whose deadline is <= elapsed waits in the due store and fires on the next advance, in
+//    deadline order (the store is sorted before it fires whenever an append broke its order);
+//  - the occupancy bit of a slot is set iff it holds a timer; size() counts every pending timer.
 // Processing a slot of level L > 0 re-files ("cascades") its timers to lower levels, so each timer is
 // touched at most once per level and fires at the exact tick: never early, at most one tick late.
 // touch() only stores a later deadline; the timer is re-filed when its old slot comes due.
@@ -18,7 +22,7 @@
 #define HEARTWHEEL_TIMING_WHEEL_HPP
 
 #include <heartwheel/clock.hpp>
-#include <heartwheel/detail/list_hook.hpp>
+#include <heartwheel/detail/slot_pool.hpp>
 #include <heartwheel/periodic_timer.hpp>
 #include <heartwheel/timer_node.hpp>
 #include <heartwheel/wheel_config.hpp>
@@ -31,6 +35,15 @@
 #include <vector>
 
 namespace heartwheel {
+
+namespace detail {
+/// For the highest bit in which a deadline differs from the wheel's time: its level * 6 (6-bit digits).
+inline constexpr std::array<std::uint8_t, 64> level_shift_of_bit = [] {
+    std::array<std::uint8_t, 64> a{};
+    for (unsigned bit = 0; bit < 64; ++bit) a[bit] = static_cast<std::uint8_t>(bit / 6 * 6);
+    return a;
+}();
+} // namespace detail
 
 class timing_wheel {
 public:
@@ -48,7 +61,7 @@ public:
     /// Files `t` to fire at `deadline` (re-files it if already pending). A deadline at or before the
     /// wheel's current time fires on the next advance. Throws std::system_error(errc::wheel_full or
     /// errc::wheel_stopped).
-    void schedule(timer_node& t, time_point deadline);
+    void schedule(timer_node& t, time_point deadline) { check(place(t, tick_ceil(deadline))); }
     std::error_code try_schedule(timer_node& t, time_point deadline) noexcept;
     /// Same, with the deadline already in ticks (the hot path of net/).
     std::error_code try_schedule_tick(timer_node& t, std::uint64_t deadline_tick) noexcept;
@@ -58,7 +71,14 @@ public:
                            missed_tick policy = missed_tick::burst);
 
     /// Unlinks `t` if pending; returns whether it was. Its callback will not run.
-    bool cancel(timer_node& t) noexcept;
+    bool cancel(timer_node& t) noexcept {
+        if (t.state_ != timer_state::pending || t.wheel_ != this) return false;
+        unlink(t);
+        t.state_ = timer_state::cancelled;
+        if (--size_ == 0) [[unlikely]]
+            emptied();
+        return true;
+    }
 
     /// Moves the deadline of `t`. Later than the current deadline: a single store, and the timer is
     /// re-filed lazily when its old slot comes due. Earlier, or not pending: a reschedule.
@@ -77,8 +97,9 @@ public:
     // --- time --------------------------------------------------------------------------------------
     /// Fires, in deadline order, every timer whose deadline is <= now (at most max_fires_per_advance
     /// of them). Returns how many fired. Time never goes backwards: an earlier `now` is treated as the
-    /// current time. A timer scheduled by a callback with a deadline not after the tick being
-    /// processed, or re-armed after it fired in this advance, waits for the next advance.
+    /// current time; called from a callback, it does nothing. A timer scheduled by a callback with a deadline not after the tick being
+    /// processed, or re-armed by its own callback with a deadline not after `now`, waits for the next
+    /// advance (so a timer cannot fire twice in one advance on its own).
     std::size_t advance(time_point now);
 
     /// When the next slot comes due: the time to call advance() at. An earlier time than any real
@@ -88,7 +109,7 @@ public:
     std::optional<std::uint64_t> next_wakeup_tick() const noexcept;
     /// The tick at which the slot holding `t` comes due (what a driver arms its timer for).
     std::uint64_t filed_wakeup_tick(const timer_node& t) const noexcept;
-    bool has_due() const noexcept { return !due_.empty(); }
+    bool has_due() const noexcept { return !pool_.empty(due_); }
 
     /// Stops the wheel: hands back every timer that never fired (now cancelled, none will run) and
     /// refuses new ones with errc::wheel_stopped. advance() does nothing afterwards.
@@ -100,6 +121,8 @@ public:
     /// from start at a 1 ns tick, and as far at any longer tick).
     std::uint64_t max_tick() const noexcept { return max_tick_; }
     std::size_t size() const noexcept { return size_; }
+    /// Bytes of slot storage the wheel holds (pooled: used and free), besides the wheel object itself.
+    std::size_t storage_bytes() const noexcept { return pool_.bytes(); }
     bool empty() const noexcept { return size_ == 0; }
     const wheel_config& config() const noexcept { return config_; }
     duration tick() const noexcept { return config_.tick; }
@@ -113,7 +136,15 @@ public:
     duration remaining(const timer_node& t, time_point now) const noexcept;
 
     /// Tick conversions: a deadline rounds up (never early), a current time rounds down.
-    std::uint64_t tick_ceil(time_point t) const noexcept;
+    std::uint64_t tick_ceil(time_point t) const noexcept {
+        std::int64_t ns = 0;
+        if (__builtin_sub_overflow(t.time_since_epoch().count(), start_.time_since_epoch().count(), &ns)) [[unlikely]]
+            return t < start_ ? 0 : max_tick_;
+        if (ns <= 0) return 0;
+        const std::int64_t step = config_.tick.count();
+        const auto ticks = static_cast<std::uint64_t>(ns / step + (ns % step != 0 ? 1 : 0));
+        return ticks < max_tick_ ? ticks : max_tick_;
+    }
     std::uint64_t tick_floor(time_point t) const noexcept;
     time_point time_of(std::uint64_t tick) const noexcept {
         return saturating_add(start_, config_.tick * static_cast<std::int64_t>(tick));
@@ -135,7 +166,14 @@ private:
         unsigned index;
         std::uint64_t start;
     };
-    static constexpr std::uint16_t due_slot = levels * slots_per_level;
+    // Stores: slot (level, index) is store level*64 + index; the timers due exactly at its start
+    // (levels > 0) are in store start_stores + level*64 + index; then the two due stores, which swap
+    // roles when an advance fires one of them.
+    static constexpr std::uint32_t start_stores = levels * slots_per_level;
+    static constexpr std::uint32_t due_a = 2 * start_stores;
+    static constexpr std::size_t store_count = due_a + 2;
+    static constexpr std::uint32_t no_store = 0xffff;
+    using pool = detail::slot_pool<store_count>;
 
     /// The outcome of place(); an error_code is only built on the (cold) failure paths.
     enum class placed : std::uint8_t { ok, full, stopped };
@@ -145,23 +183,99 @@ private:
             throw_placed(p);
     }
     [[noreturn]] static void throw_placed(placed p);
+
     /// Every schedule goes through here: files `t` at `deadline_tick`, or, when it is pending here
-    /// and the new deadline maps to the slot it is already in, only stores the deadline.
-    placed place(timer_node& t, std::uint64_t deadline_tick) noexcept;
-    std::uint16_t slot_for(std::uint64_t deadline_tick) const noexcept;
-    static timer_node& node_of(detail::list_hook* h) noexcept { return static_cast<timer_node&>(*h); }
-    detail::list_head& list_of(std::uint16_t slot) noexcept;
-    void file(timer_node& t) noexcept;
+    /// and the new deadline maps to the store it is already in, only stores the deadline.
+    placed place(timer_node& t, std::uint64_t deadline_tick) noexcept {
+        if (stopped_) [[unlikely]]
+            return placed::stopped;
+        const std::uint64_t d = deadline_tick < max_tick_ ? deadline_tick : max_tick_;
+        if (t.state_ == timer_state::pending) {
+            if (t.wheel_ != this) [[unlikely]]
+                return place_foreign(t, d);
+            // Same store (a re-arm a little later usually is, above level 0): nothing to move. Not
+            // during an advance, where the timer may have to wait in the due store instead.
+            if (d > elapsed_ && !advancing_ && t.slot_ < due_a && store_for(d) == t.slot_) {
+                t.deadline_ = d;
+                t.flags_ = 0;
+                return placed::ok;
+            }
+            unlink(t);
+            --size_;
+        }
+        if (size_ >= limit_) [[unlikely]]
+            if (!make_room()) {
+                t.state_ = timer_state::cancelled;
+                return placed::full;
+            }
+        t.wheel_ = this;
+        t.deadline_ = d;
+        t.state_ = timer_state::pending;
+        t.flags_ = 0;
+        ++size_;
+        if (d <= elapsed_ || (&t == firing_ && d <= target_)) [[unlikely]]
+            push_due(t);
+        else
+            file_later(t);
+        return placed::ok;
+    }
+    placed place_foreign(timer_node& t, std::uint64_t d) noexcept;
+    bool make_room() noexcept;
+
+    /// The store for a deadline later than elapsed_.
+    std::uint32_t store_for(std::uint64_t d) const noexcept {
+        const unsigned shift = level_shift(d);
+        const auto slot = static_cast<std::uint32_t>((shift / slot_bits) * slots_per_level + ((d >> shift) & (slots_per_level - 1)));
+        const bool at_start = shift != 0 && (d & ((std::uint64_t{1} << shift) - 1)) == 0;
+        return at_start ? slot + start_stores : slot;
+    }
+    /// level * slot_bits for a deadline later than elapsed_: where its highest differing digit starts.
+    unsigned level_shift(std::uint64_t d) const noexcept {
+        return detail::level_shift_of_bit[63 - static_cast<unsigned>(__builtin_clzll(elapsed_ ^ d))];
+    }
+    /// Files a pending timer whose deadline is later than elapsed_.
+    void file_later(timer_node& t) noexcept {
+        const std::uint64_t d = t.deadline_;
+        const unsigned shift = level_shift(d);
+        const auto slot = static_cast<std::uint32_t>((shift / slot_bits) * slots_per_level + ((d >> shift) & (slots_per_level - 1)));
+        const bool at_start = shift != 0 && (d & ((std::uint64_t{1} << shift) - 1)) == 0;
+        pool_.push(at_start ? slot + start_stores : slot, t);
+        occupied_[shift / slot_bits] |= std::uint64_t{1} << (slot % slots_per_level);
+    }
+    void file(timer_node& t) noexcept {
+        if (t.deadline_ <= elapsed_) push_due(t);
+        else file_later(t);
+    }
     void push_due(timer_node& t) noexcept;
-    void sort_due_batch(detail::list_head& batch);
-    void unlink(timer_node& t) noexcept;
+    void unlink(timer_node& t) noexcept {
+        if (t.slot_ >= due_a || t.slot_ == batch_) [[unlikely]] {
+            unlink_special(t);
+            return;
+        }
+        if (pool_.remove(t)) [[unlikely]]
+            slot_emptied(t.slot_);
+    }
+    void unlink_special(timer_node& t) noexcept;
+    void slot_emptied(std::uint32_t store) noexcept;
+    void emptied() noexcept {
+        if (empty_hook_ != nullptr && !advancing_) empty_hook_(empty_context_);
+    }
     std::optional<slot_ref> next_slot() const noexcept;
     void fire(timer_node& t);
     void rearm_periodic(periodic_timer& t) noexcept;
     bool fire_due_batch();
+    void sort_store(std::uint32_t store);
+    bool walk(std::uint32_t store);
+    void finish_walk() noexcept;
+    struct walk_state {
+        std::vector<std::uint32_t> chunks; ///< the walked store's chunks, first to last
+        std::size_t ci = 0;                ///< the chunk being walked
+        std::uint32_t e = 0, end = 0;      ///< the entry being walked; one past the store's last
+    };
     bool process_slot(const slot_ref& s);
-    void requeue_slot_rest(detail::list_head& slot) noexcept;
+    void requeue(std::uint32_t store) noexcept;
     bool budget_left() const noexcept { return fired_ < config_.max_fires_per_advance; }
+
 
     wheel_config config_;
     time_point start_;
@@ -169,17 +283,23 @@ private:
     std::uint64_t elapsed_ = 0;
     std::uint64_t target_ = 0;
     std::size_t size_ = 0;
+    std::size_t limit_ = 0;      ///< size_ below this needs no check: min(max_pending, pool room)
+    std::size_t batch_held_ = 0; ///< entries of the store being walked (its chunks are held until the end)
     std::size_t fired_ = 0;
-    std::uint32_t generation_ = 0;
+    timer_node* firing_ = nullptr; ///< whose callback runs now
     bool advancing_ = false;
     bool stopped_ = false;
-    bool due_unsorted_ = false; ///< an append to due_ came before its tail's deadline
+    bool due_unsorted_ = false; ///< an append to the due store came before its latest deadline
+    std::uint32_t due_ = due_a;
+    std::uint32_t batch_ = no_store; ///< the store being walked (cancels leave tombstones in it)
+    std::uint64_t due_max_ = 0;
+    walk_state walk_;
     std::vector<timer_node*> sort_scratch_;
+    std::vector<std::uint32_t> chunk_scratch_;
     void (*empty_hook_)(void*) = nullptr;
     void* empty_context_ = nullptr;
     std::array<std::uint64_t, levels> occupied_{};
-    std::array<std::array<detail::list_head, slots_per_level>, levels> slots_;
-    detail::list_head due_;
+    pool pool_;
 };
 
 } // namespace heartwheel

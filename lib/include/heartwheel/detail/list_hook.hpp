@@ -1,4 +1,4 @@
-// heartwheel/detail/list_hook.hpp — the intrusive, circular, doubly linked list under every slot.
+// heartwheel/detail/list_hook.hpp — an intrusive, circular, doubly linked list (net's timeout_scale queues).
 //
 // Every list has a sentinel hook, so unlinking a node needs only the node itself (two stores), and a
 // whole list moves to another in O(1). Invariants: a linked hook has next/prev != nullptr and

@@ -1,0 +1,210 @@
+// heartwheel/detail/slot_pool.hpp — the storage under the wheel's slots: chunked arrays of node pointers.
+//
+// Why arrays: in a linked list every step of a cascade or a firing is a dependent cache miss (the next
+// node's address is inside the node before it), so at a million timers in no particular memory order
+// the wheel waits on memory one node at a time. Here a slot (a "store") is a chain of 64-entry chunks of
+// node pointers, all chunks living in one pooled vector: a store is walked over contiguous memory and
+// the nodes a few entries ahead are prefetched while the current one is handled, so the misses overlap.
+//
+// Each filed node keeps its store (timer_node::slot_) and the index of its entry (timer_node::pos_),
+// so removal is O(1) and allocates nothing: the store's last entry moves into the hole. The wheel
+// walks a store front to back; a removal from the store being walked leaves a tombstone instead.
+//
+// Invariants (check()):
+//  - end_[s] is one past the index of store s's last entry, and 0 when s is empty;
+//  - every chunk of a store but its last is full; each chunk links to the one before it (prev_);
+//    free chunks form a list through prev_ starting at free_; every chunk is in exactly one of them;
+//  - entries_[e] == &n for each filed node n with n.pos_ == e (a tombstone, nullptr, only in the
+//    store the wheel is walking: see timing_wheel::walk);
+//  - push() never allocates: reserve() keeps free chunks for `timers()` entries with at most one
+//    partly filled chunk per store, plus one (a chunk the wheel is walking while it fills others).
+#ifndef HEARTWHEEL_DETAIL_SLOT_POOL_HPP
+#define HEARTWHEEL_DETAIL_SLOT_POOL_HPP
+
+#include <heartwheel/timer_node.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <new>
+#include <vector>
+
+namespace heartwheel::detail {
+
+template <std::size_t Stores>
+class slot_pool {
+public:
+    static constexpr unsigned chunk_bits = 6;
+    static constexpr std::uint32_t chunk_size = 1u << chunk_bits;
+    static constexpr std::uint32_t mask = chunk_size - 1;
+    static constexpr std::uint32_t no_chunk = ~std::uint32_t{0};
+    /// Entry indices are 32-bit: the pool never holds more chunks than this.
+    static constexpr std::size_t max_chunks = (std::size_t{1} << (32 - chunk_bits)) - 1;
+
+    bool empty(std::uint32_t s) const noexcept { return end_[s] == 0; }
+
+    /// How many entries the pool can hold whatever stores they are spread over (see the invariants).
+    std::size_t timers() const noexcept { return timers_; }
+
+    /// Makes room for at least `n` entries. False when memory (or the 32-bit index space) runs out.
+    bool reserve(std::size_t n) noexcept {
+        if (n <= timers_) return true;
+        // n entries need n/64 full chunks and at most one partly filled chunk per store they use.
+        const std::size_t need = n / chunk_size + (n < Stores ? n : Stores) + 2;
+        std::size_t chunks = prev_.size() + prev_.size() / 4;
+        if (chunks < need) chunks = need;
+        if (chunks < 16) chunks = 16;
+        while (capacity_for(chunks) < n && chunks <= max_chunks) ++chunks;
+        if (chunks > max_chunks) return false;
+        try {
+            entries_.reserve(chunks * chunk_size);
+            prev_.reserve(chunks);
+        } catch (const std::bad_alloc&) {
+            return false;
+        }
+        entries_.resize(chunks * chunk_size);
+        for (auto c = static_cast<std::uint32_t>(prev_.size()); c < chunks; ++c) {
+            prev_.push_back(free_);
+            free_ = c;
+        }
+        timers_ = capacity_for(chunks);
+        return true;
+    }
+
+    void push(std::uint32_t s, timer_node& t) noexcept {
+        std::uint32_t e = end_[s];
+        if ((e & mask) == 0) [[unlikely]]
+            e = take_chunk(e);
+        entries_[e] = &t;
+        t.pos_ = e;
+        t.slot_ = static_cast<std::uint16_t>(s);
+        end_[s] = e + 1;
+    }
+
+    /// Removes `t` (filed in store t.slot_); returns whether the store became empty.
+    bool remove(timer_node& t) noexcept {
+        const std::uint32_t s = t.slot_;
+        const std::uint32_t last = --end_[s];
+        timer_node* moved = entries_[last];
+        entries_[t.pos_] = moved;
+        moved->pos_ = t.pos_;
+        if ((last & mask) == 0) [[unlikely]]
+            return drop_tail(s, last);
+        return false;
+    }
+
+    /// Removes and returns the last entry of a non-empty store (nullptr for a tombstone).
+    timer_node* pop(std::uint32_t s) noexcept {
+        const std::uint32_t last = --end_[s];
+        timer_node* t = entries_[last];
+        if ((last & mask) == 0) [[unlikely]]
+            drop_tail(s, last);
+        return t;
+    }
+
+    /// Leaves a tombstone in t's entry (the store keeps its size); see fire_due_batch.
+    void tombstone(const timer_node& t) noexcept { entries_[t.pos_] = nullptr; }
+
+    timer_node* at(std::uint32_t e) const noexcept { return entries_[e]; }
+    void put(std::uint32_t e, timer_node* t) noexcept { entries_[e] = t; }
+    std::uint32_t end(std::uint32_t s) const noexcept { return end_[s]; }
+
+    /// The chunks of store s, first to last.
+    void chunks_of(std::uint32_t s, std::vector<std::uint32_t>& out) const {
+        out.clear();
+        if (end_[s] == 0) return;
+        for (std::uint32_t c = (end_[s] - 1) >> chunk_bits; c != no_chunk; c = prev_[c]) out.push_back(c);
+        for (std::size_t i = 0, j = out.size(); i + 1 < j; ++i, --j) std::swap(out[i], out[j - 1]);
+    }
+
+    /// One past the last entry of chunks[i], of a store whose chunks (first to last) and end are given.
+    static std::uint32_t chunk_end(const std::vector<std::uint32_t>& chunks, std::size_t i, std::uint32_t end) noexcept {
+        return i + 1 < chunks.size() ? (chunks[i] << chunk_bits) + chunk_size : end;
+    }
+
+    /// Makes store s read as empty, leaving its chunks and entries to the caller (who release()s them).
+    void detach(std::uint32_t s) noexcept { end_[s] = 0; }
+    void release(std::uint32_t chunk) noexcept {
+        prev_[chunk] = free_;
+        free_ = chunk;
+    }
+
+    /// Returns every chunk of store s to the free list, whatever its entries hold.
+    void clear(std::uint32_t s) noexcept {
+        if (end_[s] == 0) return;
+        std::uint32_t c = (end_[s] - 1) >> chunk_bits;
+        while (c != no_chunk) {
+            const std::uint32_t before = prev_[c];
+            prev_[c] = free_;
+            free_ = c;
+            c = before;
+        }
+        end_[s] = 0;
+    }
+
+    /// Bytes the pool holds (used and free), for memory accounting.
+    std::size_t bytes() const noexcept {
+        return entries_.capacity() * sizeof(timer_node*) + prev_.capacity() * sizeof(std::uint32_t);
+    }
+
+    /// Checks the chunk structure; returns a description of the first broken invariant, or nullptr.
+    const char* check() const {
+        std::vector<std::uint8_t> seen(prev_.size(), 0);
+        for (std::size_t s = 0; s < Stores; ++s) {
+            if (end_[s] == 0) continue;
+            bool last = true;
+            for (std::uint32_t c = (end_[s] - 1) >> chunk_bits; c != no_chunk; c = prev_[c]) {
+                if (c >= prev_.size() || seen[c]) return "a chunk is in two chains";
+                seen[c] = 1;
+                if (!last && c == (end_[s] - 1) >> chunk_bits) return "a chain loops";
+                last = false;
+            }
+        }
+        for (std::uint32_t c = free_; c != no_chunk; c = prev_[c]) {
+            if (c >= prev_.size() || seen[c]) return "a free chunk is also in use";
+            seen[c] = 1;
+        }
+        for (auto v : seen)
+            if (!v) return "a chunk is neither free nor in a store";
+        return nullptr;
+    }
+
+private:
+    static std::size_t capacity_for(std::size_t chunks) noexcept {
+        // The largest n with n/64 + min(n, Stores) + 2 <= chunks: the full chunks, one partly filled
+        // chunk per store, and the chunk a walk is emptying while its timers fill others.
+        auto fits = [chunks](std::size_t n) { return n / chunk_size + (n < Stores ? n : Stores) + 2 <= chunks; };
+        if (chunks <= 2) return 0;
+        std::size_t n = (chunks - 2) * chunk_size / (chunk_size + 1);
+        if (chunks > Stores + 2 && (chunks - 2 - Stores) * chunk_size > n) n = (chunks - 2 - Stores) * chunk_size;
+        while (n > 0 && !fits(n)) --n;
+        while (fits(n + 1)) ++n;
+        return n;
+    }
+
+    std::uint32_t take_chunk(std::uint32_t end) noexcept {
+        const std::uint32_t c = free_;
+        free_ = prev_[c];
+        prev_[c] = end == 0 ? no_chunk : (end - 1) >> chunk_bits;
+        return c << chunk_bits;
+    }
+
+    bool drop_tail(std::uint32_t s, std::uint32_t last) noexcept {
+        const std::uint32_t c = last >> chunk_bits;
+        const std::uint32_t before = prev_[c];
+        prev_[c] = free_;
+        free_ = c;
+        end_[s] = before == no_chunk ? 0 : (before << chunk_bits) + chunk_size;
+        return before == no_chunk;
+    }
+
+    std::vector<timer_node*> entries_;
+    std::vector<std::uint32_t> prev_;
+    std::uint32_t free_ = no_chunk;
+    std::size_t timers_ = 0;
+    std::array<std::uint32_t, Stores> end_{};
+};
+
+} // namespace heartwheel::detail
+
+#endif
