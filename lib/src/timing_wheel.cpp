@@ -58,12 +58,18 @@ void timing_wheel::throw_placed(placed p) { throw std::system_error(to_error(p))
 
 // The hot check in place() is size_ < limit_; this decides what a miss means: the cap on pending
 // timers, or only that the slot storage must grow first (it never grows anywhere else).
-bool timing_wheel::make_room() noexcept {
-    if (size_ >= config_.max_pending) return false;
-    if (!pool_.reserve(size_ + batch_held_ + 1)) return false;
+timing_wheel::placed timing_wheel::make_room() noexcept {
+    if (stopped_) return placed::stopped;
+    if (size_ >= config_.max_pending) return placed::full;
+    if (!pool_.reserve(size_ + batch_held_ + 1)) return placed::full;
     const std::size_t room = pool_.timers() > batch_held_ ? pool_.timers() - batch_held_ : 0;
     limit_ = std::min(config_.max_pending, room);
-    return size_ < limit_;
+    return size_ < limit_ ? placed::ok : placed::full;
+}
+
+void timing_wheel::file_now(timer_node& t) noexcept {
+    if (t.deadline_ <= elapsed_ || t.deadline_ <= target_) push_due(t);
+    else file_later(t);
 }
 
 timing_wheel::placed timing_wheel::place_foreign(timer_node& t, std::uint64_t d) noexcept {
@@ -95,10 +101,12 @@ void timing_wheel::push_due(timer_node& t) noexcept {
 void timing_wheel::unlink_special(timer_node& t) noexcept {
     if (t.slot_ == batch_) {
         pool_.tombstone(t);
-        return;
+    } else if (t.slot_ >= due_a) {
+        pool_.remove(t);
+        due_unsorted_ = true;
+    } else if (pool_.remove(t)) {
+        slot_emptied(t.slot_);
     }
-    pool_.remove(t);
-    due_unsorted_ = true;
 }
 
 // A slot's store emptied by a removal: its occupancy bit goes when the slot's other store is empty too.
@@ -235,6 +243,7 @@ bool timing_wheel::walk(std::uint32_t store) {
     w.e = w.chunks[0] << pool::chunk_bits;
     pool_.detach(store);
     batch_ = store;
+    slow_from_ = 0;
     batch_held_ = w.chunks.size() * pool::chunk_size;
     limit_ = 0; // place() re-checks the room (make_room)
     struct finish {
@@ -252,10 +261,13 @@ bool timing_wheel::walk(std::uint32_t store) {
             else if (more) __builtin_prefetch(pool_.at(next_first + (ahead - chunk_end)), 1);
             timer_node* t = pool_.at(w.e);
             if (t == nullptr) continue;
+            if (t->deadline_ > elapsed_) {
+                file_later(*t); // a cascade (or touched later): no callback runs before w.e moves on
+                continue;
+            }
             if (!budget_left()) return false;
-            pool_.put(w.e, nullptr);
-            if (t->deadline_ > elapsed_) file_later(*t);
-            else fire(*t);
+            pool_.put(w.e, nullptr); // finish_walk() resumes at w.e if the callback throws
+            fire(*t);
         }
         pool_.release(w.chunks[w.ci]);
         batch_held_ -= pool::chunk_size;
@@ -281,6 +293,7 @@ void timing_wheel::finish_walk() noexcept {
     }
     w.chunks.clear();
     batch_ = no_store;
+    slow_from_ = due_a;
     batch_held_ = 0;
     limit_ = 0;
 }
@@ -363,6 +376,7 @@ std::vector<timer_node*> timing_wheel::stop() {
     }
     occupied_.fill(0);
     size_ = 0;
+    limit_ = 0;
     stopped_ = true;
     due_unsorted_ = false;
     return unfired;

@@ -37,10 +37,21 @@
 namespace heartwheel {
 
 namespace detail {
-/// For the highest bit in which a deadline differs from the wheel's time: its level * 6 (6-bit digits).
-inline constexpr std::array<std::uint8_t, 64> level_shift_of_bit = [] {
-    std::array<std::uint8_t, 64> a{};
-    for (unsigned bit = 0; bit < 64; ++bit) a[bit] = static_cast<std::uint8_t>(bit / 6 * 6);
+/// Where a deadline is filed, by the highest bit in which it differs from the wheel's time (6-bit
+/// digits): the level, its first slot's number, the digit's shift, and the bits below the digit
+/// (all ones at level 0, so that no level-0 deadline — never 0 — reads as a slot's start).
+struct level_of {
+    std::uint64_t below;
+    std::uint16_t base;
+    std::uint8_t shift, level;
+};
+inline constexpr std::array<level_of, 64> level_of_bit = [] {
+    std::array<level_of, 64> a{};
+    for (unsigned bit = 0; bit < 64; ++bit) {
+        const unsigned level = bit / 6, shift = level * 6;
+        a[bit] = {shift == 0 ? ~std::uint64_t{0} : (std::uint64_t{1} << shift) - 1, static_cast<std::uint16_t>(level * 64),
+                  static_cast<std::uint8_t>(shift), static_cast<std::uint8_t>(level)};
+    }
     return a;
 }();
 } // namespace detail
@@ -186,9 +197,7 @@ private:
 
     /// Every schedule goes through here: files `t` at `deadline_tick`, or, when it is pending here
     /// and the new deadline maps to the store it is already in, only stores the deadline.
-    placed place(timer_node& t, std::uint64_t deadline_tick) noexcept {
-        if (stopped_) [[unlikely]]
-            return placed::stopped;
+    [[gnu::always_inline]] placed place(timer_node& t, std::uint64_t deadline_tick) noexcept {
         const std::uint64_t d = deadline_tick < max_tick_ ? deadline_tick : max_tick_;
         if (t.state_ == timer_state::pending) {
             if (t.wheel_ != this) [[unlikely]]
@@ -203,52 +212,50 @@ private:
             unlink(t);
             --size_;
         }
+        // A stopped wheel has limit_ == 0, so make_room() also answers "stopped".
         if (size_ >= limit_) [[unlikely]]
-            if (!make_room()) {
+            if (const placed p = make_room(); p != placed::ok) {
                 t.state_ = timer_state::cancelled;
-                return placed::full;
+                return p;
             }
         t.wheel_ = this;
         t.deadline_ = d;
         t.state_ = timer_state::pending;
         t.flags_ = 0;
         ++size_;
-        if (d <= elapsed_ || (&t == firing_ && d <= target_)) [[unlikely]]
-            push_due(t);
+        if (d <= elapsed_ || &t == firing_) [[unlikely]]
+            file_now(t);
         else
             file_later(t);
         return placed::ok;
     }
     placed place_foreign(timer_node& t, std::uint64_t d) noexcept;
-    bool make_room() noexcept;
+    placed make_room() noexcept;
+    /// Files a timer that is due, or re-armed by its own callback (which waits if due by the target).
+    void file_now(timer_node& t) noexcept;
 
-    /// The store for a deadline later than elapsed_.
+    /// The store for a deadline later than elapsed_: level and index from the highest bit in which d
+    /// differs from elapsed_, plus start_stores when d is exactly the slot's start (levels > 0).
     std::uint32_t store_for(std::uint64_t d) const noexcept {
-        const unsigned shift = level_shift(d);
-        const auto slot = static_cast<std::uint32_t>((shift / slot_bits) * slots_per_level + ((d >> shift) & (slots_per_level - 1)));
-        const bool at_start = shift != 0 && (d & ((std::uint64_t{1} << shift) - 1)) == 0;
-        return at_start ? slot + start_stores : slot;
-    }
-    /// level * slot_bits for a deadline later than elapsed_: where its highest differing digit starts.
-    unsigned level_shift(std::uint64_t d) const noexcept {
-        return detail::level_shift_of_bit[63 - static_cast<unsigned>(__builtin_clzll(elapsed_ ^ d))];
+        const auto& l = detail::level_of_bit[63 - static_cast<unsigned>(__builtin_clzll(elapsed_ ^ d))];
+        const auto slot = static_cast<std::uint32_t>(l.base + ((d >> l.shift) & (slots_per_level - 1)));
+        return (d & l.below) == 0 ? slot + start_stores : slot;
     }
     /// Files a pending timer whose deadline is later than elapsed_.
-    void file_later(timer_node& t) noexcept {
+    [[gnu::always_inline]] void file_later(timer_node& t) noexcept {
         const std::uint64_t d = t.deadline_;
-        const unsigned shift = level_shift(d);
-        const auto slot = static_cast<std::uint32_t>((shift / slot_bits) * slots_per_level + ((d >> shift) & (slots_per_level - 1)));
-        const bool at_start = shift != 0 && (d & ((std::uint64_t{1} << shift) - 1)) == 0;
-        pool_.push(at_start ? slot + start_stores : slot, t);
-        occupied_[shift / slot_bits] |= std::uint64_t{1} << (slot % slots_per_level);
+        const auto& l = detail::level_of_bit[63 - static_cast<unsigned>(__builtin_clzll(elapsed_ ^ d))];
+        const auto index = static_cast<std::uint32_t>((d >> l.shift) & (slots_per_level - 1));
+        pool_.push(l.base + index + ((d & l.below) == 0 ? start_stores : 0), t);
+        occupied_[l.level] |= std::uint64_t{1} << index;
     }
     void file(timer_node& t) noexcept {
         if (t.deadline_ <= elapsed_) push_due(t);
         else file_later(t);
     }
     void push_due(timer_node& t) noexcept;
-    void unlink(timer_node& t) noexcept {
-        if (t.slot_ >= due_a || t.slot_ == batch_) [[unlikely]] {
+    [[gnu::always_inline]] void unlink(timer_node& t) noexcept {
+        if (t.slot_ >= slow_from_) [[unlikely]] {
             unlink_special(t);
             return;
         }
@@ -292,6 +299,7 @@ private:
     bool due_unsorted_ = false; ///< an append to the due store came before its latest deadline
     std::uint32_t due_ = due_a;
     std::uint32_t batch_ = no_store; ///< the store being walked (cancels leave tombstones in it)
+    std::uint32_t slow_from_ = due_a; ///< unlink() takes its slow path from this store on (0 during a walk)
     std::uint64_t due_max_ = 0;
     walk_state walk_;
     std::vector<timer_node*> sort_scratch_;

@@ -71,7 +71,7 @@ public:
         return true;
     }
 
-    void push(std::uint32_t s, timer_node& t) noexcept {
+    [[gnu::always_inline]] void push(std::uint32_t s, timer_node& t) noexcept {
         std::uint32_t e = end_[s];
         if ((e & mask) == 0) [[unlikely]]
             e = take_chunk(e);
@@ -82,7 +82,7 @@ public:
     }
 
     /// Removes `t` (filed in store t.slot_); returns whether the store became empty.
-    bool remove(timer_node& t) noexcept {
+    [[gnu::always_inline]] bool remove(timer_node& t) noexcept {
         const std::uint32_t s = t.slot_;
         const std::uint32_t last = --end_[s];
         timer_node* moved = entries_[last];
