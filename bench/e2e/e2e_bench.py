@@ -1,13 +1,15 @@
-"""e2e_bench.py — echo_server with --timers wheel against --timers asio under the same echo_client load.
+"""e2e_bench.py — what liveness costs a real server: echo_server with --timers wheel, with --timers asio
+(one steady_timer per connection per concern) and with --timers none (no liveness at all: the floor),
+under the same echo_client load.
 
-Load run: N connections (default 5,000), each sending a line every 50 ms with a request timeout, the
-server with reader and writer idle, heartbeats and the write timeout on, for a fixed duration. Idle
-run: 10,000 silent connections (they answer pings only if pinged; there are no heartbeats) with a
-long reader-idle timeout. For each server: CPU seconds (user + system, /proc/PID/stat), peak RSS
-(VmHWM), voluntary context switches (each one a sleep and a wake-up), echo RTT p50 / p99 from the
-client, and the wheel / asio ratios. The servers run one after the other, in the same script run.
-Writes JSON to --out and prints a Markdown table.
-    python3 bench/e2e/e2e_bench.py [--connections 5000] [--seconds 20] [--idle-connections 10000]"""
+Load runs: at 1,000 and at 10,000 connections, each sending a line every 100 ms (10 lines/s) with a
+request timeout, the server with reader and writer idle, heartbeats and the write timeout on (none:
+off). The three servers run in alternated order, three rounds; figures are medians. For each: CPU
+seconds (user + system, /proc/PID/stat), CPU µs per response, peak RSS (VmHWM), voluntary context
+switches, echo RTT p50 / p99 from the client — and the liveness overhead: CPU per response over the
+floor's, in percent. Idle run: 10,000 silent connections with a long reader-idle timeout (no
+heartbeats). Writes JSON to --out and prints Markdown tables.
+    python3 bench/e2e/e2e_bench.py [--sizes 1000,10000] [--seconds 10] [--rounds 3] [--idle-connections 10000]"""
 import argparse
 import json
 import os
@@ -53,14 +55,18 @@ def stop(p):
         p.wait()
 
 
+LIVENESS = ["--reader-idle", "10000", "--writer-idle", "10000", "--heartbeat-interval", "5000", "--heartbeat-timeout",
+            "5000", "--write-timeout", "10000"]
+MODES = ("none", "wheel", "asio")
+
+
 def load_run(mode, conns, seconds):
-    server, port = start_server(mode, ["--reader-idle", "10000", "--writer-idle", "10000", "--heartbeat-interval",
-                                       "5000", "--heartbeat-timeout", "5000", "--write-timeout", "10000"])
+    server, port = start_server(mode, LIVENESS if mode != "none" else [])
     try:
         before = proc_figures(server.pid)
         client = subprocess.run(
-            [CLIENT, "--quiet", "--connect", f"127.0.0.1:{port}", "--connections", str(conns), "--send-interval", "50",
-             "--request-timeout", "1000", "--duration", str(seconds * 1000), "--connect-stagger-us", "200"],
+            [CLIENT, "--quiet", "--connect", f"127.0.0.1:{port}", "--connections", str(conns), "--send-interval", "100",
+             "--request-timeout", "1000", "--duration", str(seconds * 1000), "--connect-stagger-us", "100"],
             capture_output=True, text=True, timeout=seconds + 120)
         after = proc_figures(server.pid)
     finally:
@@ -69,11 +75,12 @@ def load_run(mode, conns, seconds):
     return {"mode": mode, "cpu_s": round(after["cpu_s"] - before["cpu_s"], 2), "peak_rss_kib": after["peak_rss_kib"],
             "vol_ctx": after["vol_ctx"] - before["vol_ctx"], "rtt_p50_ms": summary["rtt_ms"]["p50"],
             "rtt_p99_ms": summary["rtt_ms"]["p99"], "responses": summary["responses"], "timeouts": summary["timeouts"],
-            "closed_by_server": summary["closed_by_server"]}
+            "closed_by_server": summary["closed_by_server"],
+            "cpu_us_per_response": round((after["cpu_s"] - before["cpu_s"]) * 1e6 / max(1, summary["responses"]), 3)}
 
 
 def idle_run(mode, conns, seconds):
-    server, port = start_server(mode, ["--reader-idle", "600000"])
+    server, port = start_server(mode, ["--reader-idle", "600000"] if mode != "none" else [])
     client = subprocess.Popen(
         [CLIENT, "--quiet", "--connect", f"127.0.0.1:{port}", "--connections", str(conns), "--send-interval", "0",
          "--duration", str((seconds + 30) * 1000), "--connect-stagger-us", "100"],
@@ -93,45 +100,66 @@ def idle_run(mode, conns, seconds):
             "peak_rss_kib": after["peak_rss_kib"]}
 
 
-def ratio(a, b):
-    return f"{a / b:.2f}×" if b else "n/a"
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2]
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--connections", type=int, default=5000)
-    ap.add_argument("--seconds", type=int, default=20)
+    ap.add_argument("--sizes", default="1000,10000", help="connection counts of the load runs")
+    ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--idle-connections", type=int, default=10000)
     ap.add_argument("--idle-seconds", type=int, default=10)
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "e2e_bench.json"))
     a = ap.parse_args()
-    load = {m: load_run(m, a.connections, a.seconds) for m in ("wheel", "asio")}
-    idle = {m: idle_run(m, a.idle_connections, a.idle_seconds) for m in ("wheel", "asio")}
-    result = {"load": load, "idle": idle, "connections": a.connections, "seconds": a.seconds,
-              "machine": f"{os.cpu_count()} cores", "date": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-    w, s = load["wheel"], load["asio"]
-    print(f"Load: {a.connections} connections, a line every 50 ms each, {a.seconds} s, request timeout, reader/writer "
-          f"idle, heartbeats and write timeout on.\n")
-    # CPU per echoed line matters when the machine saturates and the two servers echo different amounts.
-    for r in (w, s):
-        r["cpu_us_per_response"] = round(r["cpu_s"] * 1e6 / max(1, r["responses"]), 2)
-    print("| server | CPU s | CPU µs per response | peak RSS MiB | voluntary ctx switches | RTT p50 ms | RTT p99 ms "
-          "| responses | timeouts |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for r in (w, s):
-        print(f"| {r['mode']} | {r['cpu_s']} | {r['cpu_us_per_response']} | {r['peak_rss_kib'] / 1024:.1f} | "
-              f"{r['vol_ctx']} | {r['rtt_p50_ms']} | {r['rtt_p99_ms']} | {r['responses']} | {r['timeouts']} |")
-    print(f"| **wheel / asio** | **{ratio(w['cpu_s'], s['cpu_s'])}** | **{ratio(w['cpu_us_per_response'], s['cpu_us_per_response'])}** "
-          f"| {ratio(w['peak_rss_kib'], s['peak_rss_kib'])} | {ratio(w['vol_ctx'], s['vol_ctx'])} | "
-          f"{ratio(w['rtt_p50_ms'], s['rtt_p50_ms'])} | {ratio(w['rtt_p99_ms'], s['rtt_p99_ms'])} | "
-          f"{ratio(w['responses'], s['responses'])} | |")
+    sizes = [int(x) for x in a.sizes.split(",")]
+    runs = {n: {m: [] for m in MODES} for n in sizes}
+    for n in sizes:
+        for r in range(a.rounds):
+            order = MODES[r % len(MODES):] + MODES[:r % len(MODES)]  # alternated: no mode always first
+            for m in order:
+                runs[n][m].append(load_run(m, n, a.seconds))
+    idle = {m: idle_run(m, a.idle_connections, a.idle_seconds) for m in MODES}
+    summary = {}
+    for n in sizes:
+        summary[n] = {}
+        for m in MODES:
+            rs = runs[n][m]
+            summary[n][m] = {k: median([x[k] for x in rs]) for k in
+                             ("cpu_s", "cpu_us_per_response", "peak_rss_kib", "vol_ctx", "rtt_p50_ms", "rtt_p99_ms",
+                              "responses", "timeouts", "closed_by_server")}
+        floor = summary[n]["none"]["cpu_us_per_response"]
+        for m in MODES:
+            summary[n][m]["overhead_pct"] = round((summary[n][m]["cpu_us_per_response"] / floor - 1) * 100, 1) if floor else None
+            summary[n][m]["overhead_pct_by_round"] = [
+                round((x["cpu_us_per_response"] / f["cpu_us_per_response"] - 1) * 100, 1) if f["cpu_us_per_response"] else None
+                for x, f in zip(runs[n][m], runs[n]["none"])]
+    result = {"runs": {str(n): runs[n] for n in sizes}, "summary": {str(n): summary[n] for n in sizes}, "idle": idle,
+              "seconds": a.seconds, "rounds": a.rounds, "machine": f"{os.cpu_count()} cores",
+              "date": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     with open(a.out, "w") as f:
         json.dump(result, f, indent=1)
-    print(f"\nIdle: {a.idle_connections} silent connections, reader-idle 600 s, no heartbeats, measured over "
-          f"{a.idle_seconds} s after they connected.\n")
+    print(f"Load: each connection sends a line every 100 ms (10 lines/s) for {a.seconds} s with a 1 s request timeout; "
+          f"wheel and asio run reader/writer idle, heartbeats and the write timeout, none runs no liveness at all. "
+          f"{a.rounds} rounds in alternated order, medians. Overhead = CPU per response over none's.\n")
+    print("| connections | server | CPU s | CPU µs per response | **liveness overhead** | overhead by round | peak RSS MiB "
+          "| voluntary ctx switches | RTT p50 ms | RTT p99 ms | responses | timeouts |")
+    print("|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|")
+    for n in sizes:
+        for m in MODES:
+            r = summary[n][m]
+            over = "floor" if m == "none" else f"**{r['overhead_pct']:+.1f} %**"
+            by = "" if m == "none" else ", ".join(f"{x:+.1f}" for x in r["overhead_pct_by_round"])
+            print(f"| {n:,} | {m} | {r['cpu_s']} | {r['cpu_us_per_response']} | {over} | {by} | "
+                  f"{r['peak_rss_kib'] / 1024:.1f} | {r['vol_ctx']} | {r['rtt_p50_ms']} | {r['rtt_p99_ms']} | "
+                  f"{r['responses']:,} | {r['timeouts']} |")
+    print(f"\nIdle: {a.idle_connections:,} silent connections, reader-idle 600 s (none: no liveness), no heartbeats, "
+          f"measured over {a.idle_seconds} s after they connected.\n")
     print("| server | CPU s | wake-ups per second | peak RSS MiB |")
     print("|---|---:|---:|---:|")
-    for m in ("wheel", "asio"):
+    for m in MODES:
         r = idle[m]
         print(f"| {m} | {r['cpu_s']} | {r['wakeups_per_s']} | {r['peak_rss_kib'] / 1024:.1f} |")
     return 0

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# End-to-end benchmark: echo_server --timers wheel vs --timers asio under the same echo_client load,
-# then an idle run; writes docs/e2e_bench.json and prints the tables. Arguments go to e2e_bench.py
-# (e.g. --connections 5000 --seconds 20).
+# End-to-end benchmark: echo_server --timers wheel, asio and none (no liveness: the floor) under the same
+# echo_client load at 1,000 and 10,000 connections, three alternated rounds, then an idle run; writes
+# docs/e2e_bench.json and prints the tables. Arguments go to e2e_bench.py
+# (e.g. --sizes 1000 --seconds 5 --rounds 1).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bash "$root/scripts/install-deps.sh"

@@ -3,7 +3,7 @@
 // async_wait), as hand-rolled Asio servers do. It plugs into heartwheel::net::connection in place of
 // net's connection_liveness (same interface), so both modes share the stream, the write queue and
 // the close path; only the timing differs. The close callback runs at most once, and nothing runs
-// after close() or destruction.
+// after close() or destruction. no_liveness (--timers none) is the floor: no timing at all.
 #ifndef HEARTWHEEL_ECHO_LIVENESS_HPP
 #define HEARTWHEEL_ECHO_LIVENESS_HPP
 
@@ -63,6 +63,25 @@ private:
     bool awaiting_pong_ = false;
     bool judging_ = false;  ///< a ping is outstanding: neither answered nor judged
     bool ping_due_ = false; ///< the next ping fell due meanwhile
+};
+
+/// --timers none: no liveness at all (no timer, no heartbeat, no timeout) — the floor the
+/// benchmarks measure liveness overhead against. Same interface; nothing ever closes the connection.
+class no_liveness {
+public:
+    static auto factory() {
+        return [](const heartwheel::net::connection_liveness::callbacks&, const asio::any_io_executor&) {
+            return std::make_unique<no_liveness>();
+        };
+    }
+    void handshake_started() {}
+    void handshake_done() {}
+    void on_read(bool) {}
+    void on_write_started() {}
+    void on_write_progress() {}
+    void on_write_complete(bool) {}
+    void on_pong() {}
+    void close() {}
 };
 
 } // namespace echo

@@ -303,7 +303,8 @@ server_options parse_server_options(int argc, const char* const* argv) {
         live_ms("write-timeout", "timeouts.write_timeout", "close when a write makes no progress for this long (0 = off)", l.timeouts.write_timeout),
         own_ms("tick", "the timing wheel's tick", o.tick_ms, 1, 1000),
         own_count("threads", "io_context threads, one wheel each", o.threads, 1, 256),
-        text_opt("timers", "wheel, or asio for one steady_timer per connection per concern", timers),
+        text_opt("timers", "wheel, asio for one steady_timer per connection per concern, or none for no liveness at all "
+                           "(timeouts and heartbeats off whatever else says: a benchmark floor)", timers),
         own_count("max-line", "longest line in bytes before the newline", o.max_line, 1, 16 * 1024 * 1024, " (bytes)"),
         own_count("max-connections", "beyond this a new connection gets BYE busy", o.max_connections, 1, 10'000'000),
         live_ms("max-age", "limits.max_age", "close connections older than this, with ±10% jitter (0 = off)", l.limits.max_age),
@@ -330,7 +331,8 @@ server_options parse_server_options(int argc, const char* const* argv) {
     const auto sources = parse("echo_server", "heartwheel echo/heartbeat server", specs, l, argc, argv);
     if (timers == "wheel") o.timers = timer_mode::wheel;
     else if (timers == "asio") o.timers = timer_mode::asio;
-    else bad("--timers", timers, "wheel or asio");
+    else if (timers == "none") o.timers = timer_mode::none;
+    else bad("--timers", timers, "wheel, asio or none");
     if (o.timers == timer_mode::asio && l.overload.any())
         throw usage_error("--timers asio: scaled timeouts (--*-min, [overload]) need --timers wheel (the baseline has none)");
     if (!metrics.empty()) o.metrics = parse_endpoint(metrics, "--metrics");

@@ -32,7 +32,7 @@ struct endpoint_spec {
     std::string text() const { return host + ":" + std::to_string(port); }
 };
 
-enum class timer_mode { wheel, asio };
+enum class timer_mode { wheel, asio, none };
 
 struct server_options {
     endpoint_spec listen{"127.0.0.1", 7000};

@@ -513,7 +513,7 @@ class BadInput(unittest.TestCase):
             (["--reader-idle=abc"], "--reader-idle", "abc", "milliseconds"),
             (["--heartbeat-misses", "0"], "--heartbeat-misses", "0", "1..1000"),
             (["--heartbeat-jitter", "2"], "--heartbeat-jitter", "2", "0..0.5"),
-            (["--timers", "fast"], "--timers", "fast", "wheel or asio"),
+            (["--timers", "fast"], "--timers", "fast", "wheel, asio or none"),
             (["--listen", "nonsense"], "--listen", "nonsense", "HOST:PORT"),
             (["--listen", "127.0.0.1:70000"], "--listen", "70000", "0..65535"),
             (["--threads", "0"], "--threads", "0", "1..256"),
