@@ -2,7 +2,7 @@
 //
 // Why arrays: in a linked list every step of a cascade or a firing is a dependent cache miss (the next
 // node's address is inside the node before it), so at a million timers in no particular memory order
-// the wheel waits on memory one node at a time. Here a slot (a "store") is a chain of 64-entry chunks of
+// the wheel waits on memory one node at a time. Here a slot (a "store") is a chain of 32-entry chunks of
 // node pointers, all chunks living in one pooled vector: a store is walked over contiguous memory and
 // the nodes a few entries ahead are prefetched while the current one is handled, so the misses overlap.
 //
@@ -34,7 +34,7 @@ namespace heartwheel::detail {
 template <std::size_t Stores>
 class slot_pool {
 public:
-    static constexpr unsigned chunk_bits = 6;
+    static constexpr unsigned chunk_bits = 5;
     static constexpr std::uint32_t chunk_size = 1u << chunk_bits;
     static constexpr std::uint32_t mask = chunk_size - 1;
     static constexpr std::uint32_t no_chunk = ~std::uint32_t{0};
@@ -49,7 +49,7 @@ public:
     /// Makes room for at least `n` entries. False when memory (or the 32-bit index space) runs out.
     bool reserve(std::size_t n) noexcept {
         if (n <= timers_) return true;
-        // n entries need n/64 full chunks and at most one partly filled chunk per store they use.
+        // n entries need n/32 full chunks and at most one partly filled chunk per store they use.
         const std::size_t need = n / chunk_size + (n < Stores ? n : Stores) + 2;
         std::size_t chunks = prev_.size() + prev_.size() / 4;
         if (chunks < need) chunks = need;
@@ -171,7 +171,7 @@ public:
 
 private:
     static std::size_t capacity_for(std::size_t chunks) noexcept {
-        // The largest n with n/64 + min(n, Stores) + 2 <= chunks: the full chunks, one partly filled
+        // The largest n with n/32 + min(n, Stores) + 2 <= chunks: the full chunks, one partly filled
         // chunk per store, and the chunk a walk is emptying while its timers fill others.
         auto fits = [chunks](std::size_t n) { return n / chunk_size + (n < Stores ? n : Stores) + 2 <= chunks; };
         if (chunks <= 2) return 0;
