@@ -122,6 +122,8 @@ def main():
             for m in order:
                 runs[n][m].append(load_run(m, n, a.seconds))
     idle = {m: idle_run(m, a.idle_connections, a.idle_seconds) for m in MODES}
+    with open(a.out, "w") as f:  # the raw runs first: nothing measured is lost if the summary fails
+        json.dump({"runs": {str(n): runs[n] for n in sizes}, "idle": idle}, f, indent=1)
     summary = {}
     for n in sizes:
         summary[n] = {}
@@ -129,7 +131,8 @@ def main():
             rs = runs[n][m]
             summary[n][m] = {k: median([x[k] for x in rs]) for k in
                              ("cpu_s", "cpu_us_per_response", "peak_rss_kib", "vol_ctx", "rtt_p50_ms", "rtt_p99_ms",
-                              "responses", "timeouts", "closed_by_server")}
+                              "responses", "timeouts")}
+            summary[n][m]["closed_by_server"] = [x["closed_by_server"] for x in rs]
         floor = summary[n]["none"]["cpu_us_per_response"]
         for m in MODES:
             summary[n][m]["overhead_pct"] = round((summary[n][m]["cpu_us_per_response"] / floor - 1) * 100, 1) if floor else None

@@ -5,6 +5,7 @@
 
 #include "test_timers.hpp"
 
+#include <deque>
 #include <memory>
 #include <stdexcept>
 
@@ -195,6 +196,81 @@ BOOST_AUTO_TEST_CASE(coarse_tick_rounds_deadlines_up) {
     BOOST_TEST(a.pending());
     w.advance(t0 + 20ms);
     BOOST_TEST(a.expired());
+}
+
+// A timer due exactly at a higher slot's start fires before that slot's other timers cascade: with
+// a million timers in the slot, it would otherwise wait for all of them to be re-filed.
+BOOST_AUTO_TEST_CASE(a_timer_due_at_a_slot_start_fires_before_the_slot_cascades) {
+    timing_wheel w(t0); // 1 ms tick: 4096 ticks is the start of level 2's slot 1
+    std::vector<int> log;
+    recording_timer later(log, 2), at_start(log, 1);
+    w.schedule(later, t0 + 4101ms); // same level-2 slot, filed first
+    w.schedule(at_start, t0 + 4096ms);
+    std::uint64_t later_filed_at = 0;
+    at_start.action = [&] { later_filed_at = w.filed_wakeup_tick(later); };
+    BOOST_TEST(w.advance(t0 + 4096ms) == 1u);
+    BOOST_TEST(log == std::vector<int>{1});
+    BOOST_TEST(later_filed_at == 4096u); // still in the level-2 slot when the callback ran
+    BOOST_TEST(w.filed_wakeup_tick(later) == 4101u);
+    w.advance(t0 + 4101ms);
+    BOOST_TEST(log == (std::vector<int>{1, 2}));
+    w.check_invariants();
+}
+
+// Cancels from a callback while a slot of several storage chunks is being fired: the walk skips the
+// cancelled ones and keeps the order the others were scheduled in.
+BOOST_AUTO_TEST_CASE(cancels_during_a_slot_walk_skip_exactly_the_cancelled) {
+    timing_wheel w(t0);
+    std::vector<int> log;
+    std::vector<std::unique_ptr<recording_timer>> ts;
+    for (int i = 0; i < 200; ++i) ts.push_back(std::make_unique<recording_timer>(log, i));
+    ts[0]->action = [&] {
+        for (int i = 1; i < 200; i += 2) BOOST_TEST(w.cancel(*ts[static_cast<std::size_t>(i)]));
+        ts[198].reset(); // destroyed while waiting in the walked slot
+    };
+    for (auto& t : ts) w.schedule(*t, t0 + 5ms);
+    BOOST_TEST(w.advance(t0 + 5ms) == 99u);
+    std::vector<int> want;
+    for (int i = 0; i < 198; i += 2) want.push_back(i);
+    BOOST_TEST(log == want);
+    BOOST_TEST(w.empty());
+    w.check_invariants();
+}
+
+BOOST_AUTO_TEST_CASE(advance_from_a_callback_does_nothing) {
+    timing_wheel w(t0);
+    std::vector<int> log;
+    recording_timer a(log, 1), b(log, 2);
+    std::size_t inner = 99;
+    a.action = [&] { inner = w.advance(t0 + 1h); };
+    w.schedule(a, t0 + 1ms);
+    w.schedule(b, t0 + 1s);
+    BOOST_TEST(w.advance(t0 + 1ms) == 1u);
+    BOOST_TEST(inner == 0u);
+    BOOST_TEST(b.pending());
+    w.check_invariants();
+}
+
+// The memory target: at most 48 bytes per live timer, node and pooled slot storage together, and the
+// storage is reused, not grown, when timers are cancelled and armed again.
+BOOST_AUTO_TEST_CASE(a_live_timer_costs_at_most_48_bytes) {
+    static_assert(sizeof(void*) != 8 || sizeof(heartwheel::timer_node) == 32);
+    timing_wheel w(t0);
+    std::vector<int> log;
+    constexpr std::size_t n = 100'000;
+    std::deque<recording_timer> ts;
+    for (std::size_t i = 0; i < n; ++i) ts.emplace_back(log, 0);
+    std::uint64_t x = 88172645463325252ull; // xorshift: deadlines over 1–30 s in no particular order
+    auto next = [&] { return x ^= x << 13, x ^= x >> 7, x ^= x << 17; };
+    for (auto& t : ts) w.schedule(t, t0 + 1s + std::chrono::milliseconds(next() % 29'000));
+    const double per_timer = static_cast<double>(w.storage_bytes() + n * sizeof(heartwheel::timer_node)) / n;
+    BOOST_TEST(per_timer <= 48.0);
+    const auto held = w.storage_bytes();
+    for (auto& t : ts) w.cancel(t);
+    for (auto& t : ts) w.schedule(t, t0 + 1s + std::chrono::milliseconds(next() % 29'000));
+    BOOST_TEST(w.storage_bytes() == held);
+    BOOST_TEST(w.advance(t0 + 31s) == n);
+    w.check_invariants();
 }
 
 BOOST_AUTO_TEST_SUITE_END()
