@@ -8,8 +8,9 @@
 // instructions callgrind collected by that. Operations are the micro-benchmark's (micro_timers.cpp):
 // arm, cancel, rearm, touch (heartwheel only) and expire (all N armed already due; per fired timer),
 // plus expire_cascade (heartwheel and the heap: deadlines over 1–30 s, then 31 s pass) and `loop`:
-// the same loop as every other operation — read the next timer's index and value from two arrays —
-// calling nothing, so the harness's own cost can be subtracted. Timers are armed and visited in a
+// the same loop as every other operation — read the next timer's number and value from two arrays,
+// find that timer in the system's array (a server holds its connection's timer already) — calling
+// nothing, so the harness's own cost can be subtracted, system by system. Timers are armed and visited in a
 // random order (bench::arm_order).
 #include "systems/asio_system.hpp"
 #include "systems/heap_system.hpp"
@@ -65,8 +66,9 @@ std::size_t measure(const std::string& op, std::size_t n, std::size_t k) {
         val[j] = delays[idx[j]] + 1'000'000; // rearm: 1 ms later, as a read pushes an idle deadline
     }
     if (op == "loop") {
-        drive(idx, val, [](std::size_t i, std::int64_t v) {
-            asm volatile("" : : "r"(i), "r"(v) : "memory");
+        drive(idx, val, [&](std::size_t i, std::int64_t v) {
+            const void* timer = sys.address_of(i);
+            asm volatile("" : : "r"(timer), "r"(v) : "memory");
         });
     } else if (op == "arm") {
         drive(idx, val, [&](std::size_t i, std::int64_t v) { sys.arm(i, v); });

@@ -108,10 +108,12 @@ def instructions_table(path):
     n = rows[0]["n"] if rows else 0
     for r in rows:
         per[r["op"]][r["system"]] = r["per_op"]
-    loop = per.get("loop", {}).get("heartwheel", 0.0)
+    loops = per.get("loop", {})
     present = [s for s in SYSTEMS if any(s in per[op] for op in per if op != "loop")]
-    out = [f"Instructions per operation at {n:,} live timers (callgrind), **the operation only**: the harness's loop "
-           f"(`loop`: {loop:.1f} instructions per iteration, the same loop calling nothing) is subtracted from arm, "
+    loop_text = ", ".join(f"{s} {loops[s]:.1f}" for s in present if s in loops)
+    out = [f"Instructions per operation at {n:,} live timers (callgrind), **the operation only**: each system's "
+           f"harness loop (`loop`: the same loop — next timer's number and value, the timer's address in the "
+           f"system's array — calling nothing; {loop_text} instructions per iteration) is subtracted from arm, "
            "cancel, rearm and touch; in parentheses, with the loop. expire is per fired timer (one call fires them "
            "all). Ratios: how many times heartwheel's figure.\n",
            "| operation | " + " | ".join(present) + " | heartwheel target |",
@@ -119,15 +121,17 @@ def instructions_table(path):
     for op in ["arm", "cancel", "rearm", "touch", "expire", "expire_cascade"]:
         if op not in per:
             continue
-        sub = loop if op in LOOPED else 0.0
+        def sub_of(system):
+            return loops.get(system, 0.0) if op in LOOPED else 0.0
         base = per[op].get("heartwheel")
-        base_op = None if base is None else base - sub
+        base_op = None if base is None else base - sub_of("heartwheel")
         cells = []
         for s in present:
             v = per[op].get(s)
             if v is None:
                 cells.append("—")
                 continue
+            sub = sub_of(s)
             ratio = f", {(v - sub) / base_op:.1f}×" if base_op and s != "heartwheel" else ""
             cells.append(f"{fmt(v - sub)} ({fmt(v)}{ratio})" if sub else f"{fmt(v)}{' (' + ratio[2:] + ')' if ratio else ''}")
         target = TARGETS.get(op)

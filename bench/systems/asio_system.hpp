@@ -53,6 +53,8 @@ public:
         io_.poll();
         return fired_counter() - before;
     }
+    /// The harness's own step of every operation: from a timer's number to the timer (instructions' `loop`).
+    const void* address_of(std::size_t i) const { return &timers_[i]; }
 
 private:
     asio::io_context io_{1};

@@ -56,6 +56,8 @@ public:
     /// Armed 1–30 s out, then 31 s pass (the wheel's cascade shape).
     void arm_far(std::size_t i, std::int64_t spread_delay) { arm(i, spread_delay); }
     std::size_t expire_far() { return advance_to(now_ + 31'000'000'000); }
+    /// The harness's own step of every operation: from a timer's number to the timer (instructions' `loop`).
+    const void* address_of(std::size_t i) const { return &gen_[i]; }
 
 private:
     struct entry {

@@ -61,6 +61,8 @@ public:
         event_base_loop(base_, EVLOOP_NONBLOCK);
         return fired_counter() - before;
     }
+    /// The harness's own step of every operation: from a timer's number to the timer (instructions' `loop`).
+    const void* address_of(std::size_t i) const { return &events_[i]; }
 
 private:
     static void on_timer(evutil_socket_t, short, void*) { ++fired_counter(); }

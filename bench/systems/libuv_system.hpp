@@ -48,6 +48,8 @@ public:
         uv_run(&loop_, UV_RUN_NOWAIT);
         return fired_counter() - before;
     }
+    /// The harness's own step of every operation: from a timer's number to the timer (instructions' `loop`).
+    const void* address_of(std::size_t i) const { return &timers_[i]; }
 
 private:
     static void on_timer(uv_timer_t*) { ++fired_counter(); }

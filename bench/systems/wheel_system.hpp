@@ -41,6 +41,8 @@ public:
     void arm_far(std::size_t i, std::int64_t spread_delay) { arm(i, spread_delay); }
     std::size_t expire_far() { return advance_to(now() + 31'000'000'000); }
     std::size_t size() const { return wheel_.size(); }
+    /// The harness's own step of every operation: from a timer's number to the timer (instructions' `loop`).
+    const void* address_of(std::size_t i) const { return &nodes_[i]; }
 
 private:
     static constexpr heartwheel::time_point start_ = heartwheel::time_point{} + std::chrono::hours(1);

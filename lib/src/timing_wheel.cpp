@@ -31,12 +31,10 @@ void wheel_config::validate() const {
 }
 
 timer_node::~timer_node() {
-    if (state_ == timer_state::pending && wheel_ != nullptr) wheel_->cancel(*this);
+    if (wheel_ != nullptr) wheel_->cancel(*this);
 }
 
-bool timer_node::cancel() noexcept {
-    return state_ == timer_state::pending && wheel_ != nullptr && wheel_->cancel(*this);
-}
+bool timer_node::cancel() noexcept { return wheel_ != nullptr && wheel_->cancel(*this); }
 
 timing_wheel::timing_wheel(time_point start, wheel_config config)
     : config_(config), start_(start) {
@@ -45,9 +43,7 @@ timing_wheel::timing_wheel(time_point start, wheel_config config)
     max_tick_ = std::min<std::uint64_t>(std::uint64_t{1} << 62, ticks_in_range);
 }
 
-timing_wheel::~timing_wheel() {
-    for (timer_node* t : stop()) t->wheel_ = nullptr;
-}
+timing_wheel::~timing_wheel() { stop(); }
 
 std::error_code timing_wheel::to_error(placed p) noexcept {
     if (p == placed::ok) return {};
@@ -85,7 +81,7 @@ std::uint64_t timing_wheel::tick_floor(time_point t) const noexcept {
 }
 
 duration timing_wheel::remaining(const timer_node& t, time_point now) const noexcept {
-    if (t.state_ != timer_state::pending || t.wheel_ != this) return duration::zero();
+    if (t.wheel_ != this) return duration::zero();
     const auto left = saturating_sub(time_of(t.deadline_), now);
     return left > duration::zero() ? left : duration::zero();
 }
@@ -179,6 +175,7 @@ void timing_wheel::rearm_periodic(periodic_timer& t) noexcept {
         next = t.deadline_ + period * ((target_ - t.deadline_) / period + 1);
     t.deadline_ = next < max_tick_ ? next : max_tick_;
     t.state_ = timer_state::pending;
+    t.wheel_ = this;
     ++size_;
     if (t.deadline_ <= target_) push_due(t);
     else file_later(t);
@@ -189,6 +186,7 @@ void timing_wheel::fire(timer_node& t) {
     --size_;
     ++fired_;
     t.state_ = timer_state::expired;
+    t.wheel_ = nullptr;
     if (t.flags_ & flag_periodic) rearm_periodic(static_cast<periodic_timer&>(t));
     firing_ = &t;
     t.on_expire();
@@ -354,6 +352,7 @@ std::vector<timer_node*> timing_wheel::stop() {
     unfired.reserve(size_);
     auto take = [&](timer_node* t) {
         t->state_ = timer_state::cancelled;
+        t->wheel_ = nullptr;
         unfired.push_back(t);
     };
     for (std::uint32_t store = 0; store < store_count; ++store) {

@@ -51,7 +51,7 @@ public:
     /// The deadline in wheel ticks (meaningful while pending or after it fired).
     std::uint64_t deadline_tick() const noexcept { return deadline_; }
 
-    /// The wheel the node was last scheduled on, or nullptr.
+    /// The wheel the node is pending in, or nullptr (a node that fired or was cancelled is in none).
     timing_wheel* wheel() const noexcept { return wheel_; }
 
 protected:
@@ -64,7 +64,7 @@ private:
     template <std::size_t Stores>
     friend class detail::slot_pool;
 
-    timing_wheel* wheel_ = nullptr;
+    timing_wheel* wheel_ = nullptr; ///< set iff pending: one compare answers "pending in this wheel?"
     std::uint64_t deadline_ = 0;
     std::uint32_t pos_ = 0;  ///< its entry in the wheel's slot storage, while pending
     std::uint16_t slot_ = 0; ///< the store that entry is in, while pending

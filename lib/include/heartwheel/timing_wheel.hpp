@@ -83,9 +83,10 @@ public:
 
     /// Unlinks `t` if pending; returns whether it was. Its callback will not run.
     bool cancel(timer_node& t) noexcept {
-        if (t.state_ != timer_state::pending || t.wheel_ != this) return false;
+        if (t.wheel_ != this) return false; // not pending here
         unlink(t);
         t.state_ = timer_state::cancelled;
+        t.wheel_ = nullptr;
         if (--size_ == 0) [[unlikely]]
             emptied();
         return true;
@@ -97,7 +98,7 @@ public:
     /// knows whether it may need to wake earlier.
     bool touch(timer_node& t, time_point deadline);
     bool touch_tick(timer_node& t, std::uint64_t deadline_tick) {
-        if (t.state_ == timer_state::pending && t.wheel_ == this && deadline_tick >= t.deadline_) {
+        if (t.wheel_ == this && deadline_tick >= t.deadline_) { // pending here, pushed later
             t.deadline_ = deadline_tick < max_tick_ ? deadline_tick : max_tick_;
             return false;
         }
@@ -199,7 +200,7 @@ private:
     /// and the new deadline maps to the store it is already in, only stores the deadline.
     [[gnu::always_inline]] placed place(timer_node& t, std::uint64_t deadline_tick) noexcept {
         const std::uint64_t d = deadline_tick < max_tick_ ? deadline_tick : max_tick_;
-        if (t.state_ == timer_state::pending) {
+        if (t.wheel_ != nullptr) { // pending
             if (t.wheel_ != this) [[unlikely]]
                 return place_foreign(t, d);
             // Same store (a re-arm a little later usually is, above level 0): nothing to move. Not
@@ -216,6 +217,7 @@ private:
         if (size_ >= limit_) [[unlikely]]
             if (const placed p = make_room(); p != placed::ok) {
                 t.state_ = timer_state::cancelled;
+                t.wheel_ = nullptr;
                 return p;
             }
         t.wheel_ = this;
