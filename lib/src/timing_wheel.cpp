@@ -19,6 +19,17 @@ namespace {
 constexpr std::uint8_t flag_periodic = 1;
 /// How many entries ahead a slot's walk prefetches nodes: enough misses in flight to cover memory latency.
 constexpr std::uint32_t prefetch_distance = 12;
+
+/// Calls f(entry) for every entry a walk has not reached yet (tombstones included).
+template <class Pool, class Walk, class F>
+void for_each_unwalked(const Walk& w, F f) {
+    using pool = Pool;
+    for (std::size_t ci = w.ci; ci < w.chunks.size(); ++ci) {
+        const std::uint32_t first = w.chunks[ci] << pool::chunk_bits;
+        const bool here = ci == w.ci && w.e >= first && w.e < first + pool::chunk_size;
+        for (std::uint32_t e = here ? w.e : first; e < pool::chunk_end(w.chunks, ci, w.end); ++e) f(e);
+    }
+}
 } // namespace
 
 void wheel_config::validate() const {
@@ -57,14 +68,16 @@ void timing_wheel::throw_placed(placed p) { throw std::system_error(to_error(p))
 timing_wheel::placed timing_wheel::make_room() noexcept {
     if (stopped_) return placed::stopped;
     if (size_ >= config_.max_pending) return placed::full;
-    if (!pool_.reserve(size_ + batch_held_ + 1)) return placed::full;
-    const std::size_t room = pool_.timers() > batch_held_ ? pool_.timers() - batch_held_ : 0;
+    // The chunks a walk has not reached yet are still held (their timers may be cancelled meanwhile).
+    const std::size_t held = batch_ == no_store ? 0 : (walk_.chunks.size() - walk_.ci) * pool::chunk_size;
+    if (!pool_.reserve(size_ + held + 1)) return placed::full;
+    const std::size_t room = pool_.timers() > held ? pool_.timers() - held : 0;
     limit_ = std::min(config_.max_pending, room);
     return size_ < limit_ ? placed::ok : placed::full;
 }
 
 void timing_wheel::file_now(timer_node& t) noexcept {
-    if (t.deadline_ <= elapsed_ || t.deadline_ <= target_) push_due(t);
+    if (t.deadline_ <= target_) push_due(t); // elapsed_ <= target_ always
     else file_later(t);
 }
 
@@ -195,20 +208,15 @@ void timing_wheel::fire(timer_node& t) {
 
 // Sorts a due store by deadline (stable: equal deadlines keep their order), front to back.
 void timing_wheel::sort_store(std::uint32_t store) {
-    pool_.chunks_of(store, chunk_scratch_);
-    const std::uint32_t end = pool_.end(store);
     sort_scratch_.clear();
-    for (std::size_t i = 0; i < chunk_scratch_.size(); ++i)
-        for (std::uint32_t e = chunk_scratch_[i] << pool::chunk_bits; e < pool::chunk_end(chunk_scratch_, i, end); ++e)
-            sort_scratch_.push_back(pool_.at(e));
+    pool_.for_each_entry(store, chunk_scratch_, [&](std::uint32_t e) { sort_scratch_.push_back(pool_.at(e)); });
     std::stable_sort(sort_scratch_.begin(), sort_scratch_.end(),
                      [](const timer_node* a, const timer_node* b) { return a->deadline_ < b->deadline_; });
     std::size_t k = 0;
-    for (std::size_t i = 0; i < chunk_scratch_.size(); ++i)
-        for (std::uint32_t e = chunk_scratch_[i] << pool::chunk_bits; e < pool::chunk_end(chunk_scratch_, i, end); ++e) {
-            pool_.put(e, sort_scratch_[k]);
-            sort_scratch_[k++]->pos_ = e;
-        }
+    pool_.for_each_entry(store, chunk_scratch_, [&](std::uint32_t e) {
+        pool_.put(e, sort_scratch_[k]);
+        sort_scratch_[k++]->pos_ = e;
+    });
     sort_scratch_.clear();
 }
 
@@ -228,8 +236,8 @@ bool timing_wheel::fire_due_batch() {
 // batch): each timer fires, or is re-filed lower (a cascade, or a timer touched to a later deadline).
 // The store is detached first (it reads as empty) and nothing can be filed into it meanwhile; a
 // callback's cancel of one of its timers leaves a tombstone (batch_), so the walk never misses or
-// repeats an entry. Each chunk goes back to the pool once walked; the ones not walked yet are "held"
-// (batch_held_), so place() does not count on them. The nodes ahead are prefetched: the walk reads
+// repeats an entry. Each chunk goes back to the pool once walked; the ones not walked yet are held,
+// and make_room() does not count on them. The nodes ahead are prefetched: the walk reads
 // contiguous entries, so their nodes' cache misses overlap. False if the budget ran out; what is left
 // (then, or when a callback throws) moves to the due store in order.
 bool timing_wheel::walk(std::uint32_t store) {
@@ -242,7 +250,6 @@ bool timing_wheel::walk(std::uint32_t store) {
     pool_.detach(store);
     batch_ = store;
     slow_from_ = 0;
-    batch_held_ = w.chunks.size() * pool::chunk_size;
     limit_ = 0; // place() re-checks the room (make_room)
     struct finish {
         timing_wheel& wheel;
@@ -268,8 +275,6 @@ bool timing_wheel::walk(std::uint32_t store) {
             fire(*t);
         }
         pool_.release(w.chunks[w.ci]);
-        batch_held_ -= pool::chunk_size;
-        if (more) w.e = next_first;
     }
     return true;
 }
@@ -278,32 +283,19 @@ bool timing_wheel::walk(std::uint32_t store) {
 // order, and their chunks back to the pool.
 void timing_wheel::finish_walk() noexcept {
     walk_state& w = walk_;
-    for (; w.ci < w.chunks.size(); ++w.ci) {
-        const std::uint32_t first = w.chunks[w.ci] << pool::chunk_bits;
-        const std::uint32_t chunk_end = pool::chunk_end(w.chunks, w.ci, w.end);
-        if (w.e < first || w.e >= first + pool::chunk_size) w.e = first;
-        for (; w.e < chunk_end; ++w.e)
-            if (timer_node* t = pool_.at(w.e)) {
-                pool_.put(w.e, nullptr);
-                push_due(*t);
-            }
-        pool_.release(w.chunks[w.ci]);
-    }
+    for_each_unwalked<pool>(w, [&](std::uint32_t e) {
+        if (timer_node* t = pool_.at(e)) push_due(*t);
+    });
+    for (; w.ci < w.chunks.size(); ++w.ci) pool_.release(w.chunks[w.ci]);
     w.chunks.clear();
     batch_ = no_store;
     slow_from_ = due_a;
-    batch_held_ = 0;
     limit_ = 0;
 }
 
 // Moves a whole store to the due store, in order (a slot left behind by a throwing callback).
 void timing_wheel::requeue(std::uint32_t store) noexcept {
-    if (pool_.empty(store)) return;
-    pool_.chunks_of(store, chunk_scratch_);
-    const std::uint32_t end = pool_.end(store);
-    for (std::size_t i = 0; i < chunk_scratch_.size(); ++i)
-        for (std::uint32_t e = chunk_scratch_[i] << pool::chunk_bits; e < pool::chunk_end(chunk_scratch_, i, end); ++e)
-            push_due(*pool_.at(e));
+    pool_.for_each_entry(store, chunk_scratch_, [&](std::uint32_t e) { push_due(*pool_.at(e)); });
     pool_.clear(store);
 }
 
@@ -356,23 +348,17 @@ std::vector<timer_node*> timing_wheel::stop() {
         unfired.push_back(t);
     };
     for (std::uint32_t store = 0; store < store_count; ++store) {
-        while (!pool_.empty(store))
-            if (timer_node* t = pool_.pop(store)) take(t);
+        pool_.for_each_entry(store, chunk_scratch_, [&](std::uint32_t e) { take(pool_.at(e)); });
+        pool_.clear(store);
     }
-    if (batch_ != no_store) {
-        // Called from a callback during a walk: what the walk has not reached becomes tombstones.
-        const walk_state& w = walk_;
-        for (std::size_t ci = w.ci; ci < w.chunks.size(); ++ci) {
-            const std::uint32_t first = w.chunks[ci] << pool::chunk_bits;
-            const std::uint32_t chunk_end = pool::chunk_end(w.chunks, ci, w.end);
-            const bool here = ci == w.ci && w.e >= first && w.e < first + pool::chunk_size;
-            for (std::uint32_t e = here ? w.e : first; e < chunk_end; ++e)
-                if (timer_node* t = pool_.at(e)) {
-                    pool_.put(e, nullptr);
-                    take(t);
-                }
-        }
-    }
+    // Called from a callback during a walk: what the walk has not reached becomes tombstones.
+    if (batch_ != no_store)
+        for_each_unwalked<pool>(walk_, [&](std::uint32_t e) {
+            if (timer_node* t = pool_.at(e)) {
+                pool_.put(e, nullptr);
+                take(t);
+            }
+        });
     occupied_.fill(0);
     size_ = 0;
     limit_ = 0;
@@ -385,29 +371,25 @@ void timing_wheel::check_invariants() const {
     auto fail = [](const std::string& what) { throw std::logic_error("timing_wheel invariant: " + what); };
     if (const char* broken = pool_.check()) fail(broken);
     std::size_t count = 0;
+    std::vector<std::uint32_t> chunks;
     auto check_store = [&](std::uint32_t store) {
-        std::vector<std::uint32_t> chunks;
-        pool_.chunks_of(store, chunks);
-        const std::uint32_t end = pool_.end(store);
-        for (std::size_t i = 0; i < chunks.size(); ++i) {
-            for (std::uint32_t e = chunks[i] << pool::chunk_bits; e < pool::chunk_end(chunks, i, end); ++e) {
-                const timer_node* t = pool_.at(e);
-                if (t == nullptr) fail("tombstone outside a batch being fired");
-                if (t->pos_ != e || t->slot_ != store) fail("timer's entry fields disagree with its store");
-                if (t->state_ != timer_state::pending || t->wheel_ != this) fail("filed timer not pending here");
-                if (t->deadline_ > max_tick_) fail("deadline beyond max_tick");
-                if (store < due_a) {
-                    const std::uint32_t slot = store >= start_stores ? store - start_stores : store;
-                    const unsigned level = slot / slots_per_level, index = slot % slots_per_level;
-                    if (t->deadline_ <= elapsed_) fail("filed timer already due");
-                    const unsigned above = (level + 1) * slot_bits;
-                    if (above < 64 && (t->deadline_ >> above) < (elapsed_ >> above)) fail("timer filed below its deadline's level");
-                    const std::uint64_t digit = (elapsed_ >> (level * slot_bits)) & (slots_per_level - 1);
-                    if (index <= digit) fail("slot at or behind elapsed is occupied");
-                }
-                ++count;
+        pool_.for_each_entry(store, chunks, [&](std::uint32_t e) {
+            const timer_node* t = pool_.at(e);
+            if (t == nullptr) fail("tombstone outside a batch being fired");
+            if (t->pos_ != e || t->slot_ != store) fail("timer's entry fields disagree with its store");
+            if (t->state_ != timer_state::pending || t->wheel_ != this) fail("filed timer not pending here");
+            if (t->deadline_ > max_tick_) fail("deadline beyond max_tick");
+            if (store < due_a) {
+                const std::uint32_t slot = store >= start_stores ? store - start_stores : store;
+                const unsigned level = slot / slots_per_level, index = slot % slots_per_level;
+                if (t->deadline_ <= elapsed_) fail("filed timer already due");
+                const unsigned above = (level + 1) * slot_bits;
+                if (above < 64 && (t->deadline_ >> above) < (elapsed_ >> above)) fail("timer filed below its deadline's level");
+                const std::uint64_t digit = (elapsed_ >> (level * slot_bits)) & (slots_per_level - 1);
+                if (index <= digit) fail("slot at or behind elapsed is occupied");
             }
-        }
+            ++count;
+        });
     };
     if (batch_ != no_store) fail("a due batch outlived its advance");
     for (std::uint32_t store = 0; store < store_count; ++store) {

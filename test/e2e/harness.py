@@ -132,5 +132,11 @@ def make_cert(directory):
     return cert, key
 
 
+def tls_flags(directory):
+    """echo_server's flags for TLS with a throwaway certificate, and that certificate (for --ca)."""
+    cert, key = make_cert(directory)
+    return ["--tls", "--cert", cert, "--key", key], cert
+
+
 def tempdir():
     return tempfile.TemporaryDirectory(prefix="heartwheel-e2e-")

@@ -13,7 +13,7 @@ import shutil
 import threading
 import urllib.request
 
-from harness import CLIENT, SERVER, Line, Server, make_cert, parse_stats, run_client, tempdir
+from harness import CLIENT, SERVER, Line, Server, make_cert, parse_stats, run_client, tempdir, tls_flags
 
 SANITIZED = bool(os.environ.get("HEARTWHEEL_SANITIZE"))  # sanitizer allocators keep freed memory
 
@@ -942,11 +942,8 @@ class Accounting(unittest.TestCase):
         with tempdir() as d:
             flags = ["--metrics", f"127.0.0.1:{mport}", "--max-line", "10", "--max-connections", "6",
                      "--handshake-timeout", "300", "--reader-idle", "3000"]
-            ca = None
-            if tls:
-                cert, key = make_cert(d)
-                flags += ["--tls", "--cert", cert, "--key", key]
-                ca = cert
+            extra, ca = tls_flags(d) if tls else ([], None)
+            flags += extra
             with Server(*flags) as srv:
                 expected = {}
                 held = []
@@ -1031,11 +1028,8 @@ class IdleBuffers(unittest.TestCase):
         with tempdir() as d:
             flags = ["--metrics", "127.0.0.1:0", "--reader-idle", "20000", "--heartbeat-interval", "5000",
                      "--max-age", "60000"]
-            ca = None
-            if tls:
-                cert, key = make_cert(d)
-                flags += ["--tls", "--cert", cert, "--key", key]
-                ca = cert
+            extra, ca = tls_flags(d) if tls else ([], None)
+            flags += extra
             with Server(*flags) as srv:
                 mport = int(srv.proc.stdout.readline().strip().rsplit(":", 1)[1])
                 conns = []
@@ -1175,8 +1169,8 @@ class Client(unittest.TestCase):
 
     def test_tls_client(self):
         with tempdir() as d:
-            cert, key = make_cert(d)
-            with Server("--tls", "--cert", cert, "--key", key) as srv:
+            flags, cert = tls_flags(d)
+            with Server(*flags) as srv:
                 s = self.summary(run_client("--connect", f"127.0.0.1:{srv.port}", "--tls", "--ca", cert,
                                             "--send-interval", "50", "--duration", "500"))
                 self.assertEqual(s["connects"], 1)

@@ -251,10 +251,6 @@ private:
         pool_.push(l.base + index + ((d & l.below) == 0 ? start_stores : 0), t);
         occupied_[l.level] |= std::uint64_t{1} << index;
     }
-    void file(timer_node& t) noexcept {
-        if (t.deadline_ <= elapsed_) push_due(t);
-        else file_later(t);
-    }
     void push_due(timer_node& t) noexcept;
     [[gnu::always_inline]] void unlink(timer_node& t) noexcept {
         if (t.slot_ >= slow_from_) [[unlikely]] {
@@ -293,7 +289,6 @@ private:
     std::uint64_t target_ = 0;
     std::size_t size_ = 0;
     std::size_t limit_ = 0;      ///< size_ below this needs no check: min(max_pending, pool room)
-    std::size_t batch_held_ = 0; ///< entries of the store being walked (its chunks are held until the end)
     std::size_t fired_ = 0;
     timer_node* firing_ = nullptr; ///< whose callback runs now
     bool advancing_ = false;

@@ -23,6 +23,7 @@
 
 #include <heartwheel/timer_node.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -93,15 +94,6 @@ public:
         return false;
     }
 
-    /// Removes and returns the last entry of a non-empty store (nullptr for a tombstone).
-    timer_node* pop(std::uint32_t s) noexcept {
-        const std::uint32_t last = --end_[s];
-        timer_node* t = entries_[last];
-        if ((last & mask) == 0) [[unlikely]]
-            drop_tail(s, last);
-        return t;
-    }
-
     /// Leaves a tombstone in t's entry (the store keeps its size); see fire_due_batch.
     void tombstone(const timer_node& t) noexcept { entries_[t.pos_] = nullptr; }
 
@@ -114,7 +106,15 @@ public:
         out.clear();
         if (end_[s] == 0) return;
         for (std::uint32_t c = (end_[s] - 1) >> chunk_bits; c != no_chunk; c = prev_[c]) out.push_back(c);
-        for (std::size_t i = 0, j = out.size(); i + 1 < j; ++i, --j) std::swap(out[i], out[j - 1]);
+        std::reverse(out.begin(), out.end());
+    }
+
+    /// Calls f(entry index) for every entry of store s, first to last (`chunks` is scratch space).
+    template <class F>
+    void for_each_entry(std::uint32_t s, std::vector<std::uint32_t>& chunks, F f) const {
+        chunks_of(s, chunks);
+        for (std::size_t i = 0; i < chunks.size(); ++i)
+            for (std::uint32_t e = chunks[i] << chunk_bits; e < chunk_end(chunks, i, end_[s]); ++e) f(e);
     }
 
     /// One past the last entry of chunks[i], of a store whose chunks (first to last) and end are given.
@@ -152,12 +152,9 @@ public:
         std::vector<std::uint8_t> seen(prev_.size(), 0);
         for (std::size_t s = 0; s < Stores; ++s) {
             if (end_[s] == 0) continue;
-            bool last = true;
             for (std::uint32_t c = (end_[s] - 1) >> chunk_bits; c != no_chunk; c = prev_[c]) {
-                if (c >= prev_.size() || seen[c]) return "a chunk is in two chains";
+                if (c >= prev_.size() || seen[c]) return "a chunk is in two chains, or a chain loops";
                 seen[c] = 1;
-                if (!last && c == (end_[s] - 1) >> chunk_bits) return "a chain loops";
-                last = false;
             }
         }
         for (std::uint32_t c = free_; c != no_chunk; c = prev_[c]) {
