@@ -104,7 +104,7 @@ asio::awaitable<void> listen(tcp::acceptor& acceptor, heartwheel::asio_wheel& wh
         if (ec) co_return;
         // --- liveness: a connection that times itself, pings, says goodbye and counts its close ---
         auto c = std::make_shared<connection>(std::move(socket), wheel, net::wheel_liveness(wheel, cfg, &counters),
-                                              net::connection_hooks{}, &counters);
+                                              nullptr, &counters);
         net::connection_hooks hooks;
         hooks.send_ping = [raw = c.get()] { raw->send("PING\n"); };
         hooks.last_words = [raw = c.get()](net::close_reason r) { raw->send(std::string("BYE ") + net::to_string(r) + "\n"); };

@@ -3,7 +3,7 @@
 // sockets over 127.0.0.1: the heap in use (glibc mallinfo2, chunk headers included) is read before
 // and after each stage over N connections and divided by N.
 //   1. accepted sockets: the kernel descriptor and Asio's per-descriptor reactor state;
-//   2. sessions made (the session object, holding the socket and the line framer);
+//   2. sessions made (the session object: its line framer; the socket moves in at start);
 //   3. sessions started: the net::connection, its liveness (reader idle, heartbeat, max age on the
 //      wheel), the hooks, and the pending receive (which holds no buffer);
 // and, from the kernel, the slab memory per socket (/proc/meminfo Slab, both ends of each connection
@@ -110,10 +110,10 @@ int main(int argc, char** argv) {
     }
     const std::size_t h1 = heap_in_use();
     const long slab1 = meminfo_kib("Slab");
-    for (auto& s : accepted) sessions.push_back(std::make_shared<session_type>(w, std::move(s)));
+    for (std::size_t i = 0; i < accepted.size(); ++i) sessions.push_back(std::make_shared<session_type>(w));
     const std::size_t h2 = heap_in_use();
     auto timing = heartwheel::net::wheel_liveness(w.wheel, options.live, &w.live_counters, &w.scale);
-    for (auto& s : sessions) s->start(timing);
+    for (std::size_t i = 0; i < sessions.size(); ++i) sessions[i]->start(std::move(accepted[i]), timing);
     w.io.poll(); // the receives are pending, nothing to read
     const std::size_t h3 = heap_in_use();
     const long tcp_pages = sockstat_tcp_mem_pages();
@@ -125,8 +125,8 @@ int main(int argc, char** argv) {
     const double kernel = static_cast<double>(slab1 - slab0) * 1024.0 / per / 2.0;
     std::printf("| part | bytes per idle connection |\n|---|---:|\n");
     std::printf("| Asio's reactor state for the descriptor | %.0f |\n", descriptor);
-    std::printf("| session object (socket, line framer; no read buffer) | %.0f |\n", session);
-    std::printf("| connection, liveness timers (reader idle, heartbeat, max age), hooks, pending receive | %.0f |\n",
+    std::printf("| session object (line framer; no read buffer) | %.0f |\n", session);
+    std::printf("| connection (socket, write queue), liveness (reader idle, heartbeat, max age), pending receive | %.0f |\n",
                 started);
     std::printf("| **server user space, total** | **%.0f** |\n", descriptor + session + started);
     std::printf("| kernel slab per socket (approximate; /proc/meminfo) | %.0f |\n", kernel);

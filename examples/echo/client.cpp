@@ -255,7 +255,8 @@ public:
         hooks.on_close = [self](heartwheel::net::close_reason r) { self->owner_->link_closed(self, r); };
         conn_ = std::make_shared<connection_type>(std::move(stream), c.wheel(),
                                                   heartwheel::net::wheel_liveness(c.wheel(), c.options().live, &c.counters()),
-                                                  std::move(hooks), &c.counters());
+                                                  nullptr, &c.counters());
+        conn_->set_hooks(std::move(hooks));
         conn_->apply_socket_options(c.options().live.keepalive);
     }
     ~link() override { close(); }

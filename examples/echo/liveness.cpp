@@ -3,8 +3,8 @@
 
 namespace echo {
 
-asio_liveness::asio_liveness(worker& w, heartwheel::net::connection_liveness::callbacks cbs)
-    : w_(w), cbs_(std::move(cbs)), cfg_(w.options.live), self_(std::make_shared<asio_liveness*>(this)),
+asio_liveness::asio_liveness(worker& w, heartwheel::net::liveness_handler& handler)
+    : w_(w), handler_(handler), cfg_(w.options.live), self_(std::make_shared<asio_liveness*>(this)),
       reader_(w.io), writer_(w.io), all_(w.io), write_timeout_(w.io), ping_(w.io), miss_(w.io), handshake_(w.io),
       age_(w.io) {
     arm(reader_, cfg_.idle.reader_idle, &asio_liveness::reader_idle);
@@ -89,7 +89,7 @@ void asio_liveness::send_ping() {
     w_.live_counters.ping_sent();
     arm(miss_, cfg_.heartbeat.timeout, &asio_liveness::judge_ping);
     arm(ping_, cfg_.heartbeat.interval, &asio_liveness::send_ping);
-    if (cbs_.send_ping) cbs_.send_ping();
+    handler_.send_ping();
 }
 
 void asio_liveness::judge_ping() {
@@ -107,7 +107,7 @@ void asio_liveness::judge_ping() {
 void asio_liveness::decide(close_reason r) {
     if (closed_) return;
     close();
-    if (cbs_.close) cbs_.close(r); // counted by the connection's close path
+    handler_.on_policy_close(r); // counted by the connection's close path
 }
 
 void asio_liveness::close() {

@@ -2,7 +2,7 @@
 // one asio::steady_timer per connection per concern, re-armed on every read or write (cancel +
 // async_wait), as hand-rolled Asio servers do. It plugs into heartwheel::net::connection in place of
 // net's connection_liveness (same interface), so both modes share the stream, the write queue and
-// the close path; only the timing differs. The close callback runs at most once, and nothing runs
+// the close path; only the timing differs. The handler's on_policy_close runs at most once, and nothing runs
 // after close() or destruction. no_liveness (--timers none) is the floor: no timing at all.
 #ifndef HEARTWHEEL_ECHO_LIVENESS_HPP
 #define HEARTWHEEL_ECHO_LIVENESS_HPP
@@ -21,12 +21,12 @@ using heartwheel::net::close_reason;
 
 class asio_liveness {
 public:
-    asio_liveness(worker& w, heartwheel::net::connection_liveness::callbacks cbs);
+    asio_liveness(worker& w, heartwheel::net::liveness_handler& handler);
     ~asio_liveness();
     /// A factory for heartwheel::net::connection.
     static auto factory(worker& w) {
-        return [&w](heartwheel::net::connection_liveness::callbacks cbs, const asio::any_io_executor&) {
-            return std::make_unique<asio_liveness>(w, std::move(cbs));
+        return [&w](heartwheel::net::liveness_handler& handler) {
+            return std::make_unique<asio_liveness>(w, handler);
         };
     }
     void handshake_started();
@@ -52,7 +52,7 @@ private:
     void decide(close_reason r);
 
     worker& w_;
-    heartwheel::net::connection_liveness::callbacks cbs_;
+    heartwheel::net::liveness_handler& handler_;
     const heartwheel::net::liveness_config& cfg_;
     std::shared_ptr<asio_liveness*> self_;
     bool closed_ = false;
@@ -70,7 +70,7 @@ private:
 class no_liveness {
 public:
     static auto factory() {
-        return [](const heartwheel::net::connection_liveness::callbacks&, const asio::any_io_executor&) {
+        return [](heartwheel::net::liveness_handler&) {
             return std::make_unique<no_liveness>();
         };
     }

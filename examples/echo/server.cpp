@@ -152,13 +152,13 @@ void server::start_session(worker& w, asio::ip::tcp::socket socket) {
     const bool none = options_.timers == timer_mode::none;
     if (tls_) {
         tls stream(std::move(socket), *tls_);
-        if (wheel) std::make_shared<session<tls, connection_liveness>>(w, std::move(stream))->start(wheel_timing);
-        else if (none) std::make_shared<session<tls, no_liveness>>(w, std::move(stream))->start(no_liveness::factory());
-        else std::make_shared<session<tls, asio_liveness>>(w, std::move(stream))->start(asio_liveness::factory(w));
+        if (wheel) std::make_shared<session<tls, connection_liveness>>(w)->start(std::move(stream), wheel_timing);
+        else if (none) std::make_shared<session<tls, no_liveness>>(w)->start(std::move(stream), no_liveness::factory());
+        else std::make_shared<session<tls, asio_liveness>>(w)->start(std::move(stream), asio_liveness::factory(w));
     } else {
-        if (wheel) std::make_shared<session<tcp, connection_liveness>>(w, std::move(socket))->start(wheel_timing);
-        else if (none) std::make_shared<session<tcp, no_liveness>>(w, std::move(socket))->start(no_liveness::factory());
-        else std::make_shared<session<tcp, asio_liveness>>(w, std::move(socket))->start(asio_liveness::factory(w));
+        if (wheel) std::make_shared<session<tcp, connection_liveness>>(w)->start(std::move(socket), wheel_timing);
+        else if (none) std::make_shared<session<tcp, no_liveness>>(w)->start(std::move(socket), no_liveness::factory());
+        else std::make_shared<session<tcp, asio_liveness>>(w)->start(std::move(socket), asio_liveness::factory(w));
     }
 }
 

@@ -28,11 +28,13 @@ inline const heartwheel::net::close_reason line_too_long = heartwheel::net::defi
 inline const heartwheel::net::close_reason busy = heartwheel::net::define_close_reason("busy");
 
 template <class Stream, class Liveness>
-class session final : public session_base, public std::enable_shared_from_this<session<Stream, Liveness>> {
+class session final : public session_base,
+                      public heartwheel::net::connection_handler,
+                      public std::enable_shared_from_this<session<Stream, Liveness>> {
 public:
     using connection_type = heartwheel::net::connection<Stream, Liveness>;
 
-    session(worker& w, Stream stream) : w_(w), stream_(std::move(stream)), framer_(w.options.max_line) {
+    explicit session(worker& w) : w_(w), framer_(w.options.max_line) {
         w_.sessions.insert(this);
         w_.counters.active.fetch_add(1, std::memory_order_relaxed);
         w_.population_changed();
@@ -48,18 +50,14 @@ public:
         w_.session_gone();
     }
 
+    /// Takes over `stream` and starts the protocol on it.
     template <class MakeLiveness>
-    void start(MakeLiveness&& make_liveness) {
+    void start(Stream stream, MakeLiveness&& make_liveness) {
         auto self = this->shared_from_this(); // the connection holds the session until it closes
         heartwheel::net::connection_options opts;
         opts.reads_are_idle_activity = false; // a data line is activity, a PONG is not
-        heartwheel::net::connection_hooks hooks;
-        hooks.send_ping = [self] { self->send("PING " + std::to_string(++self->ping_seq_)); };
-        hooks.last_words = [self](close_reason r) { self->send("BYE " + std::string(heartwheel::net::to_string(r))); };
-        hooks.on_writable = [self] { self->pump(); };
-        conn_ = std::make_shared<connection_type>(std::move(*stream_), w_.wheel, std::forward<MakeLiveness>(make_liveness),
-                                                  std::move(hooks), &w_.live_counters, opts);
-        stream_.reset();
+        conn_ = std::make_shared<connection_type>(std::move(stream), w_.wheel, std::forward<MakeLiveness>(make_liveness),
+                                                  self, &w_.live_counters, opts);
         conn_->apply_socket_options(w_.options.live.keepalive);
         if constexpr (connection_type::is_tls) {
             conn_->async_handshake(asio::ssl::stream_base::server, [self](std::error_code ec) {
@@ -78,6 +76,11 @@ public:
     }
 
 private:
+    // --- connection_handler ------------------------------------------------------------------------
+    void send_ping() override { send("PING " + std::to_string(++ping_seq_)); }
+    void last_words(close_reason r) override { send("BYE " + std::string(heartwheel::net::to_string(r))); }
+    void on_writable() override { pump(); }
+
     // Handles the lines kept and lent, receives more unless the connection is closing or its write
     // queue is full (the connection's on_writable pumps again once drained), then keeps what is left
     // of the lent bytes (backpressure, a close) so that their chunk can go back, and counts it.
@@ -148,7 +151,6 @@ private:
     void send(std::string_view line) { conn_->send({line, "\n"}); }
 
     worker& w_;
-    std::optional<Stream> stream_; ///< until start() hands it to the connection
     std::shared_ptr<connection_type> conn_;
     line_framer framer_;
     std::uint64_t ping_seq_ = 0;

@@ -4,53 +4,57 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 
 namespace heartwheel::net {
 
-connection_limits::connection_limits(timer_service& svc, const server_limits& limits, callbacks cbs,
-                                     random_source rnd, const overload_policy* overload, timeout_scale* scale)
-    : svc_(svc), limits_(limits), cbs_(std::move(cbs)), handshake_min_(overload ? overload->handshake_timeout : scaled_min{}),
-      scale_(scale),
-      handshake_(svc, this, [](void* p, bool) {
-          auto& self = *static_cast<connection_limits*>(p);
-          self.handshake_.stop();
-          if (self.cbs_.on_handshake_timeout) self.cbs_.on_handshake_timeout();
-      }),
-      age_(svc, this, [](void* p, bool) {
-          auto& self = *static_cast<connection_limits*>(p);
-          self.age_.stop();
-          if (self.limits_.drain_grace.count() > 0)
-              self.svc_.schedule(self.drain_, self.svc_.deadline_after(std::chrono::duration_cast<duration>(self.limits_.drain_grace)));
-          if (self.cbs_.on_max_age) self.cbs_.on_max_age();
-      }),
-      drain_([this] { if (cbs_.on_drain_expired) cbs_.on_drain_expired(); }) {
-    limits_.validate();
-    if (limits_.max_age.count() <= 0) return;
+connection_limits::connection_limits(timer_service& svc, const server_limits& limits, listener& l,
+                                     const random_source& rnd, const overload_policy* overload, timeout_scale* scale)
+    : svc_(&svc), listener_(&l), handshake_timeout_(limits.handshake_timeout), drain_grace_(limits.drain_grace),
+      handshake_min_(overload ? overload->handshake_timeout : scaled_min{}), scale_(scale) {
+    limits.validate();
+    if (limits.max_age.count() <= 0) return;
     const double r = rnd ? rnd() : detail::unit_random();
-    const double factor = 1.0 + limits_.max_age_jitter * (2.0 * r - 1.0);
-    const auto base = std::chrono::duration_cast<duration>(limits_.max_age);
+    const double factor = 1.0 + limits.max_age_jitter * (2.0 * r - 1.0);
+    const auto base = std::chrono::duration_cast<duration>(limits.max_age);
     age_limit_ = duration(static_cast<duration::rep>(std::llround(static_cast<double>(base.count()) * factor)));
     const scaled_min age_min = overload ? overload->max_age : scaled_min{};
-    const auto since = svc_.stamp();
+    const auto since = svc.stamp();
+    age_ = std::make_unique<activity_timer>(svc, this, &age_expired);
     if (scale_ && age_min.enabled()) {
         // The jittered age is the max; the min follows the configured max_age.
-        const auto mn = std::chrono::duration_cast<duration>(age_min.of(limits_.max_age));
-        age_.start_scaled(*scale_, std::min(mn, age_limit_), age_limit_, since);
+        const auto mn = std::chrono::duration_cast<duration>(age_min.of(limits.max_age));
+        age_->start_scaled(*scale_, std::min(mn, age_limit_), age_limit_, since);
     } else {
-        age_.start(age_limit_, since);
+        age_->start(age_limit_, since);
     }
 }
 
+void connection_limits::handshake_expired(void* p, bool) {
+    auto& self = *static_cast<connection_limits*>(p);
+    self.handshake_->stop();
+    self.listener_->on_handshake_timeout();
+}
+
+void connection_limits::age_expired(void* p, bool) {
+    auto& self = *static_cast<connection_limits*>(p);
+    self.age_->stop();
+    if (self.drain_grace_.count() > 0) {
+        if (!self.drain_) self.drain_ = std::make_unique<drain_timer>(self);
+        self.svc_->schedule(*self.drain_, self.svc_->deadline_after(std::chrono::duration_cast<duration>(self.drain_grace_)));
+    }
+    self.listener_->on_max_age();
+}
+
 void connection_limits::handshake_started() {
-    if (limits_.handshake_timeout.count() <= 0) return;
-    handshake_.start(limits_.handshake_timeout, handshake_min_, scale_, svc_.stamp());
+    if (handshake_timeout_.count() <= 0) return;
+    if (!handshake_) handshake_ = std::make_unique<activity_timer>(*svc_, this, &handshake_expired);
+    handshake_->start(handshake_timeout_, handshake_min_, scale_, svc_->stamp());
 }
 
 void connection_limits::stop() noexcept {
-    handshake_.stop();
-    age_.stop();
-    drain_.cancel();
+    if (handshake_) handshake_->stop();
+    if (age_) age_->stop();
+    if (drain_) drain_->cancel();
 }
 
 } // namespace heartwheel::net

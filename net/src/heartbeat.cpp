@@ -6,13 +6,12 @@
 
 namespace heartwheel::net {
 
-heartbeat::heartbeat(timer_service& svc, const heartbeat_policy& policy, callbacks cbs, random_source rnd)
-    : svc_(svc), policy_(policy), cbs_(std::move(cbs)), rnd_(std::move(rnd)),
+double heartbeat::listener::uniform() { return detail::unit_random(); }
+
+heartbeat::heartbeat(timer_service& svc, const heartbeat_policy& policy, listener& l)
+    : svc_(svc), policy_(policy), listener_(&l),
       pinger_(svc, this, [](void* self, bool) { static_cast<heartbeat*>(self)->send_ping(); }), checker_(*this) {
     policy_.validate();
-    if (!rnd_) {
-        rnd_ = &detail::unit_random;
-    }
     if (!policy_.enabled()) return;
     const time_point now = svc_.stamp();
     last_read_ = read_at_last_judgement_ = now;
@@ -22,7 +21,7 @@ heartbeat::heartbeat(timer_service& svc, const heartbeat_policy& policy, callbac
 duration heartbeat::jittered_interval() {
     const auto base = std::chrono::duration_cast<duration>(policy_.interval);
     if (policy_.jitter <= 0.0) return base;
-    const double factor = 1.0 + policy_.jitter * (2.0 * rnd_() - 1.0);
+    const double factor = 1.0 + policy_.jitter * (2.0 * listener_->uniform() - 1.0);
     return duration(static_cast<duration::rep>(std::llround(static_cast<double>(base.count()) * factor)));
 }
 
@@ -42,7 +41,7 @@ void heartbeat::send_ping() {
     pinger_.touch(ping_sent_);
     svc_.schedule(pinger_, saturating_add(ping_sent_, next));
     svc_.schedule(checker_, saturating_add(ping_sent_, effective_timeout()));
-    if (cbs_.send_ping) cbs_.send_ping();
+    listener_->send_ping();
 }
 
 void heartbeat::judge_ping() {
@@ -50,10 +49,10 @@ void heartbeat::judge_ping() {
     read_at_last_judgement_ = last_read_;
     if (svc_.latest_possible(last_read_) < ping_sent_) { // nothing can have arrived since the ping
         ++misses_;
-        if (cbs_.on_miss) cbs_.on_miss();
+        listener_->on_miss();
         if (misses_ >= policy_.misses) {
             stop(); // dead: no more pings
-            if (cbs_.on_dead) cbs_.on_dead(); // last: may destroy *this
+            listener_->on_dead(); // last: may destroy *this
             return;
         }
     }
@@ -66,13 +65,14 @@ void heartbeat::on_pong(time_point stamp) {
     awaiting_pong_ = false;
     rtt_ = stamp > ping_sent_ ? stamp - ping_sent_ : duration::zero();
     // RFC 6298 (2.2, 2.3): alpha = 1/8, beta = 1/4.
-    if (!srtt_) {
-        srtt_ = *rtt_;
-        rttvar_ = *rtt_ / 2;
+    if (!seen_rtt_) {
+        seen_rtt_ = true;
+        srtt_ = rtt_;
+        rttvar_ = rtt_ / 2;
     } else {
-        const duration delta = *srtt_ > *rtt_ ? *srtt_ - *rtt_ : *rtt_ - *srtt_;
+        const duration delta = srtt_ > rtt_ ? srtt_ - rtt_ : rtt_ - srtt_;
         rttvar_ = rttvar_ - rttvar_ / 4 + delta / 4;
-        srtt_ = *srtt_ - *srtt_ / 8 + *rtt_ / 8;
+        srtt_ = srtt_ - srtt_ / 8 + rtt_ / 8;
     }
     // Answered: nothing left to judge, and a ping that fell due meanwhile goes out now.
     checker_.cancel();
@@ -83,8 +83,8 @@ void heartbeat::on_pong(time_point stamp) {
 
 duration heartbeat::effective_timeout() const noexcept {
     const auto configured = std::chrono::duration_cast<duration>(policy_.timeout);
-    if (!srtt_ || policy_.rtt_factor <= 0.0) return configured;
-    const double floor_ns = policy_.rtt_factor * static_cast<double>((*srtt_ + 4 * rttvar_).count());
+    if (!seen_rtt_ || policy_.rtt_factor <= 0.0) return configured;
+    const double floor_ns = policy_.rtt_factor * static_cast<double>((srtt_ + 4 * rttvar_).count());
     const auto cap = static_cast<double>(std::chrono::duration_cast<duration>(std::chrono::hours(24 * 365)).count());
     const duration floor(static_cast<duration::rep>(floor_ns < cap ? floor_ns : cap));
     return floor > configured ? floor : configured;

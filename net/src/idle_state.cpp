@@ -1,4 +1,4 @@
-// idle_state.cpp — wiring three activity timers to one idle handler.
+// idle_state.cpp — one activity timer per enabled idle kind, each wired to the listener.
 #include <heartwheel/net/idle_state.hpp>
 
 namespace heartwheel::net {
@@ -12,25 +12,35 @@ const char* to_string(idle_kind k) noexcept {
     return "idle";
 }
 
-idle_state::idle_state(timer_service& svc, const idle_policy& policy, handler on_idle,
-                       const overload_policy* overload, timeout_scale* scale)
-    : svc_(svc), policy_(policy), on_idle_(std::move(on_idle)),
-      reader_(svc, this, [](void* self, bool first) { static_cast<idle_state*>(self)->on_idle_({idle_kind::reader, first}); }),
-      writer_(svc, this, [](void* self, bool first) { static_cast<idle_state*>(self)->on_idle_({idle_kind::writer, first}); }),
-      all_(svc, this, [](void* self, bool first) { static_cast<idle_state*>(self)->on_idle_({idle_kind::all, first}); }) {
-    policy_.validate();
-    const time_point now = svc_.stamp();
+template <idle_kind K>
+void idle_state::fire(void* self, bool first) {
+    static_cast<idle_state*>(self)->listener_->on_idle({K, first});
+}
+
+idle_state::idle_state(timer_service& svc, const idle_policy& policy, listener& l, const overload_policy* overload,
+                       timeout_scale* scale)
+    : svc_(&svc), listener_(&l), progress_is_activity_(policy.write_progress_is_activity) {
+    policy.validate();
+    const time_point now = svc.stamp();
     const overload_policy none;
     const overload_policy& o = overload ? *overload : none;
-    reader_.start(policy_.reader_idle, o.reader_idle, scale, now);
-    writer_.start(policy_.writer_idle, o.writer_idle, scale, now);
-    all_.start(policy_.all_idle, o.all_idle, scale, now);
+    const struct {
+        milliseconds period;
+        const scaled_min& min;
+        activity_timer::callback fn;
+    } kinds[] = {{policy.reader_idle, o.reader_idle, &fire<idle_kind::reader>},
+                 {policy.writer_idle, o.writer_idle, &fire<idle_kind::writer>},
+                 {policy.all_idle, o.all_idle, &fire<idle_kind::all>}};
+    for (int k = 0; k < 3; ++k) {
+        if (kinds[k].period.count() <= 0) continue;
+        timers_[k] = std::make_unique<activity_timer>(svc, this, kinds[k].fn);
+        timers_[k]->start(kinds[k].period, kinds[k].min, scale, now);
+    }
 }
 
 void idle_state::stop() noexcept {
-    reader_.stop();
-    writer_.stop();
-    all_.stop();
+    for (auto& t : timers_)
+        if (t) t->stop();
 }
 
 } // namespace heartwheel::net

@@ -17,18 +17,23 @@ std::string num_text(double v) {
     return os.str();
 }
 
-void check_ms(const std::string& field, milliseconds v, long long lo, long long hi) {
+// The checks take the field's name in two parts and join them only to report an error: a valid
+// policy is checked without allocating (connections validate theirs as they are made).
+std::string field_name(const std::string& prefix, const char* name) { return prefix + "." + name; }
+
+void check_ms(const std::string& prefix, const char* name, milliseconds v, long long lo, long long hi) {
     if (v.count() < lo || v.count() > hi)
-        throw config_error(field, ms_text(v), std::to_string(lo) + ".." + std::to_string(hi) + " ms");
+        throw config_error(field_name(prefix, name), ms_text(v), std::to_string(lo) + ".." + std::to_string(hi) + " ms");
 }
 
-void check_fraction(const std::string& field, double v, double lo, double hi) {
-    if (!(v >= lo && v <= hi)) throw config_error(field, num_text(v), num_text(lo) + ".." + num_text(hi));
+void check_fraction(const std::string& prefix, const char* name, double v, double lo, double hi) {
+    if (!(v >= lo && v <= hi))
+        throw config_error(field_name(prefix, name), num_text(v), num_text(lo) + ".." + num_text(hi));
 }
 
-void check_count(const std::string& field, std::uint64_t v, std::uint64_t lo, std::uint64_t hi) {
+void check_count(const std::string& prefix, const char* name, std::uint64_t v, std::uint64_t lo, std::uint64_t hi) {
     if (v < lo || v > hi)
-        throw config_error(field, std::to_string(v), std::to_string(lo) + ".." + std::to_string(hi));
+        throw config_error(field_name(prefix, name), std::to_string(v), std::to_string(lo) + ".." + std::to_string(hi));
 }
 
 } // namespace
@@ -103,49 +108,49 @@ milliseconds parse_duration(std::string_view text, const std::string& field, mil
 }
 
 void idle_policy::validate(const std::string& p) const {
-    check_ms(p + ".reader_idle", reader_idle, 0, max_ms);
-    check_ms(p + ".writer_idle", writer_idle, 0, max_ms);
-    check_ms(p + ".all_idle", all_idle, 0, max_ms);
+    check_ms(p, "reader_idle", reader_idle, 0, max_ms);
+    check_ms(p, "writer_idle", writer_idle, 0, max_ms);
+    check_ms(p, "all_idle", all_idle, 0, max_ms);
 }
 
 void heartbeat_policy::validate(const std::string& p) const {
-    check_ms(p + ".interval", interval, 0, max_ms);
-    check_count(p + ".misses", misses, 1, 1000);
-    check_fraction(p + ".jitter", jitter, 0.0, 0.5);
-    check_fraction(p + ".rtt_factor", rtt_factor, 0.0, 100.0);
+    check_ms(p, "interval", interval, 0, max_ms);
+    check_count(p, "misses", misses, 1, 1000);
+    check_fraction(p, "jitter", jitter, 0.0, 0.5);
+    check_fraction(p, "rtt_factor", rtt_factor, 0.0, 100.0);
     if (!enabled()) return;
     // Independent of the interval: one ping is outstanding at a time (see heartbeat.hpp).
-    check_ms(p + ".timeout", timeout, 1, max_ms);
+    check_ms(p, "timeout", timeout, 1, max_ms);
 }
 
 void request_policy::validate(const std::string& p) const {
-    check_ms(p + ".timeout", timeout, 0, max_ms);
-    check_count(p + ".max_outstanding", max_outstanding, 1, 1u << 24);
+    check_ms(p, "timeout", timeout, 0, max_ms);
+    check_count(p, "max_outstanding", max_outstanding, 1, 1u << 24);
 }
 
 void timeout_policy::validate(const std::string& p) const {
-    check_ms(p + ".read_timeout", read_timeout, 0, max_ms);
-    check_ms(p + ".write_timeout", write_timeout, 0, max_ms);
+    check_ms(p, "read_timeout", read_timeout, 0, max_ms);
+    check_ms(p, "write_timeout", write_timeout, 0, max_ms);
 }
 
 void backoff_policy::validate(const std::string& p) const {
-    check_ms(p + ".initial", initial, 1, max_ms);
-    check_fraction(p + ".multiplier", multiplier, 1.0, 10.0);
-    check_fraction(p + ".jitter", jitter, 0.0, 1.0);
+    check_ms(p, "initial", initial, 1, max_ms);
+    check_fraction(p, "multiplier", multiplier, 1.0, 10.0);
+    check_fraction(p, "jitter", jitter, 0.0, 1.0);
     if (max < initial)
         throw config_error(p + ".max", ms_text(max),
                            std::to_string(initial.count()) + ".." + std::to_string(max_ms) + " ms (at least " + p +
                                ".initial, which is " + ms_text(initial) + ")");
-    check_ms(p + ".max", max, 1, max_ms);
-    check_ms(p + ".min_connect_timeout", min_connect_timeout, 1, max_ms);
-    check_ms(p + ".stable_after", stable_after, 0, max_ms);
+    check_ms(p, "max", max, 1, max_ms);
+    check_ms(p, "min_connect_timeout", min_connect_timeout, 1, max_ms);
+    check_ms(p, "stable_after", stable_after, 0, max_ms);
 }
 
 void server_limits::validate(const std::string& p) const {
-    check_ms(p + ".handshake_timeout", handshake_timeout, 0, max_ms);
-    check_ms(p + ".max_age", max_age, 0, max_ms);
-    check_fraction(p + ".max_age_jitter", max_age_jitter, 0.0, 0.5);
-    check_ms(p + ".drain_grace", drain_grace, 0, max_ms);
+    check_ms(p, "handshake_timeout", handshake_timeout, 0, max_ms);
+    check_ms(p, "max_age", max_age, 0, max_ms);
+    check_fraction(p, "max_age_jitter", max_age_jitter, 0.0, 0.5);
+    check_ms(p, "drain_grace", drain_grace, 0, max_ms);
 }
 
 milliseconds scaled_min::of(milliseconds max) const noexcept {
@@ -180,21 +185,21 @@ std::string to_string(const scaled_min& m) {
 }
 
 void overload_policy::validate(const std::string& p) const {
-    check_fraction(p + ".threshold", threshold, 0.0, 0.99);
+    check_fraction(p, "threshold", threshold, 0.0, 0.99);
     const std::pair<const char*, const scaled_min*> all[] = {
         {"reader_idle_min", &reader_idle}, {"writer_idle_min", &writer_idle}, {"all_idle_min", &all_idle},
         {"read_timeout_min", &read_timeout}, {"handshake_timeout_min", &handshake_timeout}, {"max_age_min", &max_age}};
     for (const auto& [name, m] : all) {
-        check_ms(p + "." + name, m->min, 0, max_ms);
-        check_fraction(p + "." + name, m->fraction, 0.0, 1.0);
+        check_ms(p, name, m->min, 0, max_ms);
+        check_fraction(p, name, m->fraction, 0.0, 1.0);
     }
 }
 
 void keepalive_options::validate(const std::string& p) const {
-    check_count(p + ".idle", static_cast<std::uint64_t>(idle.count()), 0, 32767);
-    check_count(p + ".interval", static_cast<std::uint64_t>(interval.count()), 0, 32767);
-    check_count(p + ".count", count, 0, 127);
-    check_ms(p + ".user_timeout", user_timeout, 0, 0x7fffffff);
+    check_count(p, "idle", static_cast<std::uint64_t>(idle.count()), 0, 32767);
+    check_count(p, "interval", static_cast<std::uint64_t>(interval.count()), 0, 32767);
+    check_count(p, "count", count, 0, 127);
+    check_ms(p, "user_timeout", user_timeout, 0, 0x7fffffff);
     if (!enabled || user_timeout.count() == 0) return;
     const std::chrono::seconds probe = interval.count() > 0 ? interval : system_default_interval;
     const auto probe_ms = std::chrono::duration_cast<milliseconds>(probe);

@@ -1,19 +1,54 @@
 // write_queue.cpp — chunks of whole messages; see write_queue.hpp for the invariants.
 #include <heartwheel/net/write_queue.hpp>
 
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+
 namespace heartwheel::net {
+
+namespace {
+std::uint32_t narrow(std::size_t v) noexcept {
+    return static_cast<std::uint32_t>(std::min<std::size_t>(v, std::numeric_limits<std::uint32_t>::max()));
+}
+
+// Heap bytes a string holds: none while its characters fit in the object itself (SSO).
+std::size_t heap_bytes(const std::string& s) noexcept {
+    static const std::size_t inline_capacity = std::string().capacity();
+    return s.capacity() > inline_capacity ? s.capacity() + 1 : 0;
+}
+} // namespace
+
+write_queue::write_queue(write_queue_limits limits)
+    : high_water_(narrow(limits.high_water)), low_water_(narrow(limits.low_water)),
+      chunk_bytes_(narrow(limits.chunk_bytes)), keep_capacity_(narrow(limits.keep_capacity)) {}
+
+write_queue::~write_queue() = default;
+
+std::string write_queue::take_spare() noexcept {
+    std::string s;
+    if (more_) {
+        s.swap(more_->spare);
+        release_more();
+    }
+    s.clear();
+    return s;
+}
 
 void write_queue::append(std::initializer_list<std::string_view> parts) {
     std::size_t size = 0;
     for (auto p : parts) size += p.size();
     if (size == 0) return;
+    if (size > std::numeric_limits<std::uint32_t>::max()) throw std::length_error("write_queue: message of 4 GiB or more");
     // A new chunk when there is none, the last one is in flight, or the message would overflow it.
     const std::size_t count = chunk_count();
     const bool last_in_flight = in_flight_ && count == 1;
-    if (count == 0 || last_in_flight || back().size() + size > limits_.chunk_bytes) {
-        std::string& fresh = count == 0 ? front_ : rest_.emplace_back();
-        fresh.swap(spare_); // reuse the kept capacity, if any
-        fresh.clear();
+    if (count == 0) {
+        front_ = take_spare(); // reuse the kept capacity, if any
+    } else if (last_in_flight || back().size() + size > chunk_bytes_) {
+        std::string fresh = take_spare();
+        if (!more_) more_ = std::make_unique<more>();
+        more_->rest.push_back(std::move(fresh));
     }
     std::string& c = back();
     for (auto p : parts) c.append(p.data(), p.size());
@@ -27,47 +62,56 @@ std::string_view write_queue::next_bytes() {
 }
 
 bool write_queue::consumed(std::size_t n) {
-    offset_ += n;
+    offset_ += static_cast<std::uint32_t>(n);
     queued_ -= n;
     if (offset_ < front_.size()) return false;
     in_flight_ = false;
     offset_ = 0;
     std::string done = std::move(front_);
     pop_front();
-    if (limits_.keep_capacity > 0 && done.capacity() <= limits_.keep_capacity && done.capacity() > spare_.capacity()) {
+    if (keep_capacity_ > 0 && done.capacity() <= keep_capacity_ &&
+        done.capacity() > (more_ ? more_->spare.capacity() : 0)) {
         done.clear();
-        spare_.swap(done);
+        if (!more_) more_ = std::make_unique<more>();
+        more_->spare.swap(done);
     }
     return true;
 }
 
-namespace {
-// Heap bytes a string holds: none while its characters fit in the object itself (SSO).
-std::size_t heap_bytes(const std::string& s) noexcept {
-    static const std::size_t inline_capacity = std::string().capacity();
-    return s.capacity() > inline_capacity ? s.capacity() + 1 : 0;
-}
-} // namespace
-
-// The next chunk moves to the front; the list of the rest is released once it is empty.
+// The next chunk moves to the front; what only the backlog needed is released once it is empty.
 void write_queue::pop_front() noexcept {
-    if (rest_.empty()) {
+    if (!more_ || more_->rest.empty()) {
         std::string().swap(front_);
         return;
     }
-    front_ = std::move(rest_.front());
-    rest_.erase(rest_.begin());
-    if (rest_.empty()) std::vector<std::string>().swap(rest_);
+    front_ = std::move(more_->rest.front());
+    more_->rest.erase(more_->rest.begin());
+    release_more();
+}
+
+void write_queue::release_more() noexcept {
+    if (!more_ || !more_->rest.empty()) return;
+    if (more_->spare.capacity() > std::string().capacity()) {
+        std::vector<std::string>().swap(more_->rest); // keep the spare, not the list's capacity
+        return;
+    }
+    more_.reset();
 }
 
 std::size_t write_queue::memory() const noexcept {
-    std::size_t m = heap_bytes(spare_) + heap_bytes(front_) + rest_.capacity() * sizeof(std::string);
-    for (const auto& c : rest_) m += heap_bytes(c);
+    std::size_t m = heap_bytes(front_);
+    if (more_) {
+        m += sizeof(more) + heap_bytes(more_->spare) + more_->rest.capacity() * sizeof(std::string);
+        for (const auto& c : more_->rest) m += heap_bytes(c);
+    }
     return m;
 }
 
 void write_queue::drop_pending() noexcept {
-    std::vector<std::string>().swap(rest_);
+    if (more_) {
+        std::vector<std::string>().swap(more_->rest);
+        release_more();
+    }
     if (in_flight_) {
         queued_ = front_.size() - offset_; // the rest of the write in flight stays
         return;
@@ -79,8 +123,7 @@ void write_queue::drop_pending() noexcept {
 
 void write_queue::clear() noexcept {
     std::string().swap(front_);
-    std::vector<std::string>().swap(rest_);
-    std::string().swap(spare_);
+    more_.reset();
     offset_ = 0;
     queued_ = 0;
     in_flight_ = false;

@@ -40,8 +40,10 @@ struct fixture {
     template <class Stream = tcp::socket>
     std::shared_ptr<net::connection<Stream>> make(Stream s, const net::liveness_config& cfg, net::connection_hooks hooks = {},
                                                   net::connection_options opts = {}) {
-        return std::make_shared<net::connection<Stream>>(std::move(s), wheel, net::wheel_liveness(wheel, cfg, &counters),
-                                                         std::move(hooks), &counters, opts);
+        auto c = std::make_shared<net::connection<Stream>>(std::move(s), wheel, net::wheel_liveness(wheel, cfg, &counters),
+                                                           nullptr, &counters, opts);
+        c->set_hooks(std::move(hooks));
+        return c;
     }
     std::uint64_t closes(net::close_reason r) const { return counters.snapshot().closes[static_cast<std::size_t>(r)]; }
     /// Runs the loop for `d` (restarting it if it ran out of work before).

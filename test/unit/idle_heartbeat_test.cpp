@@ -6,6 +6,7 @@
 #include <heartwheel/net/heartbeat.hpp>
 #include <heartwheel/net/idle_state.hpp>
 
+#include "idle_listener.hpp"
 #include "manual_service.hpp"
 
 #include <random>
@@ -25,7 +26,8 @@ BOOST_AUTO_TEST_CASE(reader_idle_fires_at_its_tick_then_repeats) {
     std::vector<recorded> got;
     idle_policy p;
     p.reader_idle = 100ms;
-    idle_state idle(svc, p, [&](idle_event e) { got.push_back({svc.since_start(), e}); });
+    idle_listener on([&](idle_event e) { got.push_back({svc.since_start(), e}); });
+    idle_state idle(svc, p, on);
     svc.step_by(99ms);
     BOOST_TEST(got.empty());
     svc.step_by(1ms);
@@ -53,7 +55,8 @@ BOOST_AUTO_TEST_CASE(recording_activity_does_not_reschedule) {
     p.reader_idle = 50ms;
     p.all_idle = 80ms;
     int events = 0;
-    idle_state idle(svc, p, [&](idle_event) { ++events; });
+    idle_listener on([&](idle_event) { ++events; });
+    idle_state idle(svc, p, on);
     const auto schedules = svc.schedules;
     for (int i = 0; i < 1000; ++i) idle.on_read();
     BOOST_TEST(svc.schedules == schedules); // a store, no timer work
@@ -72,7 +75,8 @@ BOOST_AUTO_TEST_CASE(writer_and_all_idle_and_write_progress) {
         p.writer_idle = 30ms;
         p.all_idle = 50ms;
         p.write_progress_is_activity = progress_counts;
-        idle_state idle(svc, p, [&](idle_event e) { got.push_back({svc.since_start(), e}); });
+        idle_listener on([&](idle_event e) { got.push_back({svc.since_start(), e}); });
+        idle_state idle(svc, p, on);
         // A slow write: a few bytes every 20 ms, never completing.
         for (int i = 0; i < 4; ++i) {
             svc.step_by(20ms);
@@ -93,7 +97,8 @@ BOOST_AUTO_TEST_CASE(writer_and_all_idle_and_write_progress) {
 BOOST_AUTO_TEST_CASE(zero_disables) {
     manual_service svc;
     int events = 0;
-    idle_state idle(svc, idle_policy{}, [&](idle_event) { ++events; });
+    idle_listener on([&](idle_event) { ++events; });
+    idle_state idle(svc, idle_policy{}, on);
     BOOST_TEST(svc.wheel().empty());
     svc.step_by(1s, 10ms);
     BOOST_TEST(events == 0);
@@ -105,7 +110,8 @@ BOOST_AUTO_TEST_CASE(never_early_with_a_stale_cached_clock) {
     idle_policy p;
     p.reader_idle = 100ms;
     std::vector<duration> at;
-    idle_state idle(svc, p, [&](idle_event) { at.push_back(svc.since_start()); });
+    idle_listener on([&](idle_event) { at.push_back(svc.since_start()); });
+    idle_state idle(svc, p, on);
     svc.step_by(20ms);
     idle.on_read(); // real time 20 ms, stamped 13 ms
     svc.step_by(150ms);
@@ -120,30 +126,38 @@ BOOST_AUTO_TEST_CASE(destroying_idle_state_from_its_callback_is_safe) {
     p.reader_idle = 10ms;
     p.all_idle = 10ms;
     std::unique_ptr<idle_state> idle;
-    idle = std::make_unique<idle_state>(svc, p, [&](idle_event) { idle.reset(); });
+    idle_listener on([&](idle_event) { idle.reset(); });
+    idle = std::make_unique<idle_state>(svc, p, on);
     svc.step_by(20ms);
     BOOST_TEST(!idle);
     BOOST_TEST(svc.wheel().empty());
 }
 
 namespace {
-struct hb_log {
+// Records what a heartbeat asks of its owner, with the time it asked.
+struct hb_log final : heartbeat::listener {
+    explicit hb_log(manual_service& s) : svc(&s) {}
+    manual_service* svc;
+    std::function<double()> rnd;      ///< the jitter's source (the default one when empty)
+    std::function<void()> after_ping; ///< runs after each ping is recorded
     std::vector<duration> pings, misses;
     std::optional<duration> dead;
+
+    void send_ping() override {
+        pings.push_back(svc->since_start());
+        if (after_ping) after_ping();
+    }
+    void on_dead() override { dead = svc->since_start(); }
+    void on_miss() override { misses.push_back(svc->since_start()); }
+    double uniform() override { return rnd ? rnd() : heartbeat::listener::uniform(); }
 };
 
-heartbeat make_hb(manual_service& svc, hb_log& log, heartbeat_policy p, heartbeat::random_source rnd = {}) {
-    return heartbeat(svc, p,
-                     {[&] { log.pings.push_back(svc.since_start()); },
-                      [&] { log.dead = svc.since_start(); },
-                      [&] { log.misses.push_back(svc.since_start()); }},
-                     std::move(rnd));
-}
+heartbeat make_hb(manual_service& svc, hb_log& log, heartbeat_policy p) { return heartbeat(svc, p, log); }
 } // namespace
 
 BOOST_AUTO_TEST_CASE(heartbeat_pings_after_outbound_silence_and_closes_after_misses) {
     manual_service svc;
-    hb_log log;
+    hb_log log(svc);
     heartbeat_policy p;
     p.interval = 100ms;
     p.timeout = 40ms;
@@ -169,20 +183,16 @@ BOOST_AUTO_TEST_CASE(heartbeat_pings_after_outbound_silence_and_closes_after_mis
 BOOST_AUTO_TEST_CASE(heartbeat_timeout_equal_to_interval_still_counts_misses) {
     for (bool silent_write : {false, true}) {
         manual_service svc;
-        hb_log log;
+        hb_log log(svc);
         heartbeat_policy p;
         p.interval = 100ms;
         p.timeout = 100ms;
         p.misses = 2;
         std::optional<heartbeat> hb;
-        hb.emplace(svc, p,
-                   heartbeat::callbacks{[&] {
-                                            log.pings.push_back(svc.since_start());
-                                            if (silent_write) hb->on_write(svc.stamp()); // the ping is a write
-                                        },
-                                        [&] { log.dead = svc.since_start(); },
-                                        [&] { log.misses.push_back(svc.since_start()); }},
-                   heartbeat::random_source{});
+        log.after_ping = [&] {
+            if (silent_write) hb->on_write(svc.stamp()); // the ping is a write
+        };
+        hb.emplace(svc, p, log);
         svc.step_by(350ms);
         BOOST_TEST((log.misses == std::vector<duration>{200ms, 300ms}));
         BOOST_TEST((log.pings == std::vector<duration>{100ms, 200ms}));
@@ -193,7 +203,7 @@ BOOST_AUTO_TEST_CASE(heartbeat_timeout_equal_to_interval_still_counts_misses) {
 
 BOOST_AUTO_TEST_CASE(heartbeat_answered_pings_keep_it_alive_and_give_rtt) {
     manual_service svc;
-    hb_log log;
+    hb_log log(svc);
     heartbeat_policy p;
     p.interval = 100ms;
     p.timeout = 50ms;
@@ -214,7 +224,7 @@ BOOST_AUTO_TEST_CASE(heartbeat_answered_pings_keep_it_alive_and_give_rtt) {
 
 BOOST_AUTO_TEST_CASE(heartbeat_any_read_resets_misses) {
     manual_service svc;
-    hb_log log;
+    hb_log log(svc);
     heartbeat_policy p;
     p.interval = 100ms;
     p.timeout = 50ms;
@@ -234,14 +244,15 @@ BOOST_AUTO_TEST_CASE(heartbeat_any_read_resets_misses) {
 
 BOOST_AUTO_TEST_CASE(heartbeat_jitter_stays_in_bounds_with_a_seeded_source) {
     manual_service svc;
-    hb_log log;
+    hb_log log(svc);
     heartbeat_policy p;
     p.interval = 1000ms;
     p.timeout = 100ms;
     p.misses = 1000;
     p.jitter = 0.2;
     std::mt19937_64 engine(99);
-    auto hb = make_hb(svc, log, p, [&] { return std::uniform_real_distribution<double>(0, 1)(engine); });
+    log.rnd = [&] { return std::uniform_real_distribution<double>(0, 1)(engine); };
+    auto hb = make_hb(svc, log, p);
     svc.step_by(60s, 1ms);
     BOOST_TEST_REQUIRE(log.pings.size() > 40u);
     bool varied = false;
@@ -258,7 +269,7 @@ BOOST_AUTO_TEST_CASE(heartbeat_jitter_stays_in_bounds_with_a_seeded_source) {
 // silent peer the pings are `timeout` apart and death comes at P + misses * timeout.
 BOOST_AUTO_TEST_CASE(heartbeat_timeout_longer_than_interval_judges_every_ping) {
     manual_service svc;
-    hb_log log;
+    hb_log log(svc);
     heartbeat_policy p;
     p.interval = 1000ms;
     p.timeout = 2000ms;
@@ -276,7 +287,7 @@ BOOST_AUTO_TEST_CASE(heartbeat_timeout_longer_than_interval_judges_every_ping) {
 // as soon as the answer arrives.
 BOOST_AUTO_TEST_CASE(heartbeat_answered_ping_frees_the_next_one) {
     manual_service svc;
-    hb_log log;
+    hb_log log(svc);
     heartbeat_policy p;
     p.interval = 100ms;
     p.timeout = 300ms;
@@ -328,7 +339,7 @@ BOOST_AUTO_TEST_CASE(heartbeat_validation_names_fields) {
 BOOST_AUTO_TEST_CASE(heartbeat_miss_judged_no_earlier_than_the_rtt_floor) {
     for (double k : {3.0, 0.0}) {
         manual_service svc;
-        hb_log log;
+        hb_log log(svc);
         heartbeat_policy p;
         p.interval = 100ms;
         p.timeout = 50ms;
@@ -357,7 +368,7 @@ BOOST_AUTO_TEST_CASE(heartbeat_miss_judged_no_earlier_than_the_rtt_floor) {
     }
     // A fast path never shortens the configured timeout.
     manual_service svc;
-    hb_log log;
+    hb_log log(svc);
     heartbeat_policy p;
     p.interval = 100ms;
     p.timeout = 50ms;

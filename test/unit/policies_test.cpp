@@ -13,6 +13,7 @@
 #include <heartwheel/net/request_tracker.hpp>
 #include <heartwheel/net/write_queue.hpp>
 
+#include "liveness_recorder.hpp"
 #include "manual_service.hpp"
 
 #include <asio/io_context.hpp>
@@ -108,8 +109,14 @@ BOOST_AUTO_TEST_CASE(connection_limits_handshake_age_and_drain) {
     l.max_age_jitter = 0.1;
     l.drain_grace = 200ms;
     std::vector<std::pair<std::string, duration>> ev;
-    auto note = [&](const char* what) { return [&, what] { ev.emplace_back(what, svc.since_start()); }; };
-    connection_limits c(svc, l, {note("handshake"), note("age"), note("drain")}, [] { return 1.0; });
+    struct notes final : connection_limits::listener {
+        std::function<void(const char*)> note;
+        void on_handshake_timeout() override { note("handshake"); }
+        void on_max_age() override { note("age"); }
+        void on_drain_expired() override { note("drain"); }
+    } listener;
+    listener.note = [&](const char* what) { ev.emplace_back(what, svc.since_start()); };
+    connection_limits c(svc, l, listener, [] { return 1.0; });
     BOOST_TEST((c.age_limit() == 1100ms)); // +10 % at the top of the jitter range
     c.handshake_started();
     svc.step_by(49ms);
@@ -159,11 +166,11 @@ BOOST_AUTO_TEST_CASE(requests_fail_at_once_on_close) {
     manual_service svc;
     liveness_config cfg;
     cfg.request.timeout = 10s;
-    int closed = 0;
+    liveness_recorder handler(io.get_executor());
     std::vector<std::error_code> results;
     liveness_counters counters;
     {
-        connection_liveness live(svc, io.get_executor(), cfg, {{}, {}, [&](close_reason) { ++closed; }}, &counters);
+        connection_liveness live(svc, cfg, handler, &counters);
         for (std::uint64_t i = 0; i < 5; ++i)
             live.requests().track(i, [&](std::error_code ec, request_state) { results.push_back(ec); });
         live.close();
@@ -173,6 +180,7 @@ BOOST_AUTO_TEST_CASE(requests_fail_at_once_on_close) {
     BOOST_TEST(results.size() == 5u);
     for (auto ec : results) BOOST_TEST((ec == heartwheel::net::errc::connection_closed));
     BOOST_TEST(counters.snapshot().requests_failed_on_close == 5u);
+    BOOST_TEST(handler.closes.empty()); // closed by its owner: no policy decided it
     BOOST_TEST(svc.wheel().empty());
 }
 
@@ -185,10 +193,10 @@ BOOST_AUTO_TEST_CASE(liveness_closes_with_a_reason_and_counts) {
     cfg.heartbeat.timeout = 50ms;
     cfg.heartbeat.misses = 2;
     liveness_counters counters;
-    std::vector<close_reason> why;
-    int pings = 0;
-    connection_liveness live(svc, io.get_executor(), cfg, {{}, [&] { ++pings; }, [&](close_reason r) { why.push_back(r); }},
-                             &counters);
+    liveness_recorder handler(io.get_executor());
+    const auto& why = handler.closes;
+    const int& pings = handler.pings;
+    connection_liveness live(svc, cfg, handler, &counters);
     svc.step_by(1s, 5ms);
     BOOST_TEST_REQUIRE(why.size() == 1u);
     BOOST_TEST((why[0] == close_reason::heartbeat_timeout)); // dead at 250 ms, before reader idle at 300

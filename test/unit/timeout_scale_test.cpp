@@ -10,6 +10,7 @@
 #include <heartwheel/net/idle_state.hpp>
 #include <heartwheel/net/timeout_scale.hpp>
 
+#include "liveness_recorder.hpp"
 #include "manual_service.hpp"
 
 #include <memory>
@@ -21,12 +22,15 @@ using namespace heartwheel::net;
 namespace {
 
 // One reader-idle timer of max 10 s, min 2 s (range 8 s), recording when it fires.
-struct scaled_reader {
-    scaled_reader(manual_service& svc, timeout_scale& scale, milliseconds max = 10s, scaled_min min = {2s, 0.0}) {
+struct scaled_reader final : idle_state::listener {
+    scaled_reader(manual_service& svc, timeout_scale& scale, milliseconds max = 10s, scaled_min min = {2s, 0.0})
+        : svc(&svc) {
         p.reader_idle = max;
         o.reader_idle = min;
-        idle = std::make_unique<idle_state>(svc, p, [this, &svc](idle_event) { fired.push_back(svc.since_start()); }, &o, &scale);
+        idle = std::make_unique<idle_state>(svc, p, *this, &o, &scale);
     }
+    void on_idle(idle_event) override { fired.push_back(svc->since_start()); }
+    manual_service* svc;
     idle_policy p;
     overload_policy o;
     std::vector<duration> fired;
@@ -184,19 +188,16 @@ BOOST_AUTO_TEST_CASE(closes_while_scaled_are_counted) {
     cfg.idle.reader_idle = 10s;
     cfg.overload.reader_idle = {1s, 0.0};
     liveness_counters counters;
-    std::optional<close_reason> why;
+    liveness_recorder handler(io.get_executor());
     std::vector<std::unique_ptr<connection_liveness>> conns;
-    for (int i = 0; i < 2; ++i)
-        conns.push_back(std::make_unique<connection_liveness>(svc, io.get_executor(), cfg,
-                                                              connection_liveness::callbacks{{}, {}, [&](close_reason r) { why = r; }},
-                                                              &counters, &scale));
+    for (int i = 0; i < 2; ++i) conns.push_back(std::make_unique<connection_liveness>(svc, cfg, handler, &counters, &scale));
     svc.step_by(1500ms);
-    BOOST_TEST(!why.has_value());
+    BOOST_TEST(handler.closes.empty());
     conns[1]->on_read(); // the healthy one
     scale.set_pressure(1.0);
     svc.step_by(1ms);
-    BOOST_TEST_REQUIRE(why.has_value());
-    BOOST_TEST((*why == close_reason::reader_idle));
+    BOOST_TEST_REQUIRE(handler.closes.size() == 1u);
+    BOOST_TEST((handler.closes[0] == close_reason::reader_idle));
     BOOST_TEST(counters.snapshot().closes_while_scaled == 1u);
     BOOST_TEST(!conns[1]->closed());
 }
@@ -212,12 +213,9 @@ BOOST_AUTO_TEST_CASE(handshake_and_max_age_scale) {
     cfg.overload.handshake_timeout = {2s, 0.0};
     cfg.overload.max_age = {0ms, 0.5};
     std::vector<std::pair<duration, close_reason>> closes;
-    auto make = [&] {
-        return std::make_unique<connection_liveness>(
-            svc, io.get_executor(), cfg,
-            connection_liveness::callbacks{{}, {}, [&](close_reason r) { closes.push_back({svc.since_start(), r}); }}, nullptr,
-            &scale);
-    };
+    liveness_recorder handler(io.get_executor());
+    handler.also = [&](close_reason r) { closes.push_back({svc.since_start(), r}); };
+    auto make = [&] { return std::make_unique<connection_liveness>(svc, cfg, handler, nullptr, &scale); };
     auto shaking = make();
     shaking->handshake_started();
     auto aging = make();

@@ -18,10 +18,17 @@ int main() {
 
     asio::io_context io;
     heartwheel::asio_wheel wheel(io.get_executor());
-    int pings = 0;
-    net::heartbeat hb(wheel, from_text.heartbeat, {[&] {
-                          if (++pings == 3) io.stop();
-                      }, [] {}, {}});
+    struct pinger final : net::heartbeat::listener {
+        asio::io_context* io;
+        int pings = 0;
+        void send_ping() override {
+            if (++pings == 3) io->stop();
+        }
+        void on_dead() override {}
+    } listener;
+    listener.io = &io;
+    const int& pings = listener.pings;
+    net::heartbeat hb(wheel, from_text.heartbeat, listener);
     io.run_for(std::chrono::seconds(5));
     if (pings < 3) return 1;
     std::cout << "consumer_net: loaded TOML and sent " << pings << " pings\n";

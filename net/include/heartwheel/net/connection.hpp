@@ -2,33 +2,38 @@
 // liveness policies, a bounded write queue and the one close path. An application only speaks its
 // protocol: it reads from stream(), send()s replies, and calls close(reason) when it wants out.
 //
-//   auto c = std::make_shared<net::connection<tcp::socket>>(std::move(socket),
-//       net::connection_liveness::factory(wheel, config, &counters),
-//       net::connection_hooks{.send_ping = [&] { c->send("PING\n"); },
-//                             .last_words = [&](net::close_reason r) { c->send(bye_line(r)); }},
-//       &counters);
-//   c->start();                                            // keepalive options; TLS: async_handshake
+//   struct session : net::connection_handler {             // the application: override what it needs
+//       void send_ping() override { c->send("PING\n"); }
+//       void last_words(net::close_reason r) override { c->send(bye_line(r)); }
+//       net::connection<tcp::socket>* c;
+//   };
+//   auto c = std::make_shared<net::connection<tcp::socket>>(std::move(socket), wheel,
+//       net::wheel_liveness(wheel, config, &counters), session_ptr, &counters);
+//   c->apply_socket_options(config.keepalive);             // TLS: c->async_handshake(...)
 //   n = co_await c->stream().async_read_some(buf, use_awaitable);   // recorded: no on_read() by hand
 //   c->send(reply);                                        // coalesced, bounded, timed
 //
 // The close path. close(reason) — from a policy, the application, a peer's EOF, an I/O error, a
 // handshake failure or timeout, or shutdown — latches once: the liveness policies stop (outstanding
-// requests fail), the reason is counted once, the application's last_words hook may queue a goodbye,
+// requests fail), the reason is counted once, the application's last_words() may queue a goodbye,
 // which is flushed for at most `linger` (a wheel timer), followed by a FIN; the lowest layer is closed
 // when the peer ends its side (the application's read sees it and calls abort) or the linger ends;
 // then pending operations complete with close_error() (errc::timed_out for a policy's reason,
-// errc::connection_closed otherwise) and on_close runs. abort(reason) is the same without last
+// errc::connection_closed otherwise) and on_close() runs. abort(reason) is the same without last
 // words (nothing can be written: an I/O error, a write timeout, a handshake that never finished).
 //
 // Ownership: create it with std::make_shared; its own writes and linger hold a reference while they
-// are in flight. The hooks run on the connection's executor; the connection keeps them — and what they
-// capture, e.g. a shared_ptr to the application's session — until it is closed, then drops them. Teardown order: connections (and the
-// application objects holding them) before their wheel, the wheel before its io_context; a
-// connection's pending operations and requests complete or are destroyed with it (no leak).
+// are in flight. The application is a connection_handler (an interface: one shared pointer per
+// connection, not a std::function per hook — memory matters at a million idle connections); its
+// calls run on the connection's executor, and the connection keeps it — typically the application's
+// session — until it is closed, then lets go. connection_hooks wraps lambdas for small programs.
+// Teardown order: connections (and the application objects holding them) before their wheel, the
+// wheel before its io_context; a connection's pending operations and requests complete or are
+// destroyed with it (no leak).
 //
 // The Liveness parameter is what times the connection: connection_liveness on a wheel by default; the
 // echo server's per-socket steady_timer baseline plugs in the same way. It is made by a factory called
-// with (connection_liveness::callbacks, executor) and must offer on_read(bool), on_write_started(),
+// with the connection as its liveness_handler, and must offer on_read(bool), on_write_started(),
 // on_write_progress(), on_write_complete(bool), handshake_started(), handshake_done(), close().
 #ifndef HEARTWHEEL_NET_CONNECTION_HPP
 #define HEARTWHEEL_NET_CONNECTION_HPP
@@ -53,14 +58,51 @@
 
 namespace heartwheel::net {
 
-/// What a connection asks of its application; every hook is optional.
-struct connection_hooks {
-    std::function<void()> send_ping;                 ///< heartbeat: queue a ping (with send())
-    std::function<void(close_reason)> last_words;    ///< closing: queue a goodbye (with send()); once
-    std::function<void(close_reason)> on_close;      ///< closed: the lowest layer is closed; once
-    std::function<void()> on_writable;               ///< the write queue drained below its low-water mark
-    std::function<void(idle_event)> on_idle;         ///< every idle event (they close unless told not to)
+/// What a connection asks of its application; override what it needs (every call is optional).
+class connection_handler {
+public:
+    virtual ~connection_handler() = default;
+    virtual void send_ping() {}               ///< heartbeat: queue a ping (with send())
+    virtual void last_words(close_reason) {}  ///< closing: queue a goodbye (with send()); once
+    virtual void on_close(close_reason) {}    ///< closed: the lowest layer is closed; once
+    virtual void on_writable() {}             ///< the write queue drained below its low-water mark
+    virtual void on_idle(idle_event) {}       ///< every idle event (they close unless told not to)
 };
+
+/// A connection_handler made of lambdas (each optional), for small programs and tests:
+/// connection::set_hooks() wraps them.
+struct connection_hooks {
+    std::function<void()> send_ping;
+    std::function<void(close_reason)> last_words;
+    std::function<void(close_reason)> on_close;
+    std::function<void()> on_writable;
+    std::function<void(idle_event)> on_idle;
+};
+
+namespace detail {
+class hooks_handler final : public connection_handler {
+public:
+    explicit hooks_handler(connection_hooks h) : h_(std::move(h)) {}
+    void send_ping() override {
+        if (h_.send_ping) h_.send_ping();
+    }
+    void last_words(close_reason r) override {
+        if (h_.last_words) h_.last_words(r);
+    }
+    void on_close(close_reason r) override {
+        if (h_.on_close) h_.on_close(r);
+    }
+    void on_writable() override {
+        if (h_.on_writable) h_.on_writable();
+    }
+    void on_idle(idle_event e) override {
+        if (h_.on_idle) h_.on_idle(e);
+    }
+
+private:
+    connection_hooks h_;
+};
+} // namespace detail
 
 struct connection_options {
     /// How long last words may take to flush before the lowest layer is closed anyway.
@@ -78,39 +120,38 @@ struct connection_options {
 /// and with `scale` the timeouts config.overload scales (one timeout_scale per wheel).
 inline auto wheel_liveness(timer_service& svc, const liveness_config& config, liveness_counters* counters = nullptr,
                            timeout_scale* scale = nullptr) {
-    return [&svc, config, counters, scale](connection_liveness::callbacks cbs, asio::any_io_executor ex) {
-        return std::make_unique<connection_liveness>(svc, std::move(ex), config, std::move(cbs), counters, scale);
+    return [&svc, config, counters, scale](liveness_handler& handler) {
+        return std::make_unique<connection_liveness>(svc, config, handler, counters, scale);
     };
 }
 
 template <class NextLayer, class Liveness = connection_liveness>
 class connection final : public std::enable_shared_from_this<connection<NextLayer, Liveness>>,
-                         private stream_observer {
+                         private stream_observer,
+                         private liveness_handler {
 public:
     using stream_type = liveness_stream<NextLayer>;
     using executor_type = typename NextLayer::executor_type;
     static constexpr bool is_tls = detail::is_tls_stream<NextLayer>::value;
 
-    /// `make_liveness(callbacks, executor)` returns a std::unique_ptr<Liveness> (wheel_liveness()).
+    /// `make_liveness(liveness_handler&)` returns a std::unique_ptr<Liveness> (wheel_liveness()).
+    /// `handler` may be null (set_handler() later, or nothing to be told).
     template <class MakeLiveness>
-    connection(NextLayer next, timer_service& svc, MakeLiveness&& make_liveness, connection_hooks hooks = {},
-               liveness_counters* counters = nullptr, connection_options options = {})
-        : stream_(*this, std::move(next)), svc_(svc), hooks_(std::move(hooks)), counters_(counters),
-          options_(options), out_(options.queue),
-          live_(make_liveness(connection_liveness::callbacks{hooks_.on_idle,
-                                                             [this] {
-                                                                 if (hooks_.send_ping && !closing_) hooks_.send_ping();
-                                                             },
-                                                             [this](close_reason r) { policy_close(r); },
-                                                             options.close_on_idle},
-                              stream_.get_executor())) {}
+    connection(NextLayer next, timer_service& svc, MakeLiveness&& make_liveness,
+               std::shared_ptr<connection_handler> handler = nullptr, liveness_counters* counters = nullptr,
+               connection_options options = {})
+        : stream_(*this, std::move(next)), svc_(svc), handler_(std::move(handler)), counters_(counters),
+          linger_ms_(options.linger), out_(options.queue), live_(make_liveness(static_cast<liveness_handler&>(*this))),
+          reads_are_idle_activity_(options.reads_are_idle_activity), close_on_idle_(options.close_on_idle) {}
     ~connection() { live_->close(); }
     connection(const connection&) = delete;
     connection& operator=(const connection&) = delete;
 
-    /// Replaces the hooks (before start, typically: hooks that use the connection itself capture
-    /// its raw pointer — the connection owns its hooks, so they never outlive it).
-    void set_hooks(connection_hooks hooks) { hooks_ = std::move(hooks); }
+    /// Replaces the handler (before start, typically). The connection holds it until it is closed.
+    void set_handler(std::shared_ptr<connection_handler> handler) { handler_ = std::move(handler); }
+    /// Lambdas as the handler (hooks that use the connection itself capture its raw pointer: the
+    /// connection owns its handler, so they never outlive it).
+    void set_hooks(connection_hooks hooks) { handler_ = std::make_shared<detail::hooks_handler>(std::move(hooks)); }
 
     stream_type& stream() noexcept { return stream_; }
     typename stream_type::lowest_layer_type& lowest_layer() noexcept { return stream_.lowest_layer(); }
@@ -167,7 +208,7 @@ public:
     /// The one close path (see the top of this file). Idempotent: the first reason wins. `linger`
     /// overrides the options' for this close (a graceful shutdown may give the goodbye its grace).
     void close(close_reason why, std::optional<std::chrono::milliseconds> linger = std::nullopt) {
-        if (linger) options_.linger = *linger;
+        if (linger) linger_ms_ = *linger;
         begin_close(why, true);
     }
     /// Closes now, without last words; on a connection already closing, cuts its linger short (the
@@ -183,7 +224,7 @@ public:
 
 private:
     // --- stream_observer: what the stream records --------------------------------------------------
-    void on_bytes_read(std::size_t) override { live_->on_read(options_.reads_are_idle_activity); }
+    void on_bytes_read(std::size_t) override { live_->on_read(reads_are_idle_activity_); }
     void on_write_started() override {
         if (!closing_) live_->on_write_started();
     }
@@ -198,11 +239,20 @@ private:
                                                      : make_error_code(errc::connection_closed);
     }
 
-    void policy_close(close_reason r) {
+    // --- liveness_handler: what the liveness asks ------------------------------------------------
+    void on_policy_close(close_reason r) override {
         // Nothing can be written to a peer that does not read, or mid-handshake.
         const bool can_talk = r != close_reason::write_timeout && handshake_done_;
         begin_close(r, can_talk);
     }
+    void send_ping() override {
+        if (handler_ && !closing_) handler_->send_ping();
+    }
+    void on_idle(idle_event e) override {
+        if (handler_) handler_->on_idle(e);
+    }
+    bool close_on_idle() const noexcept override { return close_on_idle_; }
+    asio::any_io_executor completion_executor() override { return stream_.get_executor(); }
 
     void begin_close(close_reason why, bool last_words) {
         if (closing_) return;
@@ -213,9 +263,9 @@ private:
         if (counters_) counters_->closed(why);
         out_.drop_pending(); // what was not yet written is not worth waiting for
         if (!last_words) return finish_close();
-        if (hooks_.last_words) {
+        if (handler_) {
             in_last_words_ = true;
-            hooks_.last_words(why);
+            handler_->last_words(why);
             in_last_words_ = false;
         }
         if (out_.empty() && !writing_) return finish_close();
@@ -227,7 +277,7 @@ private:
         heartwheel::timer_handle h([weak = this->weak_from_this()] {
             if (auto self = weak.lock()) self->finish_close();
         });
-        svc_.schedule(h.node(), svc_.deadline_after(std::chrono::duration_cast<duration>(options_.linger)));
+        svc_.schedule(h.node(), svc_.deadline_after(std::chrono::duration_cast<duration>(linger_ms_)));
         return h;
     }
 
@@ -250,12 +300,11 @@ private:
         auto& sock = stream_.lowest_layer();
         sock.shutdown(asio::socket_base::shutdown_both, ignored);
         sock.close(ignored);
-        // The hooks (and whatever they hold, such as the application's session) go now: a closed
-        // connection calls nothing more, and a session that holds the connection is not kept alive
-        // by it.
-        auto hooks = std::move(hooks_);
-        hooks_ = {};
-        if (hooks.on_close) hooks.on_close(*reason_);
+        // The handler (typically the application's session) goes now: a closed connection calls
+        // nothing more, and a session that holds the connection is not kept alive by it.
+        const auto handler = std::move(handler_);
+        handler_.reset();
+        if (handler) handler->on_close(*reason_);
     }
 
     void write() {
@@ -278,7 +327,7 @@ private:
         if (closing_) return half_close(); // the last words are out
         if (was_above_ && out_.below_low_water()) {
             was_above_ = false;
-            if (hooks_.on_writable) hooks_.on_writable();
+            if (handler_) handler_->on_writable();
         }
     }
 
@@ -306,13 +355,14 @@ private:
 
     stream_type stream_;
     timer_service& svc_;
-    connection_hooks hooks_;
+    std::shared_ptr<connection_handler> handler_;
     liveness_counters* counters_;
-    connection_options options_;
+    std::chrono::milliseconds linger_ms_;
     write_queue out_;
     std::unique_ptr<Liveness> live_;
     heartwheel::timer_handle linger_;
     std::optional<close_reason> reason_;
+    bool reads_are_idle_activity_, close_on_idle_;
     bool handshake_done_ = !is_tls;
     bool writing_ = false, closing_ = false, closed_ = false, in_last_words_ = false;
     bool was_above_ = false;

@@ -1,6 +1,11 @@
 // heartwheel/net/connection_limits.hpp — server-side limits on one connection: the TLS handshake
 // must finish in time, and a connection is retired after a maximum age (± jitter, so a fleet of
 // clients does not reconnect in lockstep) with a grace period to drain before it is forced closed.
+//
+// Each deadline holds a timer only while it can fire: the handshake's from handshake_started() to
+// handshake_done(), the age's when max_age is on, the drain's from the age's expiry — a plain TCP
+// connection without max age holds none. Expiries go to a listener the owner implements (one
+// pointer), never after stop() or destruction.
 #ifndef HEARTWHEEL_NET_CONNECTION_LIMITS_HPP
 #define HEARTWHEEL_NET_CONNECTION_LIMITS_HPP
 
@@ -10,47 +15,55 @@
 #include <heartwheel/timer_service.hpp>
 
 #include <functional>
+#include <memory>
 
 namespace heartwheel::net {
 
 class connection_limits {
 public:
-    struct callbacks {
-        std::function<void()> on_handshake_timeout; ///< close: the handshake took too long
-        std::function<void()> on_max_age;           ///< start draining (say goodbye, stop reading)
-        std::function<void()> on_drain_expired;     ///< drain grace is over: close now
+    /// What the limits ask of their owner; must outlive the connection_limits.
+    class listener {
+    public:
+        virtual void on_handshake_timeout() = 0; ///< close: the handshake took too long
+        virtual void on_max_age() = 0;           ///< start draining (say goodbye, stop reading)
+        virtual void on_drain_expired() {}       ///< drain grace is over: close now
+
+    protected:
+        ~listener() = default;
     };
     using random_source = std::function<double()>;
 
-    /// Arms the max-age timer (if enabled) from now. With `scale`, the handshake timeout and the max
-    /// age that `overload` gives a min shrink under pressure.
-    connection_limits(timer_service& svc, const server_limits& limits, callbacks cbs, random_source rnd = {},
+    /// Arms the max-age timer (if enabled) from now, its jitter drawn from `rnd` (uniform in [0, 1);
+    /// a default source when empty). With `scale`, the handshake timeout and the max age that
+    /// `overload` gives a min shrink under pressure.
+    connection_limits(timer_service& svc, const server_limits& limits, listener& l, const random_source& rnd = {},
                       const overload_policy* overload = nullptr, timeout_scale* scale = nullptr);
+    connection_limits(const connection_limits&) = delete;
+    connection_limits& operator=(const connection_limits&) = delete;
 
     void handshake_started(); ///< arms the handshake timeout (if enabled)
-    void handshake_done() noexcept { handshake_.stop(); }
+    void handshake_done() noexcept { handshake_.reset(); }
     void stop() noexcept;
     /// The age this connection was given (max_age with its jitter applied), zero when disabled.
     duration age_limit() const noexcept { return age_limit_; }
 
 private:
-    struct hook final : timer_node {
-        explicit hook(std::function<void()> f) : fn(std::move(f)) {}
-        std::function<void()> fn;
-        void on_expire() override {
-            if (fn) fn();
-        }
+    struct drain_timer final : timer_node {
+        explicit drain_timer(connection_limits& l) : owner(&l) {}
+        connection_limits* owner;
+        void on_expire() override { owner->listener_->on_drain_expired(); }
     };
+    static void handshake_expired(void* self, bool);
+    static void age_expired(void* self, bool);
 
-    timer_service& svc_;
-    server_limits limits_;
-    callbacks cbs_;
+    timer_service* svc_;
+    listener* listener_;
+    milliseconds handshake_timeout_, drain_grace_;
     scaled_min handshake_min_;
     timeout_scale* scale_;
     duration age_limit_{};
-    // One-shot deadlines that are never touched: activity timers so that they can scale.
-    activity_timer handshake_, age_;
-    hook drain_;
+    std::unique_ptr<activity_timer> handshake_, age_; ///< one-shot deadlines: activity timers so that they can scale
+    std::unique_ptr<drain_timer> drain_;
 };
 
 } // namespace heartwheel::net

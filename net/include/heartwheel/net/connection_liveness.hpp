@@ -2,25 +2,33 @@
 // decision: idle detection, read/write timeouts, heartbeat, request timeouts, and the server limits
 // (TLS handshake deadline, maximum age).
 //
-// Transport-agnostic: it is told about reads and writes and calls back to send a ping and to close.
-// net::connection does the telling (its stream records every read and write); it can also be used
-// alone:
+// Transport-agnostic: it is told about reads and writes and asks its owner, through one
+// liveness_handler, to send a ping and to close. net::connection does the telling (its stream records
+// every read and write) and is the handler; it can also be used alone:
 //
-//   heartwheel::net::connection_liveness live(wheel, ex, config, {
-//       .on_idle = [&](idle_event e) { /* log, or ignore */ },
-//       .send_ping = [&] { write("PING 1\n"); },
-//       .close = [&](close_reason why) { say_bye_and_close(why); }});
+//   struct my_handler final : heartwheel::net::liveness_handler {
+//       void send_ping() override { write("PING 1\n"); }
+//       void on_policy_close(close_reason why) override { say_bye_and_close(why); }
+//       asio::any_io_executor completion_executor() override { return socket.get_executor(); }
+//   } handler;
+//   heartwheel::net::connection_liveness live(wheel, config, handler);
 //   ... live.on_read(); live.on_write_complete(); live.requests().track(id, token);
 //
-// Closing decisions: reader/writer/all idle close only if close_on_idle; read_timeout, write_timeout,
-// the heartbeat's last miss, the handshake deadline and max age always close. The close callback runs
-// at most once; after it, after close() or destruction no callback runs, and every outstanding request
-// fails with errc::connection_closed. Closes are counted by whoever owns the close path
-// (net::connection), not here: every close once, wherever it came from.
+// Sized for many idle connections: only what the configuration enables is built (a policy that is
+// off holds no timer; the heartbeat is allocated only when on, the request tracker on first use),
+// and the policies call back through interfaces, not std::functions (docs/benchmarks.md has the
+// bytes per idle connection by part).
+//
+// Closing decisions: reader/writer/all idle close only if the handler's close_on_idle(); read_timeout,
+// write_timeout, the heartbeat's last miss, the handshake deadline and max age always close. The
+// handler's on_policy_close() runs at most once; after it, after close() or destruction nothing is called, and
+// every outstanding request fails with errc::connection_closed. Closes are counted by whoever owns
+// the close path (net::connection), not here: every close once, wherever it came from.
 #ifndef HEARTWHEEL_NET_CONNECTION_LIVENESS_HPP
 #define HEARTWHEEL_NET_CONNECTION_LIVENESS_HPP
 
 #include <heartwheel/net/activity_timer.hpp>
+#include <heartwheel/net/close_reason.hpp>
 #include <heartwheel/net/connection_limits.hpp>
 #include <heartwheel/net/counters.hpp>
 #include <heartwheel/net/heartbeat.hpp>
@@ -29,24 +37,36 @@
 #include <heartwheel/net/request_tracker.hpp>
 #include <heartwheel/net/timeout_scale.hpp>
 
-#include <functional>
+#include <memory>
 
 namespace heartwheel::net {
 
-class connection_liveness {
+/// What a connection's liveness asks of its owner (net::connection is one). Must outlive it.
+class liveness_handler {
 public:
-    struct callbacks {
-        std::function<void(idle_event)> on_idle;   ///< every idle event (optional)
-        std::function<void()> send_ping;           ///< write a ping (needed when heartbeats are on)
-        std::function<void(close_reason)> close;   ///< a policy decided to close; runs at most once
-        bool close_on_idle = true;                 ///< a first idle event of any kind closes
-    };
+    /// A policy decided to close; runs at most once, last in the policy's call (it may destroy the
+    /// liveness).
+    virtual void on_policy_close(close_reason why) = 0;
+    /// Write a ping now (needed when heartbeats are on).
+    virtual void send_ping() {}
+    /// Every idle event, closing or not.
+    virtual void on_idle(idle_event) {}
+    /// Whether a first idle event of any kind closes.
+    virtual bool close_on_idle() const noexcept { return true; }
+    /// Where request completions go by default (requests()).
+    virtual asio::any_io_executor completion_executor() = 0;
 
-    /// With `scale`, the timeouts that config.overload gives a min shrink under pressure
-    /// (timeout_scale.hpp); `scale` must outlive this object.
-    connection_liveness(timer_service& svc, asio::any_io_executor ex, const liveness_config& config,
-                        callbacks cbs, liveness_counters* counters = nullptr, timeout_scale* scale = nullptr,
-                        heartbeat::random_source rnd = {});
+protected:
+    ~liveness_handler() = default;
+};
+
+class connection_liveness final : idle_state::listener, heartbeat::listener, connection_limits::listener {
+public:
+    /// Validates `config` (config_error) and starts the enabled policies from now. With `scale`, the
+    /// timeouts that config.overload gives a min shrink under pressure (timeout_scale.hpp); `scale`
+    /// must outlive this object.
+    connection_liveness(timer_service& svc, const liveness_config& config, liveness_handler& handler,
+                        liveness_counters* counters = nullptr, timeout_scale* scale = nullptr);
     ~connection_liveness();
     connection_liveness(const connection_liveness&) = delete;
     connection_liveness& operator=(const connection_liveness&) = delete;
@@ -67,31 +87,45 @@ public:
     void handshake_started() { limits_.handshake_started(); }
     void handshake_done() noexcept { limits_.handshake_done(); }
 
-    request_tracker<std::uint64_t>& requests() noexcept { return requests_; }
-    const heartbeat& heartbeat_state() const noexcept { return heartbeat_; }
+    /// The connection's outstanding requests (made on first use, with config.request).
+    request_tracker<std::uint64_t>& requests();
+    /// The heartbeat, or nullptr when heartbeats are off.
+    const heartbeat* heartbeat_state() const noexcept { return heartbeat_.get(); }
     bool closed() const noexcept { return closed_; }
     /// Stops every timer and fails outstanding requests; idempotent. No callback runs afterwards.
     void close();
 
 private:
+    // idle_state::listener, heartbeat::listener, connection_limits::listener
+    void on_idle(idle_event e) override;
+    void send_ping() override;
+    void on_dead() override { decide_close(close_reason::heartbeat_timeout); }
+    void on_miss() override;
+    void on_handshake_timeout() override { decide_close(close_reason::handshake_timeout); }
+    void on_max_age() override { decide_close(close_reason::max_age); }
+
     void decide_close(close_reason why);
     /// A close for a timeout that config.overload scales.
     bool scaled_reason(close_reason why) const noexcept;
+    static void read_timed_out(void* self, bool);
+    static void write_timed_out(void* self, bool);
 
-    timer_service& svc_;
-    // Of the config, only what is judged after construction is kept (a connection does not carry a
-    // copy of the whole config): the write timeout, and which close reasons the overload scales.
-    milliseconds write_timeout_ms_;
-    std::uint16_t scaled_reasons_ = 0; ///< bit per close_reason (the scalable ones are all below 16)
-    callbacks cbs_;
+    timer_service* svc_;
+    liveness_handler* handler_;
     liveness_counters* counters_;
     timeout_scale* scale_;
+    // Of the config, only what is judged after construction is kept (a connection does not carry a
+    // copy of the whole config): the write timeout, the request policy, and which close reasons the
+    // overload scales.
+    milliseconds write_timeout_ms_;
+    request_policy request_policy_;
+    std::uint16_t scaled_reasons_ = 0; ///< bit per close_reason (the scalable ones are all below 16)
     bool closed_ = false;
     idle_state idle_;
-    activity_timer read_timeout_, write_timeout_;
-    heartbeat heartbeat_;
     connection_limits limits_;
-    request_tracker<std::uint64_t> requests_;
+    std::unique_ptr<activity_timer> read_timeout_, write_timeout_; ///< only when configured
+    std::unique_ptr<heartbeat> heartbeat_;                          ///< only when heartbeats are on
+    std::unique_ptr<request_tracker<std::uint64_t>> requests_;     ///< made on first use
 };
 
 } // namespace heartwheel::net

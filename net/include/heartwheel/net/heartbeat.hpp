@@ -27,23 +27,26 @@
 #include <heartwheel/net/policies.hpp>
 
 #include <cstdint>
-#include <functional>
 #include <optional>
-#include <random>
 
 namespace heartwheel::net {
 
 class heartbeat {
 public:
-    struct callbacks {
-        std::function<void()> send_ping; ///< write a ping now
-        std::function<void()> on_dead;   ///< the misses-th consecutive miss: close the connection
-        std::function<void()> on_miss;   ///< optional: each miss (counters, logs)
-    };
-    /// Uniform doubles in [0, 1) for the jitter; injectable so tests are deterministic.
-    using random_source = std::function<double()>;
+    /// What a heartbeat asks of its owner; must outlive the heartbeat.
+    class listener {
+    public:
+        virtual void send_ping() = 0; ///< write a ping now
+        virtual void on_dead() = 0;   ///< the misses-th consecutive miss: close the connection
+        virtual void on_miss() {}     ///< each miss (counters, logs)
+        /// Uniform doubles in [0, 1) for the jitter; override to make tests deterministic.
+        virtual double uniform();
 
-    heartbeat(timer_service& svc, const heartbeat_policy& policy, callbacks cbs, random_source rnd = {});
+    protected:
+        ~listener() = default;
+    };
+
+    heartbeat(timer_service& svc, const heartbeat_policy& policy, listener& l);
     heartbeat(const heartbeat&) = delete;
     heartbeat& operator=(const heartbeat&) = delete;
 
@@ -55,9 +58,9 @@ public:
     void stop() noexcept;
     std::uint32_t consecutive_misses() const noexcept { return misses_; }
     std::uint64_t pings_sent() const noexcept { return pings_; }
-    std::optional<duration> last_rtt() const noexcept { return rtt_; }
+    std::optional<duration> last_rtt() const noexcept { return seen_rtt_ ? std::optional<duration>(rtt_) : std::nullopt; }
     /// RFC 6298's smoothed round trip and its variance, once a pong was seen.
-    std::optional<duration> srtt() const noexcept { return srtt_; }
+    std::optional<duration> srtt() const noexcept { return seen_rtt_ ? std::optional<duration>(srtt_) : std::nullopt; }
     duration rttvar() const noexcept { return rttvar_; }
     /// How long after a ping it is judged: max(timeout, rtt_factor * (srtt + 4 * rttvar)).
     duration effective_timeout() const noexcept;
@@ -79,20 +82,18 @@ private:
 
     timer_service& svc_;
     heartbeat_policy policy_;
-    callbacks cbs_;
-    random_source rnd_;
+    listener* listener_;
     activity_timer pinger_;
     miss_check checker_;
     time_point last_read_{};
     time_point read_at_last_judgement_{};
     time_point ping_sent_{};
+    std::uint64_t pings_ = 0;
+    std::uint32_t misses_ = 0;
     bool awaiting_pong_ = false;
     bool ping_due_ = false; ///< a ping fell due while the previous one was outstanding
-    std::uint32_t misses_ = 0;
-    std::uint64_t pings_ = 0;
-    std::optional<duration> rtt_;
-    std::optional<duration> srtt_;
-    duration rttvar_{};
+    bool seen_rtt_ = false; ///< a pong was seen: rtt_, srtt_ and rttvar_ hold samples
+    duration rtt_{}, srtt_{}, rttvar_{};
 };
 
 } // namespace heartwheel::net

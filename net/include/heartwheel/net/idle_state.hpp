@@ -1,17 +1,19 @@
 // heartwheel/net/idle_state.hpp — reader, writer and all idle detection (Netty's IdleStateHandler).
 //
-// Three activity_timers share the connection's activity stamps: a read stamps the reader and all
-// timers, a completed write (and, by default, partial write progress) the writer and all timers.
-// Events carry the kind and whether it is the first since the last activity, and repeat every
-// period while idleness lasts. Callbacks run on the wheel's thread and never after stop() or
-// destruction.
+// One activity_timer per enabled kind shares the connection's activity stamps: a read stamps the
+// reader and all timers, a completed write (and, by default, partial write progress) the writer and
+// all timers. A kind whose period is zero has no timer at all (an idle_state with only reader idle
+// holds one timer). Events carry the kind and whether it is the first since the last activity, and
+// repeat every period while idleness lasts. They go to a listener (an interface the owner
+// implements: one pointer, not a std::function per connection), on the wheel's thread, never after
+// stop() or destruction.
 #ifndef HEARTWHEEL_NET_IDLE_STATE_HPP
 #define HEARTWHEEL_NET_IDLE_STATE_HPP
 
 #include <heartwheel/net/activity_timer.hpp>
 #include <heartwheel/net/policies.hpp>
 
-#include <functional>
+#include <memory>
 
 namespace heartwheel::net {
 
@@ -27,39 +29,53 @@ struct idle_event {
 
 class idle_state {
 public:
-    using handler = std::function<void(idle_event)>;
+    /// Hears every idle event; must outlive the idle_state.
+    class listener {
+    public:
+        virtual void on_idle(idle_event e) = 0;
+
+    protected:
+        ~listener() = default;
+    };
 
     /// Validates the policy (config_error) and starts the enabled timers from now. With `scale`,
     /// the kinds that `overload` gives a min shrink under pressure (timeout_scale.hpp).
-    idle_state(timer_service& svc, const idle_policy& policy, handler on_idle,
-               const overload_policy* overload = nullptr, timeout_scale* scale = nullptr);
+    idle_state(timer_service& svc, const idle_policy& policy, listener& l, const overload_policy* overload = nullptr,
+               timeout_scale* scale = nullptr);
     idle_state(const idle_state&) = delete;
     idle_state& operator=(const idle_state&) = delete;
 
     void on_read(time_point stamp) {
-        reader_.touch(stamp);
-        all_.touch(stamp);
+        touch(idle_kind::reader, stamp);
+        touch(idle_kind::all, stamp);
     }
-    void on_read() { on_read(svc_.stamp()); }
+    void on_read() { on_read(svc_->stamp()); }
     void on_write_complete(time_point stamp) {
-        writer_.touch(stamp);
-        all_.touch(stamp);
+        touch(idle_kind::writer, stamp);
+        touch(idle_kind::all, stamp);
     }
-    void on_write_complete() { on_write_complete(svc_.stamp()); }
-    /// Some bytes of a write went out; counts only if write_progress_is_activity.
+    void on_write_complete() { on_write_complete(svc_->stamp()); }
+    /// Some bytes of a write went out; counts only if the policy's write_progress_is_activity.
     void on_write_progress(time_point stamp) {
-        if (policy_.write_progress_is_activity) on_write_complete(stamp);
+        if (progress_is_activity_) on_write_complete(stamp);
     }
-    void on_write_progress() { on_write_progress(svc_.stamp()); }
+    void on_write_progress() { on_write_progress(svc_->stamp()); }
 
     void stop() noexcept;
-    const idle_policy& policy() const noexcept { return policy_; }
+    /// Whether any kind is enabled (holds a timer).
+    bool enabled() const noexcept { return timers_[0] || timers_[1] || timers_[2]; }
 
 private:
-    timer_service& svc_;
-    idle_policy policy_;
-    handler on_idle_;
-    activity_timer reader_, writer_, all_;
+    void touch(idle_kind k, time_point stamp) {
+        if (auto& t = timers_[static_cast<int>(k)]) t->touch(stamp);
+    }
+    template <idle_kind K>
+    static void fire(void* self, bool first);
+
+    timer_service* svc_;
+    listener* listener_;
+    std::unique_ptr<activity_timer> timers_[3]; ///< by idle_kind; null when that kind is disabled
+    bool progress_is_activity_;
 };
 
 } // namespace heartwheel::net

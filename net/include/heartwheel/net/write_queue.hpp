@@ -12,8 +12,9 @@
 //  - queued() counts every byte not yet accepted by the kernel; memory() every byte really held
 //    (the chunks' capacities), which is what the limits judge — per-message overhead is zero;
 //  - a drained queue keeps at most one chunk of `keep_capacity` for reuse (none by default), and
-//    nothing else: the first chunk lives in the queue object, only a backlog of several chunks
-//    allocates a list for the rest, released when the backlog is gone.
+//    nothing else: the first chunk lives in the queue object, and only a backlog of several chunks
+//    (or a kept spare) allocates the rest, released when the backlog is gone. An idle connection's
+//    queue is 64 bytes and holds no heap memory (the limits are kept as 32-bit counts).
 // Backpressure: above_high_water() tells the reader to stop; below_low_water() to resume (a gap
 // between the two avoids flapping). The write timeout is the connection's business: each completed
 // write_some with n > 0 is progress; a peer that does not read stops all progress, whatever is queued.
@@ -22,7 +23,9 @@
 #define HEARTWHEEL_NET_WRITE_QUEUE_HPP
 
 #include <cstddef>
+#include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,7 +44,11 @@ struct write_queue_limits {
 
 class write_queue {
 public:
-    explicit write_queue(write_queue_limits limits = {}) : limits_(limits) {}
+    /// Limits above 4 GiB - 1 are taken as 4 GiB - 1.
+    explicit write_queue(write_queue_limits limits = {});
+    ~write_queue();
+    write_queue(const write_queue&) = delete;
+    write_queue& operator=(const write_queue&) = delete;
 
     /// Queues one message behind everything queued so far.
     void append(std::string_view message) { append({message}); }
@@ -59,9 +66,8 @@ public:
     std::size_t queued() const noexcept { return queued_; }
     bool empty() const noexcept { return queued_ == 0; }
     std::size_t memory() const noexcept;
-    bool above_high_water() const noexcept { return queued_ > limits_.high_water; }
-    bool below_low_water() const noexcept { return queued_ <= limits_.low_water; }
-    const write_queue_limits& limits() const noexcept { return limits_; }
+    bool above_high_water() const noexcept { return queued_ > high_water_; }
+    bool below_low_water() const noexcept { return queued_ <= low_water_; }
 
     /// Drops everything not yet in flight (the rest of a write in flight cannot be taken back from
     /// the middle of a stream, and ends on a message boundary): what is appended next follows it
@@ -71,17 +77,23 @@ public:
     void clear() noexcept;
 
 private:
-    write_queue_limits limits_;
-    std::size_t chunk_count() const noexcept { return front_.empty() ? 0 : 1 + rest_.size(); }
-    std::string& back() noexcept { return rest_.empty() ? front_ : rest_.back(); }
+    /// What only a backlog or a kept spare needs: allocated with the first of them, freed with the last.
+    struct more {
+        std::vector<std::string> rest; ///< chunks behind the front one
+        std::string spare;             ///< a drained chunk kept for reuse
+    };
+    std::size_t chunk_count() const noexcept { return front_.empty() ? 0 : 1 + (more_ ? more_->rest.size() : 0); }
+    std::string& back() noexcept { return more_ && !more_->rest.empty() ? more_->rest.back() : front_; }
+    std::string take_spare() noexcept;
     void pop_front() noexcept;
+    void release_more() noexcept;
 
-    std::string front_;             ///< the first chunk (the write in flight, if any); [offset_, size) unsent
-    std::vector<std::string> rest_; ///< chunks behind it (empty, and holding no memory, without a backlog)
-    std::size_t offset_ = 0;
+    std::string front_; ///< the first chunk (the write in flight, if any); [offset_, size) unsent
+    std::unique_ptr<more> more_;
     std::size_t queued_ = 0;
+    std::uint32_t offset_ = 0; ///< within front_, which is at most one chunk or one message
+    std::uint32_t high_water_, low_water_, chunk_bytes_, keep_capacity_;
     bool in_flight_ = false;
-    std::string spare_; ///< a drained chunk kept for reuse
 };
 
 } // namespace heartwheel::net

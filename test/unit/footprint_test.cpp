@@ -1,0 +1,112 @@
+// footprint_test.cpp — what one connection's liveness and write queue hold: only the policies a
+// configuration enables are built, a policy that is off holds nothing, and an idle write queue holds
+// no heap memory. Heap use is counted by this program's own operator new (bytes requested while a
+// counter is on), so the figures are the same under every build.
+#define BOOST_TEST_MODULE footprint
+#include <boost/test/unit_test.hpp>
+
+#include <heartwheel/net/connection_liveness.hpp>
+#include <heartwheel/net/write_queue.hpp>
+
+#include "liveness_recorder.hpp"
+#include "manual_service.hpp"
+
+#include <asio/io_context.hpp>
+
+#include <cstdlib>
+#include <new>
+
+namespace {
+bool counting = false;
+std::size_t allocations = 0, bytes = 0;
+} // namespace
+
+void* operator new(std::size_t n) {
+    if (counting) {
+        ++allocations;
+        bytes += n;
+    }
+    if (void* p = std::malloc(n ? n : 1)) return p;
+    throw std::bad_alloc();
+}
+// GCC takes a replaced operator delete that frees what the replaced operator new took from malloc
+// for a mismatch once both are inlined.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+using namespace hwtest;
+using namespace heartwheel::net;
+
+namespace {
+struct heap_use {
+    std::size_t allocations, bytes;
+};
+template <class F>
+heap_use measure(F&& f) {
+    allocations = bytes = 0;
+    counting = true;
+    f();
+    counting = false;
+    return {allocations, bytes};
+}
+} // namespace
+
+BOOST_AUTO_TEST_CASE(liveness_builds_only_what_the_config_enables) {
+    asio::io_context io;
+    manual_service svc;
+    liveness_recorder handler(io.get_executor());
+    std::optional<connection_liveness> live;
+    liveness_config echo; // the echo server's: reader idle, heartbeat, max age
+    echo.idle.reader_idle = std::chrono::minutes(10);
+    echo.heartbeat.interval = std::chrono::seconds(30);
+    echo.limits.max_age = std::chrono::hours(1);
+    live.emplace(svc, echo, handler); // the wheel grows its own storage: not the connection's
+    live.reset();
+
+    liveness_config off; // nothing enabled (a TCP connection: no handshake either)
+    off.limits.handshake_timeout = std::chrono::milliseconds(0);
+    auto use = measure([&] { live.emplace(svc, off, handler); });
+    BOOST_TEST(use.allocations == 0u); // every policy off: nothing beyond the object itself
+    BOOST_TEST(svc.wheel().empty());
+    live.reset();
+
+    use = measure([&] { live.emplace(svc, echo, handler); });
+    BOOST_TEST(use.allocations == 3u); // the reader-idle timer, the heartbeat, the max-age timer
+    BOOST_TEST(use.bytes <= 512u, use.bytes << " bytes");
+    BOOST_TEST(sizeof(connection_liveness) <= 256u);
+    BOOST_TEST(svc.wheel().size() == 3u); // reader idle, the pinger, max age
+
+    // The request tracker is made on first use, the write timeout on the first write.
+    use = measure([&] { live->requests(); });
+    BOOST_TEST(use.allocations >= 1u);
+    live->close();
+    live.reset();
+    BOOST_TEST(svc.wheel().empty());
+}
+
+BOOST_AUTO_TEST_CASE(an_idle_write_queue_is_small_and_holds_nothing) {
+    BOOST_TEST(sizeof(write_queue) <= 72u);
+    write_queue q;
+    auto use = measure([&] {
+        for (int i = 0; i < 3; ++i) {
+            q.append("PING 1\n");
+            while (!q.empty()) q.consumed(q.next_bytes().size());
+        }
+    });
+    BOOST_TEST(q.memory() == 0u);
+    BOOST_TEST(use.allocations == 0u); // short messages fit the front chunk's own storage
+    write_queue_limits small;
+    small.chunk_bytes = 8;
+    write_queue backlog(small);
+    for (int i = 0; i < 10; ++i) backlog.append("0123456\n"); // ten chunks: a backlog
+    BOOST_TEST(backlog.memory() > 0u);
+    while (!backlog.empty()) backlog.consumed(backlog.next_bytes().size());
+    BOOST_TEST(backlog.memory() == 0u); // the backlog's list went with it
+}
