@@ -14,7 +14,8 @@ Phase 2 (death): every client is stopped (SIGSTOP; its kernel still ACKs, it ans
 connection is judged heartbeat-timeout at its next ping + the timeout: the first close may come no
 earlier than the stop + timeout, the last no later than the stop + 1.1 × interval + timeout + one tick
 (plus 100 ms for the metrics' polling). Reported: when the closes began and ended, the closing burst's
-server CPU, and the wheels' fire lateness during it (histogram delta).
+server CPU, the wheels' fire lateness during it (histogram delta) and the server processes' run-queue
+wait (/proc/PID/schedstat: time runnable but waiting for a CPU).
 Prints Markdown and writes JSON (--out).
     python3 bench/scale/scale_bench.py [--connections 100000] [--seconds 30]"""
 import argparse
@@ -46,6 +47,18 @@ def proc_cpu_rss(pid):
             if line.startswith("VmRSS:"):
                 rss = int(line.split()[1])
     return cpu, rss
+
+
+def run_queue_wait(pids):
+    """Summed over the processes, from /proc/PID/schedstat: (seconds waited runnable for a CPU,
+    number of times scheduled in)."""
+    wait = slices = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/schedstat") as f:
+            _, w, n = f.read().split()[:3]
+        wait += int(w)
+        slices += int(n)
+    return wait / 1e9, slices
 
 
 def sockstat_tcp():
@@ -187,7 +200,9 @@ def main():
         }
         # Phase 2: every client dies at once.
         late0 = histogram(after, "heartwheel_timer_lateness_seconds")
+        wakes0 = total(after, "heartwheel_driver_wakeups_total")
         cpu2 = sum(proc_cpu_rss(p.pid)[0] for p in servers)
+        rq0 = run_queue_wait([p.pid for p in servers])
         for c in clients:
             c.send_signal(signal.SIGSTOP)
         death = time.monotonic()
@@ -204,6 +219,9 @@ def main():
             time.sleep(0.05)
         final = [scrape(m) for m in mports]
         cpu3 = sum(proc_cpu_rss(p.pid)[0] for p in servers)
+        rq1 = run_queue_wait([p.pid for p in servers])
+        wakes = total(final, "heartwheel_driver_wakeups_total") - wakes0
+        late_sum = total(final, "heartwheel_timer_lateness_seconds_sum") - total(after, "heartwheel_timer_lateness_seconds_sum")
         late_p99 = quantile(histogram(final, "heartwheel_timer_lateness_seconds"), late0, 0.99)
         late_max = quantile(histogram(final, "heartwheel_timer_lateness_seconds"), late0, 1.0)
         earliest, latest = timeout / 1000, (interval * (1 + JITTER) + timeout + tick) / 1000 + 0.05 + 0.05
@@ -215,6 +233,9 @@ def main():
             "burst_cpu_s": round(cpu3 - cpu2, 2),
             "lateness_p99_ms_at_most": None if late_p99 is None else late_p99 * 1000,
             "lateness_max_ms_at_most": None if late_max is None else late_max * 1000,
+            "lateness_mean_ms": round(late_sum * 1000 / max(1, wakes), 2),
+            "run_queue_wait_s": round(rq1[0] - rq0[0], 2),
+            "run_queue_wait_per_slice_ms": round((rq1[0] - rq0[0]) * 1000 / max(1, rq1[1] - rq0[1]), 2),
             "other_closes": {k: v for k, v in liveness_closes(final).items() if k != "heartbeat-timeout"},
         }
     finally:
@@ -260,6 +281,9 @@ def main():
     print(f"| within it | {'yes' if d['within_bounds'] else 'NO'} |")
     print(f"| closing burst's server CPU | {d['burst_cpu_s']} s |")
     print(f"| timer lateness p99 / max (bucket bounds) | ≤ {d['lateness_p99_ms_at_most']} ms / ≤ {d['lateness_max_ms_at_most']} ms |")
+    print(f"| timer lateness, mean per wake-up | {d['lateness_mean_ms']} ms |")
+    print(f"| servers' run-queue wait (schedstat): total / per time scheduled in | {d['run_queue_wait_s']} s / "
+          f"{d['run_queue_wait_per_slice_ms']} ms |")
     print(f"| other closes | {d['other_closes'] or 'none'} |")
     ok = (s["connections"] >= n and not s["liveness_closes"] and d["within_bounds"] and not d["other_closes"]
           and d["heartbeat_timeout_closes"] >= n)

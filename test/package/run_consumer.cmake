@@ -11,7 +11,7 @@ endfunction()
 step(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix)
 step(${CMAKE_COMMAND} -S ${SOURCE_DIR}/test/package/consumer -B ${WORK_DIR}/build
      -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_BUILD_TYPE=Release
-     -DREADME=${SOURCE_DIR}/README.md -DKV_SERVER_SOURCE=${SOURCE_DIR}/examples/kv_server.cpp)
+     -DREADME=${SOURCE_DIR}/README.md -DDOCS_DIR=${SOURCE_DIR}/docs -DKV_SERVER_SOURCE=${SOURCE_DIR}/examples/kv_server.cpp)
 step(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 # One consumer per exported target; each must run and say what it did.
 foreach(target core asio heartwheel net)

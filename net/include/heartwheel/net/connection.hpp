@@ -55,6 +55,7 @@
 #include <optional>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 
 namespace heartwheel::net {
 
@@ -302,8 +303,7 @@ private:
         sock.close(ignored);
         // The handler (typically the application's session) goes now: a closed connection calls
         // nothing more, and a session that holds the connection is not kept alive by it.
-        const auto handler = std::move(handler_);
-        handler_.reset();
+        const auto handler = std::exchange(handler_, nullptr);
         if (handler) handler->on_close(*reason_);
     }
 

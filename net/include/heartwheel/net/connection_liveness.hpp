@@ -89,8 +89,6 @@ public:
 
     /// The connection's outstanding requests (made on first use, with config.request).
     request_tracker<std::uint64_t>& requests();
-    /// The heartbeat, or nullptr when heartbeats are off.
-    const heartbeat* heartbeat_state() const noexcept { return heartbeat_.get(); }
     bool closed() const noexcept { return closed_; }
     /// Stops every timer and fails outstanding requests; idempotent. No callback runs afterwards.
     void close();
