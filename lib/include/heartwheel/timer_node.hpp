@@ -40,10 +40,13 @@ public:
     /// Destroying a pending timer unlinks it; it never fires afterwards.
     virtual ~timer_node();
 
-    timer_state state() const noexcept { return state_; }
-    bool pending() const noexcept { return state_ == timer_state::pending; }
+    timer_state state() const noexcept {
+        if (wheel_ != nullptr) return timer_state::pending;
+        return state_ == timer_state::pending ? timer_state::cancelled : state_;
+    }
+    bool pending() const noexcept { return wheel_ != nullptr; }
     bool expired() const noexcept { return state_ == timer_state::expired; }
-    bool cancelled() const noexcept { return state_ == timer_state::cancelled; }
+    bool cancelled() const noexcept { return state() == timer_state::cancelled; }
 
     /// Cancels the timer if it is pending; returns whether it was. Its callback will not run.
     bool cancel() noexcept;
@@ -65,6 +68,9 @@ private:
     friend class detail::slot_pool;
 
     timing_wheel* wheel_ = nullptr; ///< set iff pending: one compare answers "pending in this wheel?"
+    // What happened last: scheduled (`pending`), fired (`expired`), or refused / handed back by
+    // stop() (`cancelled`). A cancel only clears wheel_ (one store fewer on the hot path), so
+    // `pending` with no wheel reads as cancelled: state() is the truth, this field is not.
     std::uint64_t deadline_ = 0;
     std::uint32_t pos_ = 0;  ///< its entry in the wheel's slot storage, while pending
     std::uint16_t slot_ = 0; ///< the store that entry is in, while pending

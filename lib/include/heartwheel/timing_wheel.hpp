@@ -85,8 +85,7 @@ public:
     bool cancel(timer_node& t) noexcept {
         if (t.wheel_ != this) return false; // not pending here
         unlink(t);
-        t.state_ = timer_state::cancelled;
-        t.wheel_ = nullptr;
+        t.wheel_ = nullptr; // reads as cancelled (timer_node::state())
         if (--size_ == 0) [[unlikely]]
             emptied();
         return true;
