@@ -14,9 +14,10 @@ connection_liveness::connection_liveness(timer_service& svc, const liveness_conf
       limits_(svc, config.limits, *this, {}, &config.overload, scale) {
     config.timeouts.validate();
     config.overload.validate();
-    config.request.validate();
-    if (config.heartbeat.enabled()) heartbeat_ = std::make_unique<heartbeat>(svc, config.heartbeat, static_cast<heartbeat::listener&>(*this));
-    else config.heartbeat.validate();
+    config.request.validate(); // the tracker is made on first use: its policy is judged now
+    config.heartbeat.validate();
+    if (config.heartbeat.enabled())
+        heartbeat_ = std::make_unique<heartbeat>(svc, config.heartbeat, static_cast<heartbeat::listener&>(*this));
     if (config.timeouts.read_timeout.count() > 0) {
         read_timeout_ = std::make_unique<activity_timer>(svc, this, &read_timed_out);
         read_timeout_->start(config.timeouts.read_timeout, config.overload.read_timeout, scale_, svc.stamp());
