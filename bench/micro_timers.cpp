@@ -105,8 +105,10 @@ void touch(benchmark::State& st) {
     per_op(st, batch);
 }
 
-// Cost per fired timer, N timers armed already due (every system the same way), in the given order.
-template <class S, bool MemoryOrder>
+// Cost per fired timer, in the given arming order: N timers armed already due (every system the same
+// way), or (Far) from deadlines spread over 1–30 s with 31 s then passing — the simulated-time
+// systems only (the wheel cascades each timer down its levels; the heap pops in deadline order).
+template <class S, bool MemoryOrder, bool Far = false>
 void expire_in(benchmark::State& st) {
     const auto n = static_cast<std::size_t>(st.range(0));
     S sys(n);
@@ -115,9 +117,13 @@ void expire_in(benchmark::State& st) {
     std::size_t fired = 0;
     for (auto _ : st) {
         st.PauseTiming();
-        for (std::size_t i : order) sys.arm_expired(i, delays[i]);
+        for (std::size_t i : order) {
+            if constexpr (Far) sys.arm_far(i, delays[i]);
+            else sys.arm_expired(i, delays[i]);
+        }
         st.ResumeTiming();
-        fired += sys.expire_all();
+        if constexpr (Far) fired += sys.expire_far();
+        else fired += sys.expire_all();
     }
     if (fired != n * st.iterations()) st.SkipWithError("not every timer fired");
     per_op(st, n);
@@ -127,25 +133,8 @@ template <class S>
 void expire(benchmark::State& st) { expire_in<S, false>(st); }
 template <class S>
 void expire_alloc_order(benchmark::State& st) { expire_in<S, true>(st); }
-
-// The same, from deadlines spread over 1–30 s with 31 s then passing: the simulated-time systems only
-// (the wheel cascades each timer down its levels; the heap pops in deadline order).
 template <class S>
-void expire_cascade(benchmark::State& st) {
-    const auto n = static_cast<std::size_t>(st.range(0));
-    S sys(n);
-    const auto delays = bench::spread_delays(n);
-    const auto order = bench::arm_order(n);
-    std::size_t fired = 0;
-    for (auto _ : st) {
-        st.PauseTiming();
-        for (std::size_t i : order) sys.arm_far(i, delays[i]);
-        st.ResumeTiming();
-        fired += sys.expire_far();
-    }
-    if (fired != n * st.iterations()) st.SkipWithError("not every timer fired");
-    per_op(st, n);
-}
+void expire_cascade(benchmark::State& st) { expire_in<S, false, true>(st); }
 
 // A server's shape over simulated time: per connection an idle timer (record activity on every read:
 // heartwheel touches, the others re-arm), a heartbeat timer pushed on every write, and a request

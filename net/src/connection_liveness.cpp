@@ -85,15 +85,11 @@ void connection_liveness::on_write_complete(bool drained) {
 }
 
 void connection_liveness::on_pong() {
-    if (!heartbeat_) {
-        if (counters_) counters_->pong_received();
-        return;
-    }
-    heartbeat_->on_pong(svc_->stamp());
-    if (counters_) {
-        counters_->pong_received();
+    if (heartbeat_) heartbeat_->on_pong(svc_->stamp());
+    if (!counters_) return;
+    counters_->pong_received();
+    if (heartbeat_)
         if (auto rtt = heartbeat_->last_rtt()) counters_->rtt(*rtt);
-    }
 }
 
 void connection_liveness::on_idle(idle_event e) {

@@ -15,6 +15,7 @@
 
 #include <cstdlib>
 #include <new>
+#include <optional>
 
 namespace {
 bool counting = false;

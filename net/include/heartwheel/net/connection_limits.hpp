@@ -48,11 +48,8 @@ public:
     duration age_limit() const noexcept { return age_limit_; }
 
 private:
-    struct drain_timer final : timer_node {
-        explicit drain_timer(connection_limits& l) : owner(&l) {}
-        connection_limits* owner;
-        void on_expire() override { owner->listener_->on_drain_expired(); }
-    };
+    void drain_expired() { listener_->on_drain_expired(); }
+    using drain_timer = member_timer<connection_limits, &connection_limits::drain_expired>;
     static void handshake_expired(void* self, bool);
     static void age_expired(void* self, bool);
 

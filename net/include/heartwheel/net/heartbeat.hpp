@@ -67,15 +67,6 @@ public:
     const heartbeat_policy& policy() const noexcept { return policy_; }
 
 private:
-    class miss_check final : public timer_node {
-    public:
-        explicit miss_check(heartbeat& hb) : hb_(&hb) {}
-
-    private:
-        void on_expire() override { hb_->judge_ping(); }
-        heartbeat* hb_;
-    };
-
     void send_ping();
     void judge_ping();
     duration jittered_interval();
@@ -84,7 +75,7 @@ private:
     heartbeat_policy policy_;
     listener* listener_;
     activity_timer pinger_;
-    miss_check checker_;
+    member_timer<heartbeat, &heartbeat::judge_ping> checker_;
     time_point last_read_{};
     time_point read_at_last_judgement_{};
     time_point ping_sent_{};

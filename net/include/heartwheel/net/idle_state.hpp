@@ -62,8 +62,6 @@ public:
     void on_write_progress() { on_write_progress(svc_->stamp()); }
 
     void stop() noexcept;
-    /// Whether any kind is enabled (holds a timer).
-    bool enabled() const noexcept { return timers_[0] || timers_[1] || timers_[2]; }
 
 private:
     void touch(idle_kind k, time_point stamp) {
