@@ -83,7 +83,33 @@ void timing_wheel::file_now(timer_node& t) noexcept {
 
 timing_wheel::placed timing_wheel::place_foreign(timer_node& t, std::uint64_t d) noexcept {
     t.wheel_->cancel(t);
-    return place(t, d);
+    return place_general(t, d);
+}
+
+void timing_wheel::schedule_general(timer_node& t, std::uint64_t d) { check(place_general(t, d)); }
+
+timing_wheel::placed timing_wheel::place_general(timer_node& t, std::uint64_t d) noexcept {
+    if (t.wheel_ != nullptr) { // pending (a move within its store was handled inline by place())
+        if (t.wheel_ != this) [[unlikely]]
+            return place_foreign(t, d);
+        unlink(t);
+        --size_;
+    }
+    // A stopped wheel has limit_ == 0, so make_room() also answers "stopped".
+    if (size_ >= limit_)
+        if (const placed p = make_room(); p != placed::ok) {
+            t.state_ = timer_state::cancelled;
+            t.wheel_ = nullptr;
+            return p;
+        }
+    t.wheel_ = this;
+    t.deadline_ = d;
+    t.state_ = timer_state::pending;
+    t.flags_ = 0;
+    ++size_;
+    if (d <= elapsed_ || &t == firing_) file_now(t);
+    else file_later(t);
+    return placed::ok;
 }
 
 std::uint64_t timing_wheel::tick_floor(time_point t) const noexcept {
@@ -126,18 +152,18 @@ void timing_wheel::slot_emptied(std::uint32_t store) noexcept {
 }
 
 std::error_code timing_wheel::try_schedule_tick(timer_node& t, std::uint64_t deadline_tick) noexcept {
-    return to_error(place(t, deadline_tick));
+    return to_error(place(t, clamp(deadline_tick)));
 }
 
 std::error_code timing_wheel::try_schedule(timer_node& t, time_point deadline) noexcept {
-    return to_error(place(t, tick_ceil(deadline)));
+    return to_error(place(t, clamp(tick_ceil(deadline))));
 }
 
 void timing_wheel::schedule_periodic(periodic_timer& t, time_point first, duration period,
                                      missed_tick policy) {
     if (period < config_.tick)
         throw std::invalid_argument("periodic timer: period must be >= the wheel's tick");
-    check(place(t, tick_ceil(first)));
+    check(place(t, clamp(tick_ceil(first))));
     t.flags_ |= flag_periodic;
     t.period_ = static_cast<std::uint64_t>(period / config_.tick);
     t.policy_ = policy;

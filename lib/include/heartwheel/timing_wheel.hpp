@@ -72,7 +72,10 @@ public:
     /// Files `t` to fire at `deadline` (re-files it if already pending). A deadline at or before the
     /// wheel's current time fires on the next advance. Throws std::system_error(errc::wheel_full or
     /// errc::wheel_stopped).
-    void schedule(timer_node& t, time_point deadline) { check(place(t, tick_ceil(deadline))); }
+    void schedule(timer_node& t, time_point deadline) {
+        const std::uint64_t d = clamp(tick_ceil(deadline));
+        if (!place_inline(t, d)) schedule_general(t, d);
+    }
     std::error_code try_schedule(timer_node& t, time_point deadline) noexcept;
     /// Same, with the deadline already in ticks (the hot path of net/).
     std::error_code try_schedule_tick(timer_node& t, std::uint64_t deadline_tick) noexcept;
@@ -101,7 +104,8 @@ public:
             t.deadline_ = deadline_tick < max_tick_ ? deadline_tick : max_tick_;
             return false;
         }
-        check(place(t, deadline_tick));
+        const std::uint64_t d = clamp(deadline_tick);
+        if (!place_inline(t, d)) schedule_general(t, d);
         return true;
     }
 
@@ -195,41 +199,36 @@ private:
     }
     [[noreturn]] static void throw_placed(placed p);
 
-    /// Every schedule goes through here: files `t` at `deadline_tick`, or, when it is pending here
-    /// and the new deadline maps to the store it is already in, only stores the deadline.
-    [[gnu::always_inline]] placed place(timer_node& t, std::uint64_t deadline_tick) noexcept {
-        const std::uint64_t d = deadline_tick < max_tick_ ? deadline_tick : max_tick_;
-        if (t.wheel_ != nullptr) { // pending
-            if (t.wheel_ != this) [[unlikely]]
-                return place_foreign(t, d);
-            // Same store (a re-arm a little later usually is, above level 0): nothing to move. Not
-            // during an advance, where the timer may have to wait in the due store instead.
-            if (d > elapsed_ && !advancing_ && t.slot_ < due_a && store_for(d) == t.slot_) {
+    std::uint64_t clamp(std::uint64_t tick) const noexcept { return tick < max_tick_ ? tick : max_tick_; }
+    /// Every schedule goes through place(): files `t` at tick `d` (<= max_tick_), or, when it is
+    /// pending here and `d` maps to the store it is already in, only stores the deadline.
+    placed place(timer_node& t, std::uint64_t d) noexcept { return place_inline(t, d) ? placed::ok : place_general(t, d); }
+    /// The two common cases, inline and calling nothing (so the hot path needs no stack frame): a
+    /// timer not pending anywhere, filed later than now with room to spare; a re-arm that stays in
+    /// its store. False, having changed nothing, for every other case.
+    [[gnu::always_inline]] bool place_inline(timer_node& t, std::uint64_t d) noexcept {
+        if (t.wheel_ == nullptr) {
+            if (size_ < limit_ && d > elapsed_ && &t != firing_) [[likely]] {
+                t.wheel_ = this;
                 t.deadline_ = d;
+                t.state_ = timer_state::pending;
                 t.flags_ = 0;
-                return placed::ok;
+                ++size_;
+                file_later(t);
+                return true;
             }
-            unlink(t);
-            --size_;
+        } else if (t.wheel_ == this && d > elapsed_ && t.slot_ < slow_from_ && store_for(d) == t.slot_) {
+            // Same store (a re-arm a little later usually is, above level 0): nothing to move. Not
+            // during a walk (slow_from_ is 0 then), where the timer may have to wait in the due store.
+            t.deadline_ = d;
+            t.flags_ = 0;
+            return true;
         }
-        // A stopped wheel has limit_ == 0, so make_room() also answers "stopped".
-        if (size_ >= limit_) [[unlikely]]
-            if (const placed p = make_room(); p != placed::ok) {
-                t.state_ = timer_state::cancelled;
-                t.wheel_ = nullptr;
-                return p;
-            }
-        t.wheel_ = this;
-        t.deadline_ = d;
-        t.state_ = timer_state::pending;
-        t.flags_ = 0;
-        ++size_;
-        if (d <= elapsed_ || &t == firing_) [[unlikely]]
-            file_now(t);
-        else
-            file_later(t);
-        return placed::ok;
+        return false;
     }
+    /// Any placement; throws on failure (the out-of-line tail of schedule() and touch()).
+    void schedule_general(timer_node& t, std::uint64_t d);
+    placed place_general(timer_node& t, std::uint64_t d) noexcept;
     placed place_foreign(timer_node& t, std::uint64_t d) noexcept;
     placed make_room() noexcept;
     /// Files a timer that is due, or re-armed by its own callback (which waits if due by the target).
@@ -246,9 +245,9 @@ private:
     [[gnu::always_inline]] void file_later(timer_node& t) noexcept {
         const std::uint64_t d = t.deadline_;
         const auto& l = detail::level_of_bit[63 - static_cast<unsigned>(__builtin_clzll(elapsed_ ^ d))];
-        const auto index = static_cast<std::uint32_t>((d >> l.shift) & (slots_per_level - 1));
-        pool_.push(l.base + index + ((d & l.below) == 0 ? start_stores : 0), t);
-        occupied_[l.level] |= std::uint64_t{1} << index;
+        const auto slot = static_cast<std::uint32_t>(l.base + ((d >> l.shift) & (slots_per_level - 1)));
+        pool_.push(slot + ((d & l.below) == 0 ? start_stores : 0), t);
+        occupied_[slot / slots_per_level] |= std::uint64_t{1} << (slot % slots_per_level);
     }
     void push_due(timer_node& t) noexcept;
     [[gnu::always_inline]] void unlink(timer_node& t) noexcept {
