@@ -1,11 +1,12 @@
 // timing_wheel.cpp — filing, cascading and firing; see timing_wheel.hpp for the invariants.
 //
-// A slot is processed by popping its last entry until it is empty: a callback can cancel any timer
-// still waiting in that slot (the slot stays dense), and nothing can be filed into it while it is
-// processed (a new deadline either is <= elapsed and goes to the due store, or differs from elapsed
-// below the slot's level). The due store is fired in deadline order from the front, so it is swapped
-// for the other due store first: timers re-armed by callbacks land in the fresh one and wait for the
-// next advance, and a cancel in the store being fired leaves a tombstone instead of moving an entry.
+// A store (a slot, a slot's start, or the due store) is processed by walking it front to back once it
+// is detached: nothing can be filed into it meanwhile (a new deadline either is <= elapsed and goes to
+// the due store, or differs from elapsed below the slot's level), and a callback's cancel of a timer
+// still waiting in it leaves a tombstone, so the walk never misses or repeats an entry. The due store
+// is fired in deadline order, swapped for the other due store first: timers re-armed by callbacks land
+// in the fresh one and wait for the next advance. The walk keeps its position in a register and stores
+// it only before a callback runs; a level-1 slot's timers go to level 0 by their low digit alone.
 #include <heartwheel/error.hpp>
 #include <heartwheel/timing_wheel.hpp>
 
@@ -220,7 +221,7 @@ void timing_wheel::rearm_periodic(periodic_timer& t) noexcept {
     else file_later(t);
 }
 
-void timing_wheel::fire(timer_node& t) {
+inline void timing_wheel::fire(timer_node& t) {
     // t is already out of its store; size_ still counts it.
     --size_;
     ++fired_;
@@ -255,7 +256,33 @@ bool timing_wheel::fire_due_batch() {
     due_ = batch ^ 1u;
     due_max_ = 0;
     due_unsorted_ = false;
-    return walk(batch);
+    return walk<false>(batch);
+}
+
+// One entry of a walk: a tombstone is skipped, a timer due later is re-filed lower (a cascade, or a
+// timer touched later: no callback runs), a due one fires. walk_.e is written only where something may
+// read it: before a callback runs, and when the budget stops the walk. False if the budget ran out.
+// Walking a level-1 slot (FromLevel1), a timer due within its 64 ticks goes to level 0 by its low
+// digit alone.
+template <bool FromLevel1>
+inline bool timing_wheel::visit_entry(std::uint32_t e, std::uint64_t now) {
+    timer_node* t = pool_.at(e);
+    if (t == nullptr) return true;
+    if (const std::uint64_t d = t->deadline_; d > now) {
+        if (FromLevel1 && (d ^ now) < slots_per_level) {
+            const auto index = static_cast<std::uint32_t>(d % slots_per_level);
+            pool_.push(index, *t);
+            occupied_[0] |= std::uint64_t{1} << index;
+        } else {
+            file_later(*t);
+        }
+        return true;
+    }
+    walk_.e = e;
+    if (!budget_left()) return false;
+    pool_.put(e, nullptr); // finish_walk() resumes at walk_.e if the callback throws
+    fire(*t);
+    return true;
 }
 
 // Processes a store front to back (the order its timers were filed in, or deadline order for a due
@@ -266,6 +293,7 @@ bool timing_wheel::fire_due_batch() {
 // and make_room() does not count on them. The nodes ahead are prefetched: the walk reads
 // contiguous entries, so their nodes' cache misses overlap. False if the budget ran out; what is left
 // (then, or when a callback throws) moves to the due store in order.
+template <bool FromLevel1>
 bool timing_wheel::walk(std::uint32_t store) {
     if (pool_.empty(store)) return true;
     walk_state& w = walk_;
@@ -281,24 +309,27 @@ bool timing_wheel::walk(std::uint32_t store) {
         timing_wheel& wheel;
         ~finish() { wheel.finish_walk(); }
     } guard{*this};
+    const std::uint64_t now = elapsed_; // it cannot move during a walk (advance() from a callback does nothing)
     for (; w.ci < w.chunks.size(); ++w.ci) {
         const std::uint32_t first = w.chunks[w.ci] << pool::chunk_bits;
         const std::uint32_t chunk_end = pool::chunk_end(w.chunks, w.ci, w.end);
-        const bool more = w.ci + 1 < w.chunks.size();
-        const std::uint32_t next_first = more ? w.chunks[w.ci + 1] << pool::chunk_bits : 0;
-        for (w.e = first; w.e < chunk_end; ++w.e) {
-            const std::uint32_t ahead = w.e + prefetch_distance;
-            if (ahead < chunk_end) __builtin_prefetch(pool_.at(ahead), 1);
-            else if (more) __builtin_prefetch(pool_.at(next_first + (ahead - chunk_end)), 1);
-            timer_node* t = pool_.at(w.e);
-            if (t == nullptr) continue;
-            if (t->deadline_ > elapsed_) {
-                file_later(*t); // a cascade (or touched later): no callback runs before w.e moves on
-                continue;
+        // While the entry prefetch_distance ahead is in this chunk, prefetch its node; after that, the
+        // next chunk's first nodes.
+        const std::uint32_t split = chunk_end - first > prefetch_distance ? chunk_end - prefetch_distance : first;
+        std::uint32_t e = first;
+        for (; e < split; ++e) {
+            __builtin_prefetch(pool_.at(e + prefetch_distance), 1);
+            if (!visit_entry<FromLevel1>(e, now)) return false;
+        }
+        if (w.ci + 1 < w.chunks.size()) {
+            const std::uint32_t next_first = w.chunks[w.ci + 1] << pool::chunk_bits;
+            for (; e < chunk_end; ++e) {
+                __builtin_prefetch(pool_.at(next_first + (e + prefetch_distance - chunk_end)), 1);
+                if (!visit_entry<FromLevel1>(e, now)) return false;
             }
-            if (!budget_left()) return false;
-            pool_.put(w.e, nullptr); // finish_walk() resumes at w.e if the callback throws
-            fire(*t);
+        } else {
+            for (; e < chunk_end; ++e)
+                if (!visit_entry<FromLevel1>(e, now)) return false;
         }
         pool_.release(w.chunks[w.ci]);
     }
@@ -337,7 +368,7 @@ bool timing_wheel::process_slot(const slot_ref& s) {
         ~requeue_rest() { w.requeue(slot); }
     } guard{*this, slot};
     // The timers due at the slot's start fire first; then the rest cascade.
-    return walk(slot + start_stores) && walk(slot);
+    return walk<false>(slot + start_stores) && (s.level == 1 ? walk<true>(slot) : walk<false>(slot));
 }
 
 std::size_t timing_wheel::advance(time_point now) {

@@ -106,6 +106,26 @@ BOOST_AUTO_TEST_CASE(touch_later_is_lazy_and_exact) {
     w.check_invariants();
 }
 
+// A level-1 slot's timers go to level 0 by their low digit, except one touched past the slot: it is
+// re-filed by its whole deadline (filed at level 0 by its low digit, it would break the invariants and
+// cost a visit per lap).
+BOOST_AUTO_TEST_CASE(touch_past_a_level_one_slot_refiles_by_the_whole_deadline) {
+    timing_wheel w(t0);
+    std::vector<int> log;
+    recording_timer a(log, 1), b(log, 2);
+    w.schedule(a, t0 + 100ms); // level 1, the slot of ticks 64..127
+    w.schedule(b, t0 + 101ms);
+    w.touch(a, t0 + 200ms);
+    BOOST_TEST(w.advance(t0 + 64ms) == 0u); // the slot cascades: b to level 0, a to its own slot
+    w.check_invariants();
+    BOOST_TEST((*w.next_wakeup() == t0 + 101ms));
+    BOOST_TEST(w.advance(t0 + 199ms) == 1u);
+    BOOST_TEST(log == std::vector<int>{2});
+    w.check_invariants();
+    BOOST_TEST(w.advance(t0 + 200ms) == 1u);
+    BOOST_TEST(log == (std::vector<int>{2, 1}));
+}
+
 BOOST_AUTO_TEST_CASE(touch_earlier_reschedules) {
     timing_wheel w(t0);
     std::vector<int> log;

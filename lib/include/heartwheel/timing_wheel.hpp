@@ -38,19 +38,19 @@ namespace heartwheel {
 
 namespace detail {
 /// Where a deadline is filed, by the highest bit in which it differs from the wheel's time (6-bit
-/// digits): the level, its first slot's number, the digit's shift, and the bits below the digit
-/// (all ones at level 0, so that no level-0 deadline — never 0 — reads as a slot's start).
+/// digits): its level's first slot number, the digit's shift, and the bits below the digit (all ones
+/// at level 0, so that no level-0 deadline — never 0 — reads as a slot's start).
 struct level_of {
     std::uint64_t below;
     std::uint16_t base;
-    std::uint8_t shift, level;
+    std::uint8_t shift;
 };
 inline constexpr std::array<level_of, 64> level_of_bit = [] {
     std::array<level_of, 64> a{};
     for (unsigned bit = 0; bit < 64; ++bit) {
         const unsigned level = bit / 6, shift = level * 6;
         a[bit] = {shift == 0 ? ~std::uint64_t{0} : (std::uint64_t{1} << shift) - 1, static_cast<std::uint16_t>(level * 64),
-                  static_cast<std::uint8_t>(shift), static_cast<std::uint8_t>(level)};
+                  static_cast<std::uint8_t>(shift)};
     }
     return a;
 }();
@@ -264,11 +264,14 @@ private:
         if (empty_hook_ != nullptr && !advancing_) empty_hook_(empty_context_);
     }
     std::optional<slot_ref> next_slot() const noexcept;
-    void fire(timer_node& t);
+    [[gnu::always_inline]] void fire(timer_node& t);
     void rearm_periodic(periodic_timer& t) noexcept;
     bool fire_due_batch();
     void sort_store(std::uint32_t store);
+    template <bool FromLevel1>
     bool walk(std::uint32_t store);
+    template <bool FromLevel1>
+    [[gnu::always_inline]] bool visit_entry(std::uint32_t e, std::uint64_t now);
     void finish_walk() noexcept;
     struct walk_state {
         std::vector<std::uint32_t> chunks; ///< the walked store's chunks, first to last
