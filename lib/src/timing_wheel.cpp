@@ -87,7 +87,7 @@ timing_wheel::placed timing_wheel::place_foreign(timer_node& t, std::uint64_t d)
     return place_general(t, d);
 }
 
-void timing_wheel::schedule_general(timer_node& t, std::uint64_t d) { check(place_general(t, d)); }
+void timing_wheel::schedule_general(timer_node& t, std::uint64_t d) { check(place(t, d)); }
 
 timing_wheel::placed timing_wheel::place_general(timer_node& t, std::uint64_t d) noexcept {
     if (t.wheel_ != nullptr) { // pending (a move within its store was handled inline by place())
@@ -444,6 +444,11 @@ void timing_wheel::check_invariants() const {
                 if (above < 64 && (t->deadline_ >> above) < (elapsed_ >> above)) fail("timer filed below its deadline's level");
                 const std::uint64_t digit = (elapsed_ >> (level * slot_bits)) & (slots_per_level - 1);
                 if (index <= digit) fail("slot at or behind elapsed is occupied");
+                // A deadline at its slot's start belongs in the slot's start store (touch only moves
+                // deadlines later, so not even a lazily filed timer can have it).
+                if (level > 0 && store < start_stores && above < 64 &&
+                    t->deadline_ == ((elapsed_ >> above) << above) + (std::uint64_t{index} << (level * slot_bits)))
+                    fail("a timer due at its slot's start is not in the start store");
             }
             ++count;
         });

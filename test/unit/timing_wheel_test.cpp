@@ -126,6 +126,27 @@ BOOST_AUTO_TEST_CASE(touch_past_a_level_one_slot_refiles_by_the_whole_deadline) 
     BOOST_TEST(log == (std::vector<int>{2, 1}));
 }
 
+// A re-arm within a slot only stores the deadline, unless the new deadline is the slot's start: that
+// one moves to the start store and fires before the slot cascades.
+BOOST_AUTO_TEST_CASE(rearm_to_a_slot_start_moves_to_the_start_store) {
+    timing_wheel w(t0);
+    std::vector<int> log;
+    recording_timer a(log, 1), b(log, 2);
+    w.schedule(a, t0 + 100ms); // level 1, the slot of ticks 64..127
+    w.schedule(b, t0 + 90ms);
+    w.schedule(a, t0 + 70ms);  // the same slot: stays
+    w.check_invariants();
+    w.schedule(a, t0 + 64ms);  // the slot's start
+    w.check_invariants();
+    BOOST_TEST(w.advance(t0 + 64ms) == 1u);
+    BOOST_TEST(log == std::vector<int>{1});
+    w.schedule(b, t0 + 150ms); // another slot (128..191): moves
+    w.check_invariants();
+    BOOST_TEST((*w.next_wakeup() == t0 + 128ms));
+    BOOST_TEST(w.advance(t0 + 149ms) == 0u);
+    BOOST_TEST(w.advance(t0 + 150ms) == 1u);
+}
+
 BOOST_AUTO_TEST_CASE(touch_earlier_reschedules) {
     timing_wheel w(t0);
     std::vector<int> log;

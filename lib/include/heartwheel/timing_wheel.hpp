@@ -104,8 +104,7 @@ public:
             t.deadline_ = deadline_tick < max_tick_ ? deadline_tick : max_tick_;
             return false;
         }
-        const std::uint64_t d = clamp(deadline_tick);
-        if (!place_inline(t, d)) schedule_general(t, d);
+        schedule_general(t, clamp(deadline_tick)); // out of line: the inline path stays one test and a store
         return true;
     }
 
@@ -189,6 +188,14 @@ private:
     static constexpr std::size_t store_count = due_a + 2;
     static constexpr std::uint32_t no_store = 0xffff;
     using pool = detail::slot_pool<store_count>;
+    /// The bits below a slot store's digit, for the slots of levels 1 and up; 0 for the other stores
+    /// (a level-0 slot, a slot's start, the due stores), where place_inline never leaves a timer.
+    static constexpr std::array<std::uint64_t, store_count> below_digit = [] {
+        std::array<std::uint64_t, store_count> a{};
+        for (std::uint32_t s = slots_per_level; s < start_stores; ++s)
+            a[s] = (std::uint64_t{1} << (s / slots_per_level * slot_bits)) - 1;
+        return a;
+    }();
 
     /// The outcome of place(); an error_code is only built on the (cold) failure paths.
     enum class placed : std::uint8_t { ok, full, stopped };
@@ -217,16 +224,22 @@ private:
                 file_later(t);
                 return true;
             }
-        } else if (t.wheel_ == this && d > elapsed_ && t.slot_ < slow_from_ && store_for(d) == t.slot_) {
-            // Same store (a re-arm a little later usually is, above level 0): nothing to move. Not
-            // during a walk (slow_from_ is 0 then), where the timer may have to wait in the due store.
-            t.deadline_ = d;
-            t.flags_ = 0;
-            return true;
+        } else if (t.wheel_ == this && t.slot_ < slow_from_) {
+            // Nothing to move when `d` shares every digit from the store's level up with the timer's
+            // deadline and is not a slot's start (a re-arm a little later usually does, above level
+            // 0): the timer is in d's store, or — touched — in an earlier one, which re-files it when
+            // it comes due; and d is later than elapsed_, as every deadline filed at that level is.
+            // Not during a walk (slow_from_ is 0 then), where it may have to wait in the due store.
+            const std::uint64_t below = below_digit[t.slot_];
+            if (((d ^ t.deadline_) & ~below) == 0 && (d & below) != 0) {
+                t.deadline_ = d;
+                t.flags_ = 0;
+                return true;
+            }
         }
         return false;
     }
-    /// Any placement; throws on failure (the out-of-line tail of schedule() and touch()).
+    /// Any placement (place()); throws on failure. The out-of-line tail of schedule() and touch().
     void schedule_general(timer_node& t, std::uint64_t d);
     placed place_general(timer_node& t, std::uint64_t d) noexcept;
     placed place_foreign(timer_node& t, std::uint64_t d) noexcept;
@@ -234,13 +247,6 @@ private:
     /// Files a timer that is due, or re-armed by its own callback (which waits if due by the target).
     void file_now(timer_node& t) noexcept;
 
-    /// The store for a deadline later than elapsed_: level and index from the highest bit in which d
-    /// differs from elapsed_, plus start_stores when d is exactly the slot's start (levels > 0).
-    std::uint32_t store_for(std::uint64_t d) const noexcept {
-        const auto& l = detail::level_of_bit[63 - static_cast<unsigned>(__builtin_clzll(elapsed_ ^ d))];
-        const auto slot = static_cast<std::uint32_t>(l.base + ((d >> l.shift) & (slots_per_level - 1)));
-        return (d & l.below) == 0 ? slot + start_stores : slot;
-    }
     /// Files a pending timer whose deadline is later than elapsed_.
     [[gnu::always_inline]] void file_later(timer_node& t) noexcept {
         const std::uint64_t d = t.deadline_;
