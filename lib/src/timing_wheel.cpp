@@ -90,7 +90,7 @@ timing_wheel::placed timing_wheel::place_foreign(timer_node& t, std::uint64_t d)
 void timing_wheel::schedule_general(timer_node& t, std::uint64_t d) { check(place(t, d)); }
 
 timing_wheel::placed timing_wheel::place_general(timer_node& t, std::uint64_t d) noexcept {
-    if (t.wheel_ != nullptr) { // pending (a move within its store was handled inline by place())
+    if (t.wheel_ != nullptr) { // pending (a re-arm that stays in its store was handled by place_inline)
         if (t.wheel_ != this) [[unlikely]]
             return place_foreign(t, d);
         unlink(t);
@@ -157,14 +157,14 @@ std::error_code timing_wheel::try_schedule_tick(timer_node& t, std::uint64_t dea
 }
 
 std::error_code timing_wheel::try_schedule(timer_node& t, time_point deadline) noexcept {
-    return to_error(place(t, clamp(tick_ceil(deadline))));
+    return to_error(place(t, tick_ceil(deadline)));
 }
 
 void timing_wheel::schedule_periodic(periodic_timer& t, time_point first, duration period,
                                      missed_tick policy) {
     if (period < config_.tick)
         throw std::invalid_argument("periodic timer: period must be >= the wheel's tick");
-    check(place(t, clamp(tick_ceil(first))));
+    check(place(t, tick_ceil(first)));
     t.flags_ |= flag_periodic;
     t.period_ = static_cast<std::uint64_t>(period / config_.tick);
     t.policy_ = policy;

@@ -17,7 +17,8 @@
 //  - the occupancy bit of a slot is set iff it holds a timer; size() counts every pending timer.
 // Processing a slot of level L > 0 re-files ("cascades") its timers to lower levels, so each timer is
 // touched at most once per level and fires at the exact tick: never early, at most one tick late.
-// touch() only stores a later deadline; the timer is re-filed when its old slot comes due.
+// touch() only stores a later deadline; the timer is re-filed when its old slot comes due (a
+// schedule() into the slot of a deadline it was touched to leaves it there too).
 #ifndef HEARTWHEEL_TIMING_WHEEL_HPP
 #define HEARTWHEEL_TIMING_WHEEL_HPP
 
@@ -69,10 +70,12 @@ public:
     timing_wheel& operator=(const timing_wheel&) = delete;
 
     // --- scheduling (O(1)) -----------------------------------------------------------------------
-    /// Files `t` to fire at `deadline` (re-files it if already pending). A deadline at or before the
-    /// wheel's current time fires on the next advance. Throws std::system_error(errc::wheel_full or
-    /// errc::wheel_stopped).
+    /// Files `t` to fire at `deadline` (re-files it if already pending; a re-arm within the slot it is
+    /// filed in, or within the slot of a deadline it was touched to, only stores the deadline). A
+    /// deadline at or before the wheel's current time fires on the next advance. Throws
+    /// std::system_error(errc::wheel_full or errc::wheel_stopped).
     void schedule(timer_node& t, time_point deadline) {
+        // tick_ceil() clamps already; clamping again saves GCC 12 an instruction on this path.
         const std::uint64_t d = clamp(tick_ceil(deadline));
         if (!place_inline(t, d)) schedule_general(t, d);
     }
@@ -101,7 +104,7 @@ public:
     bool touch(timer_node& t, time_point deadline);
     bool touch_tick(timer_node& t, std::uint64_t deadline_tick) {
         if (t.wheel_ == this && deadline_tick >= t.deadline_) { // pending here, pushed later
-            t.deadline_ = deadline_tick < max_tick_ ? deadline_tick : max_tick_;
+            t.deadline_ = clamp(deadline_tick);
             return false;
         }
         schedule_general(t, clamp(deadline_tick)); // out of line: the inline path stays one test and a store
