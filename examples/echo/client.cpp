@@ -198,11 +198,14 @@ private:
         std::string line = "REQ " + std::to_string(id) + ' ' + std::to_string(heartwheel::clock::now().time_since_epoch().count()) + ' ';
         if (line.size() < c_.options().payload) line.append(c_.options().payload - line.size(), 'x');
         ++s.requests;
-        requests_.track(id, [this, &s](std::error_code ec, heartwheel::net::request_state) {
+        // The completion is posted, so it may run after this connection is gone (the client's
+        // destructor drains them): it holds only what the client owns, never `this`.
+        requests_.track(id, [&s, verbose = c_.options().verbose, index = index_](std::error_code ec,
+                                                                                  heartwheel::net::request_state) {
             if (ec == heartwheel::net::errc::connection_closed) ++s.failed_on_close;
             if (ec != heartwheel::net::errc::timed_out) return;
             ++s.timeouts;
-            if (c_.options().verbose) log() << "request timed out" << std::endl;
+            if (verbose) std::cerr << "client " << index << ": request timed out" << std::endl;
         });
         requests_.mark_sent(id);
         link_->send(line);
