@@ -172,24 +172,25 @@ void timing_wheel::schedule_periodic(periodic_timer& t, time_point first, durati
 
 bool timing_wheel::touch(timer_node& t, time_point deadline) { return touch_tick(t, tick_ceil(deadline)); }
 
+// The first tick of slot `index` of `level` in the wheel's current window (the digits above the level
+// are elapsed_'s).
+std::uint64_t timing_wheel::slot_start(unsigned level, unsigned index) const noexcept {
+    const unsigned span_bits = (level + 1) * slot_bits;
+    const std::uint64_t base = span_bits >= 64 ? 0 : elapsed_ & ~((std::uint64_t{1} << span_bits) - 1);
+    return base + (std::uint64_t{index} << (level * slot_bits));
+}
+
 std::uint64_t timing_wheel::filed_wakeup_tick(const timer_node& t) const noexcept {
     if (t.slot_ >= due_a) return elapsed_;
     const unsigned slot = t.slot_ >= start_stores ? t.slot_ - start_stores : t.slot_;
-    const unsigned level = slot / slots_per_level;
-    const std::uint64_t index = slot % slots_per_level;
-    const unsigned span_bits = (level + 1) * slot_bits;
-    const std::uint64_t base = span_bits >= 64 ? 0 : elapsed_ & ~((std::uint64_t{1} << span_bits) - 1);
-    return base + (index << (level * slot_bits));
+    return slot_start(slot / slots_per_level, slot % slots_per_level);
 }
 
 std::optional<timing_wheel::slot_ref> timing_wheel::next_slot() const noexcept {
     for (unsigned level = 0; level < levels; ++level) {
         if (occupied_[level] == 0) continue;
         const auto index = static_cast<unsigned>(__builtin_ctzll(occupied_[level]));
-        const unsigned span_bits = (level + 1) * slot_bits;
-        const std::uint64_t base =
-            span_bits >= 64 ? 0 : elapsed_ & ~((std::uint64_t{1} << span_bits) - 1);
-        return slot_ref{level, index, base + (std::uint64_t{index} << (level * slot_bits))};
+        return slot_ref{level, index, slot_start(level, index)};
     }
     return std::nullopt;
 }
@@ -271,8 +272,7 @@ inline bool timing_wheel::visit_entry(std::uint32_t e, std::uint64_t now) {
     if (const std::uint64_t d = t->deadline_; d > now) {
         if (FromLevel1 && (d ^ now) < slots_per_level) {
             const auto index = static_cast<std::uint32_t>(d % slots_per_level);
-            pool_.push(index, *t);
-            occupied_[0] |= std::uint64_t{1} << index;
+            file_in(index, index, *t); // level 0 has no start stores
         } else {
             file_later(*t);
         }
@@ -446,8 +446,7 @@ void timing_wheel::check_invariants() const {
                 if (index <= digit) fail("slot at or behind elapsed is occupied");
                 // A deadline at its slot's start belongs in the slot's start store (touch only moves
                 // deadlines later, so not even a lazily filed timer can have it).
-                if (level > 0 && store < start_stores && above < 64 &&
-                    t->deadline_ == ((elapsed_ >> above) << above) + (std::uint64_t{index} << (level * slot_bits)))
+                if (level > 0 && store < start_stores && t->deadline_ == slot_start(level, index))
                     fail("a timer due at its slot's start is not in the start store");
             }
             ++count;

@@ -255,7 +255,11 @@ private:
         const std::uint64_t d = t.deadline_;
         const auto& l = detail::level_of_bit[63 - static_cast<unsigned>(__builtin_clzll(elapsed_ ^ d))];
         const auto slot = static_cast<std::uint32_t>(l.base + ((d >> l.shift) & (slots_per_level - 1)));
-        pool_.push(slot + ((d & l.below) == 0 ? start_stores : 0), t);
+        file_in(slot, (d & l.below) == 0 ? slot + start_stores : slot, t);
+    }
+    /// Files `t` in `store`, which is `slot` or the slot's start store, and marks the slot occupied.
+    [[gnu::always_inline]] void file_in(std::uint32_t slot, std::uint32_t store, timer_node& t) noexcept {
+        pool_.push(store, t);
         occupied_[slot / slots_per_level] |= std::uint64_t{1} << (slot % slots_per_level);
     }
     void push_due(timer_node& t) noexcept;
@@ -272,6 +276,7 @@ private:
     void emptied() noexcept {
         if (empty_hook_ != nullptr && !advancing_) empty_hook_(empty_context_);
     }
+    std::uint64_t slot_start(unsigned level, unsigned index) const noexcept;
     std::optional<slot_ref> next_slot() const noexcept;
     [[gnu::always_inline]] void fire(timer_node& t);
     void rearm_periodic(periodic_timer& t) noexcept;
