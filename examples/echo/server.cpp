@@ -9,6 +9,7 @@
 
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -210,12 +211,18 @@ void server::reject_busy(asio::ip::tcp::socket socket) {
     });
 }
 
+// Open descriptors, for process_open_fds. Linux 6.2 and later report the count as the size of
+// /proc/self/fd (one stat, whatever the count); older kernels report 0 there, and the directory is
+// walked instead — a walk that costs ~3 µs per descriptor on this thread (15,000 connections: tens
+// of milliseconds per scrape, every wheel wake-up of this worker waiting behind it).
 static std::size_t open_descriptors() {
+    struct stat st {};
+    if (::stat("/proc/self/fd", &st) == 0 && st.st_size > 0) return static_cast<std::size_t>(st.st_size);
     std::size_t fds = 0;
     std::error_code ec;
     for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec); !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
         ++fds;
-    return fds;
+    return fds > 0 ? fds - 1 : 0; // less the walk's own descriptor for the directory
 }
 
 std::string server::stats_line() const {

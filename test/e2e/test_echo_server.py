@@ -393,6 +393,14 @@ class Lifecycle(unittest.TestCase):
             self.assertGreater(values["process_max_fds"], values["process_open_fds"])
             self.assertGreaterEqual(values["heartwheel_pongs_received_total"], 1)
             self.assertGreaterEqual(values["heartwheel_lines_total"], 2)
+            # process_open_fds counts descriptors, not a constant: four more connections, four more.
+            more = [Line(srv.port) for _ in range(4)]
+            for m in more:
+                m.send("y\n")
+                self.assertEqual(m.readline(), "y")
+            body = urllib.request.urlopen(f"http://127.0.0.1:{mport}/metrics", timeout=5).read().decode()
+            fds = [float(line.rsplit(" ", 1)[1]) for line in body.splitlines() if line.startswith("process_open_fds ")]
+            self.assertEqual(fds, [values["process_open_fds"] + 4])
 
     def test_threads_share_the_load(self):
         # heartbeat-timeout at ~390 ms (3 misses), reader-idle far later: no race even under sanitizers
