@@ -3,8 +3,9 @@
 # per-part footprint of an idle connection (bench/scale/footprint), then runs 100,000 connections
 # (bench/scale/scale_bench.py; arguments go to it, e.g. --connections 20000 --seconds 10); both
 # rewrite their sections of docs/benchmarks.md (and docs/scale_bench.json).
-# Bounded: a few minutes. Exits non-zero when a healthy connection was closed or the deaths were
-# judged outside their window.
+# Bounded: a few minutes. Exits non-zero when a healthy connection was closed, a death was judged
+# before its deadline, or the deaths fell outside their window (judgements later than one tick are
+# reported, not failed: see docs/benchmarks.md).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bash "$root/scripts/install-deps.sh"

@@ -13,9 +13,11 @@ the window), and closes for a liveness reason (there must be none: every client 
 Phase 2 (death): every client is stopped (SIGSTOP; its kernel still ACKs, it answers nothing). Each
 connection is judged heartbeat-timeout at its next ping + the timeout: the first close may come no
 earlier than the stop + timeout, the last no later than the stop + 1.1 × interval + timeout + one tick
-(plus 100 ms for the metrics' polling). Reported: when the closes began and ended, the closing burst's
-server CPU, the wheels' fire lateness during it (histogram delta) and the server processes' run-queue
-wait (/proc/PID/schedstat: time runnable but waiting for a CPU).
+(plus 100 ms for the metrics' polling). Per connection, the servers measure each judgement against
+the deadline that connection missed (its last ping + the timeout): every one must come after it and
+within one tick of it. Reported: when the closes began and ended, that per-connection lateness
+(histogram, mean, maximum), the closing burst's server CPU, the wheels' wake-up lateness during it
+and the server processes' run-queue wait (/proc/PID/schedstat: time runnable but waiting for a CPU).
 Prints Markdown and writes JSON (--out).
     python3 bench/scale/scale_bench.py [--connections 100000] [--seconds 30]"""
 import argparse
@@ -225,11 +227,33 @@ def main():
         late_p99 = quantile(histogram(final, "heartwheel_timer_lateness_seconds"), late0, 0.99)
         late_max = quantile(histogram(final, "heartwheel_timer_lateness_seconds"), late0, 1.0)
         earliest, latest = timeout / 1000, (interval * (1 + JITTER) + timeout + tick) / 1000 + 0.05 + 0.05
+        name = "heartwheel_heartbeat_death_lateness_seconds"
+        deaths = total(final, name + "_count") - total(after, name + "_count")
+        death_p50 = quantile(histogram(final, name), histogram(after, name), 0.5)
+        death_p99 = quantile(histogram(final, name), histogram(after, name), 0.99)
+        death_max = max(s.get("heartwheel_heartbeat_death_lateness_max_seconds", 0.0) for s in final)
+        early = int(total(final, "heartwheel_heartbeat_deaths_judged_early_total"))
+        h1, h0 = histogram(final, name), histogram(after, name)
+        late = int(total(final, "heartwheel_heartbeat_deaths_judged_late_total")
+                   - total(after, "heartwheel_heartbeat_deaths_judged_late_total"))
+        # How many within each bound (cumulative), for the page: e.g. within the tick + 2 ms.
+        within = {f"{b * 1000:g}": int(h1[b] - h0.get(b, 0.0)) for b in sorted(h1) if b != math.inf}
+        within2 = within.get(f"{tick + 2:g}")
         death_phase = {
             "heartbeat_timeout_closes": int(total(final, 'heartwheel_closes_total{reason="heartbeat-timeout"}')),
             "first_close_s": None if first is None else round(first, 3), "all_closed_s": None if last is None else round(last, 3),
             "earliest_allowed_s": earliest, "latest_allowed_s": round(latest, 3),
             "within_bounds": first is not None and last is not None and first >= earliest - 0.01 and last <= latest,
+            "judged": int(deaths), "judged_early": early,
+            "judgement_lateness_p50_ms_at_most": None if death_p50 is None else death_p50 * 1000,
+            "judgement_lateness_p99_ms_at_most": None if death_p99 is None else death_p99 * 1000,
+            "judgement_lateness_mean_ms": round((total(final, name + "_sum") - total(after, name + "_sum")) * 1000
+                                                / max(1, deaths), 2),
+            "judgement_lateness_max_ms": round(death_max * 1000, 2),
+            "judged_later_than_one_tick": late,
+            "judged_later_than_one_tick_plus_2ms": None if within2 is None else int(deaths) - within2,
+            "judged_within_ms": within,
+            "each_within_one_tick": deaths >= n and early == 0 and late == 0,
             "burst_cpu_s": round(cpu3 - cpu2, 2),
             "lateness_p99_ms_at_most": None if late_p99 is None else late_p99 * 1000,
             "lateness_max_ms_at_most": None if late_max is None else late_max * 1000,
@@ -279,14 +303,22 @@ def main():
     print(f"| first / last close after the stop | {d['first_close_s']} s / {d['all_closed_s']} s |")
     print(f"| allowed window | {d['earliest_allowed_s']} s .. {d['latest_allowed_s']} s |")
     print(f"| within it | {'yes' if d['within_bounds'] else 'NO'} |")
+    print(f"| judged dead, each against the deadline it missed (its last ping + the timeout) | {d['judged']} |")
+    print(f"| ... before that deadline | {d['judged_early']} |")
+    print(f"| ... more than one tick ({tick} ms) after it | {d['judged_later_than_one_tick']} |")
+    print(f"| ... more than one tick + 2 ms after it | {d['judged_later_than_one_tick_plus_2ms']} |")
+    print(f"| ... lateness p50 / p99 (bucket bounds) | ≤ {d['judgement_lateness_p50_ms_at_most']} ms / "
+          f"≤ {d['judgement_lateness_p99_ms_at_most']} ms |")
+    print(f"| ... lateness mean / max | {d['judgement_lateness_mean_ms']} ms / {d['judgement_lateness_max_ms']} ms |")
+    print(f"| every one within one tick of its deadline | {'yes' if d['each_within_one_tick'] else 'NO'} |")
     print(f"| closing burst's server CPU | {d['burst_cpu_s']} s |")
-    print(f"| timer lateness p99 / max (bucket bounds) | ≤ {d['lateness_p99_ms_at_most']} ms / ≤ {d['lateness_max_ms_at_most']} ms |")
-    print(f"| timer lateness, mean per wake-up | {d['lateness_mean_ms']} ms |")
+    print(f"| wheels' wake-up lateness p99 / max (bucket bounds) | ≤ {d['lateness_p99_ms_at_most']} ms / ≤ {d['lateness_max_ms_at_most']} ms |")
+    print(f"| wheels' wake-up lateness, mean | {d['lateness_mean_ms']} ms |")
     print(f"| servers' run-queue wait (schedstat): total / per time scheduled in | {d['run_queue_wait_s']} s / "
           f"{d['run_queue_wait_per_slice_ms']} ms |")
     print(f"| other closes | {d['other_closes'] or 'none'} |")
     ok = (s["connections"] >= n and not s["liveness_closes"] and d["within_bounds"] and not d["other_closes"]
-          and d["heartbeat_timeout_closes"] >= n)
+          and d["heartbeat_timeout_closes"] >= n and d["judged"] >= n and d["judged_early"] == 0)
     return 0 if ok else 1
 
 

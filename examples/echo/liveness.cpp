@@ -99,7 +99,12 @@ void asio_liveness::judge_ping() {
     } else {
         ++misses_;
         w_.live_counters.heartbeat_miss();
-        if (misses_ >= cfg_.heartbeat.misses) return decide(close_reason::heartbeat_timeout);
+        if (misses_ >= cfg_.heartbeat.misses) {
+            // steady_timers have no tick: any lateness is past their bound
+            w_.live_counters.heartbeat_death(heartwheel::clock::now() - (ping_sent_ + cfg_.heartbeat.timeout),
+                                             heartwheel::duration::zero());
+            return decide(close_reason::heartbeat_timeout);
+        }
     }
     if (ping_due_) send_ping();
 }

@@ -307,6 +307,17 @@ std::string server::prometheus_text() const {
     metric("heartwheel_heartbeat_misses_total", "counter", "Pings not answered in time.", c.heartbeat_misses);
     histogram("heartwheel_rtt_seconds", "Heartbeat ping round trips.", heartwheel::net::rtt_bucket_bounds, 1.0, c.rtt_buckets,
               static_cast<double>(c.rtt_total_us) / 1e6);
+    histogram("heartwheel_heartbeat_death_lateness_seconds",
+              "How long after the deadline a dead peer missed (last ping + timeout) it was judged and its close began.",
+              heartwheel::net::death_lateness_bucket_bounds, 1.0, c.death_lateness_buckets,
+              static_cast<double>(c.death_lateness_total_us) / 1e6);
+    metric("heartwheel_heartbeat_death_lateness_max_seconds", "gauge", "The latest of those judgements.",
+           static_cast<double>(c.death_lateness_max_us) / 1e6);
+    metric("heartwheel_heartbeat_deaths_judged_early_total", "counter",
+           "Peers judged dead before their deadline (never, by design).", c.deaths_judged_early);
+    metric("heartwheel_heartbeat_deaths_judged_late_total", "counter",
+           "Peers judged dead more than one wheel tick after their deadline (the thread woke late or was busy).",
+           c.deaths_judged_late);
     metric("heartwheel_wheel_timers", "gauge", "Timers pending in all wheels.", wheel);
     metric("heartwheel_driver_wakeups_total", "counter", "Wake-ups of the wheels' steady_timers.", wakeups);
     histogram("heartwheel_timer_lateness_seconds", "How late after a slot's time its wheel woke to fire it.",

@@ -106,6 +106,12 @@ void connection_liveness::send_ping() {
     handler_->send_ping();
 }
 
+void connection_liveness::on_dead() {
+    if (counters_)
+        counters_->heartbeat_death(svc_->fresh_now() - heartbeat_->judgement_deadline(), svc_->wheel().tick());
+    decide_close(close_reason::heartbeat_timeout);
+}
+
 void connection_liveness::on_miss() {
     if (counters_) counters_->heartbeat_miss();
 }

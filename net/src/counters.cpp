@@ -9,17 +9,33 @@ std::uint64_t counters_snapshot::closes_total() const noexcept {
     return sum;
 }
 
-void liveness_counters::rtt(duration d) noexcept {
+template <std::size_t N>
+void liveness_counters::observe(std::array<counter, N + 1>& buckets, const std::array<double, N>& bounds,
+                                counter& count, counter& total_us, counter& max_us, duration d) noexcept {
     const auto us = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(d).count());
-    bump(rtt_samples_);
+    bump(count);
     const double seconds = std::chrono::duration<double>(d).count();
     std::size_t b = 0;
-    while (b < rtt_bucket_bounds.size() && seconds > rtt_bucket_bounds[b]) ++b;
-    bump(rtt_buckets_[b]);
-    rtt_total_us_.fetch_add(us, std::memory_order_relaxed);
-    auto seen = rtt_max_us_.load(std::memory_order_relaxed);
-    while (us > seen && !rtt_max_us_.compare_exchange_weak(seen, us, std::memory_order_relaxed)) {
+    while (b < N && seconds > bounds[b]) ++b;
+    bump(buckets[b]);
+    total_us.fetch_add(us, std::memory_order_relaxed);
+    auto seen = max_us.load(std::memory_order_relaxed);
+    while (us > seen && !max_us.compare_exchange_weak(seen, us, std::memory_order_relaxed)) {
     }
+}
+
+void liveness_counters::rtt(duration d) noexcept {
+    observe(rtt_buckets_, rtt_bucket_bounds, rtt_samples_, rtt_total_us_, rtt_max_us_, d);
+}
+
+void liveness_counters::heartbeat_death(duration lateness, duration tick) noexcept {
+    if (lateness < duration::zero()) {
+        bump(deaths_early_);
+        lateness = duration::zero();
+    }
+    if (lateness > tick) bump(deaths_late_);
+    observe(death_lateness_buckets_, death_lateness_bucket_bounds, deaths_, death_lateness_total_us_,
+            death_lateness_max_us_, lateness);
 }
 
 counters_snapshot liveness_counters::snapshot() const noexcept {
@@ -36,6 +52,12 @@ counters_snapshot liveness_counters::snapshot() const noexcept {
     s.rtt_total_us = ld(rtt_total_us_);
     s.rtt_max_us = ld(rtt_max_us_);
     for (std::size_t i = 0; i < s.rtt_buckets.size(); ++i) s.rtt_buckets[i] = ld(rtt_buckets_[i]);
+    s.deaths = ld(deaths_);
+    s.death_lateness_total_us = ld(death_lateness_total_us_);
+    s.death_lateness_max_us = ld(death_lateness_max_us_);
+    s.deaths_judged_early = ld(deaths_early_);
+    s.deaths_judged_late = ld(deaths_late_);
+    for (std::size_t i = 0; i < s.death_lateness_buckets.size(); ++i) s.death_lateness_buckets[i] = ld(death_lateness_buckets_[i]);
     s.requests = ld(requests_);
     s.request_timeouts = ld(request_timeouts_);
     s.requests_failed_on_close = ld(failed_on_close_);

@@ -33,7 +33,9 @@ void heartbeat::send_ping() {
         return;
     }
     ping_due_ = false;
-    ping_sent_ = svc_.now();
+    // A fresh clock: pings falling due together go out one after another, and each is judged (and
+    // its round trip measured) from when it really left, not from the start of the batch.
+    ping_sent_ = svc_.fresh_now();
     awaiting_pong_ = true;
     ++pings_;
     const duration next = jittered_interval(); // the next ping: interval after this one

@@ -644,6 +644,28 @@ class HeartbeatPolicy(unittest.TestCase):
                 self.assertGreaterEqual(dead_at, 1.5 - 0.01, timers)
                 self.assertLess(dead_at, 1.5 + 1.0, timers)
 
+    def test_death_lateness_is_exported(self):
+        # One silent peer, judged dead once: the death is in the lateness histogram, never early, and
+        # late by at most the tick plus the wake-up (generous here: sanitizer builds, shared cores).
+        for timers in ("wheel", "asio"):
+            with Server("--timers", timers, "--metrics", "127.0.0.1:0", "--heartbeat-interval", "100",
+                        "--heartbeat-timeout", "100", "--heartbeat-misses", "1") as srv:
+                mport = int(srv.proc.stdout.readline().strip().rsplit(":", 1)[1])
+                pings, bye, _ = self.ping_times_until_bye(srv, limit=5)
+                self.assertEqual(bye, "BYE heartbeat-timeout", timers)
+                m = scrape_metrics(mport)
+                self.assertEqual(m["heartwheel_heartbeat_death_lateness_seconds_count"], 1, timers)
+                self.assertEqual(m['heartwheel_heartbeat_death_lateness_seconds_bucket{le="+Inf"}'], 1, timers)
+                self.assertEqual(m["heartwheel_heartbeat_deaths_judged_early_total"], 0, timers)
+                # Late = past the tick's rounding (1 ms; steady_timers have none); the gauge is whole µs.
+                late, bound = m["heartwheel_heartbeat_deaths_judged_late_total"], 0.001 if timers == "wheel" else 0.0
+                worst = m["heartwheel_heartbeat_death_lateness_max_seconds"]
+                if worst >= bound + 1e-6 or worst < bound:
+                    self.assertEqual(late, 1 if worst > bound else 0, (timers, worst))
+                self.assertLess(m["heartwheel_heartbeat_death_lateness_max_seconds"], 0.5, timers)
+                self.assertEqual(m["heartwheel_heartbeat_death_lateness_max_seconds"],
+                                 m["heartwheel_heartbeat_death_lateness_seconds_sum"], timers)
+
     def test_documented_flag_pairs_start_and_behave(self):
         # The two command lines: a timeout twice the interval, and an interval alone (the
         # default timeout, 10 s, is longer). An answering peer gets a ping every interval and stays.

@@ -203,8 +203,38 @@ BOOST_AUTO_TEST_CASE(liveness_closes_with_a_reason_and_counts) {
     BOOST_TEST(pings == 2);
     const auto s = counters.snapshot();
     BOOST_TEST(s.heartbeat_misses == 2u);
+    BOOST_TEST(s.deaths == 1u); // judged on the step that reached its deadline: not late
+    BOOST_TEST(s.death_lateness_max_us == 0u);
+    BOOST_TEST(s.deaths_judged_late == 0u);
     BOOST_TEST(s.closes_total() == 0u); // closes are counted by the close path (net::connection), once
     BOOST_TEST(svc.wheel().empty()); // nothing left after the close
+}
+
+BOOST_AUTO_TEST_CASE(heartbeat_death_lateness_counts_from_the_missed_deadline) {
+    // Time moves in 7 ms steps: the ping goes out at 105 ms (the first step past the interval), its
+    // deadline is 155 ms, and the step that judges it lands at 161 ms: 6 ms late.
+    asio::io_context io;
+    manual_service svc;
+    liveness_config cfg;
+    cfg.heartbeat.interval = 100ms;
+    cfg.heartbeat.timeout = 50ms;
+    cfg.heartbeat.misses = 1;
+    liveness_counters counters;
+    liveness_recorder handler(io.get_executor());
+    connection_liveness live(svc, cfg, handler, &counters);
+    svc.step_by(154ms, 7ms);
+    BOOST_TEST(counters.snapshot().deaths == 0u);
+    svc.step_by(7ms, 7ms);
+    BOOST_TEST_REQUIRE(handler.closes.size() == 1u);
+    const auto s = counters.snapshot();
+    BOOST_TEST(s.deaths == 1u);
+    BOOST_TEST(s.death_lateness_max_us == 6000u);
+    BOOST_TEST(s.death_lateness_total_us == 6000u);
+    BOOST_TEST(s.deaths_judged_early == 0u);
+    BOOST_TEST(s.deaths_judged_late == 1u); // 6 ms after the deadline, past the 1 ms tick's rounding
+    BOOST_TEST(heartwheel::net::death_lateness_bucket_bounds[6] == 0.01); // the bucket 5 ms < x <= 10 ms
+    for (std::size_t i = 0; i < s.death_lateness_buckets.size(); ++i)
+        BOOST_TEST(s.death_lateness_buckets[i] == (i == 6 ? 1u : 0u));
 }
 
 BOOST_AUTO_TEST_CASE(toml_loads_policies_and_names_bad_keys) {

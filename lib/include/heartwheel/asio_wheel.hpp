@@ -66,6 +66,7 @@ public:
     time_point now() noexcept override { return now_; }
     /// Reads the clock and updates the cached time.
     time_point refresh_now() noexcept { return now_ = clock::now(); }
+    time_point fresh_now() noexcept override { return refresh_now(); }
     /// Cheap stamps for I/O activity, with a never-early upper bound (see activity_clock.hpp).
     activity_clock& activity() noexcept { return activity_; }
     time_point stamp() override { return activity_.stamp(); }

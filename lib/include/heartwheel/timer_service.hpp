@@ -18,6 +18,9 @@ public:
     virtual ~timer_service() = default;
     virtual timing_wheel& wheel() noexcept = 0;
     virtual time_point now() noexcept = 0;
+    /// A fresh reading of the service's clock, for measuring (how late a judgement ran, say): now()
+    /// is shared by every callback of one advance, however long the advance takes.
+    virtual time_point fresh_now() noexcept { return now(); }
     virtual time_point stamp() = 0;
     virtual time_point latest_possible(time_point stamp) = 0;
     virtual void schedule(timer_node& t, time_point deadline) = 0;

@@ -97,7 +97,7 @@ private:
     // idle_state::listener, heartbeat::listener, connection_limits::listener
     void on_idle(idle_event e) override;
     void send_ping() override;
-    void on_dead() override { decide_close(close_reason::heartbeat_timeout); }
+    void on_dead() override;
     void on_miss() override;
     void on_handshake_timeout() override { decide_close(close_reason::handshake_timeout); }
     void on_max_age() override { decide_close(close_reason::max_age); }

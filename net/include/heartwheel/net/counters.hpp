@@ -17,6 +17,12 @@ namespace heartwheel::net {
 /// Upper bounds (seconds) of the ping round-trip histogram's buckets; one more bucket holds the rest.
 inline constexpr std::array<double, 12> rtt_bucket_bounds = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
                                                              0.01,   0.025,   0.05,   0.1,   0.25,   1.0};
+/// Upper bounds (seconds) of the heartbeat-death lateness histogram: how long after the deadline a
+/// dead peer missed (its last ping + the timeout) it was judged and its close began. By design up to
+/// one wheel tick (deadlines round up to the tick); past that, the thread woke late or was busy.
+/// Bounds at 2 and 12 ms show "within a millisecond or two past a 1 or 10 ms tick".
+inline constexpr std::array<double, 14> death_lateness_bucket_bounds = {
+    0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.012, 0.015, 0.02, 0.05, 0.1, 0.25, 1.0};
 
 struct counters_snapshot {
     std::array<std::uint64_t, rtt_bucket_bounds.size() + 1> rtt_buckets{}; ///< not cumulative
@@ -25,6 +31,10 @@ struct counters_snapshot {
     std::uint64_t closes_total() const noexcept;
     std::uint64_t pings_sent = 0, pongs_received = 0, heartbeat_misses = 0;
     std::uint64_t rtt_samples = 0, rtt_total_us = 0, rtt_max_us = 0;
+    std::array<std::uint64_t, death_lateness_bucket_bounds.size() + 1> death_lateness_buckets{}; ///< not cumulative
+    std::uint64_t deaths = 0, death_lateness_total_us = 0, death_lateness_max_us = 0;
+    std::uint64_t deaths_judged_early = 0; ///< judged before their deadline: a bug if ever non-zero
+    std::uint64_t deaths_judged_late = 0;  ///< judged more than one wheel tick after it: woke late or busy
     std::uint64_t requests = 0, request_timeouts = 0, requests_failed_on_close = 0;
     std::uint64_t reconnect_attempts = 0, reconnect_failures = 0;
     std::uint64_t closes_while_scaled = 0; ///< closes by a scaled timeout while its scale was below 1
@@ -38,6 +48,9 @@ public:
     void pong_received() noexcept { bump(pongs_received_); }
     void heartbeat_miss() noexcept { bump(misses_); }
     void rtt(duration d) noexcept;
+    /// A heartbeat judged its peer dead `lateness` after the deadline the peer missed; `tick` is the
+    /// wheel's, the lateness its rounding allows.
+    void heartbeat_death(duration lateness, duration tick) noexcept;
     void request_started() noexcept { bump(requests_); }
     void request_timed_out() noexcept { bump(request_timeouts_); }
     void requests_failed_on_close(std::uint64_t n) noexcept { failed_on_close_.fetch_add(n, std::memory_order_relaxed); }
@@ -50,11 +63,17 @@ public:
 private:
     using counter = std::atomic<std::uint64_t>;
     static void bump(counter& c) noexcept { c.fetch_add(1, std::memory_order_relaxed); }
+    /// One observation of a histogram: its bucket, count, sum and maximum (microseconds).
+    template <std::size_t N>
+    static void observe(std::array<counter, N + 1>& buckets, const std::array<double, N>& bounds, counter& count,
+                        counter& total_us, counter& max_us, duration d) noexcept;
     counter reader_idle_{0}, writer_idle_{0}, all_idle_{0};
     std::array<counter, max_close_reasons> closes_{};
     counter pings_sent_{0}, pongs_received_{0}, misses_{0};
     counter rtt_samples_{0}, rtt_total_us_{0}, rtt_max_us_{0};
     std::array<counter, rtt_bucket_bounds.size() + 1> rtt_buckets_{};
+    counter deaths_{0}, death_lateness_total_us_{0}, death_lateness_max_us_{0}, deaths_early_{0}, deaths_late_{0};
+    std::array<counter, death_lateness_bucket_bounds.size() + 1> death_lateness_buckets_{};
     counter requests_{0}, request_timeouts_{0}, failed_on_close_{0};
     counter reconnect_attempts_{0}, reconnect_failures_{0};
     counter closes_while_scaled_{0};

@@ -64,6 +64,9 @@ public:
     duration rttvar() const noexcept { return rttvar_; }
     /// How long after a ping it is judged: max(timeout, rtt_factor * (srtt + 4 * rttvar)).
     duration effective_timeout() const noexcept;
+    /// When the last ping sent is (or was) judged: its send time plus the effective timeout. In
+    /// on_dead(), the deadline the peer missed.
+    time_point judgement_deadline() const noexcept { return saturating_add(ping_sent_, effective_timeout()); }
     const heartbeat_policy& policy() const noexcept { return policy_; }
 
 private:
