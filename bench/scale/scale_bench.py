@@ -14,8 +14,8 @@ Phase 2 (death): every client is stopped (SIGSTOP; its kernel still ACKs, it ans
 connection is judged heartbeat-timeout at its next ping + the timeout: the first close may come no
 earlier than the stop + timeout, the last no later than the stop + 1.1 × interval + timeout + one tick
 (plus 100 ms for the metrics' polling). Per connection, the servers measure each judgement against
-the deadline that connection missed (its last ping + the timeout): every one must come after it and
-within one tick of it. Reported: when the closes began and ended, that per-connection lateness
+the deadline that connection missed (its last ping + the timeout): none may come before it (a
+failure), and how many come more than one tick after it (the target) is reported. Reported: when the closes began and ended, that per-connection lateness
 (histogram, mean, maximum), the closing burst's server CPU, the wheels' wake-up lateness during it
 and the server processes' run-queue wait (/proc/PID/schedstat: time runnable but waiting for a CPU).
 Prints Markdown and writes JSON (--out).
@@ -229,11 +229,10 @@ def main():
         earliest, latest = timeout / 1000, (interval * (1 + JITTER) + timeout + tick) / 1000 + 0.05 + 0.05
         name = "heartwheel_heartbeat_death_lateness_seconds"
         deaths = total(final, name + "_count") - total(after, name + "_count")
-        death_p50 = quantile(histogram(final, name), histogram(after, name), 0.5)
-        death_p99 = quantile(histogram(final, name), histogram(after, name), 0.99)
+        h1, h0 = histogram(final, name), histogram(after, name)
+        death_p50, death_p99 = quantile(h1, h0, 0.5), quantile(h1, h0, 0.99)
         death_max = max(s.get("heartwheel_heartbeat_death_lateness_max_seconds", 0.0) for s in final)
         early = int(total(final, "heartwheel_heartbeat_deaths_judged_early_total"))
-        h1, h0 = histogram(final, name), histogram(after, name)
         late = int(total(final, "heartwheel_heartbeat_deaths_judged_late_total")
                    - total(after, "heartwheel_heartbeat_deaths_judged_late_total"))
         # How many within each bound (cumulative), for the page: e.g. within the tick + 2 ms.

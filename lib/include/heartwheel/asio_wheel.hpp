@@ -62,7 +62,8 @@ public:
     const driver_stats& stats() const noexcept { return stats_; }
     std::size_t size() const noexcept { return wheel_.size(); }
 
-    /// The cached time: refreshed at every wake-up and by every schedule_after. No clock call.
+    /// The cached time: refreshed at every wake-up, by every schedule_after and by fresh_now(). No
+    /// clock call.
     time_point now() noexcept override { return now_; }
     /// Reads the clock and updates the cached time.
     time_point refresh_now() noexcept { return now_ = clock::now(); }

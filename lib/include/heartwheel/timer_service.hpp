@@ -2,7 +2,8 @@
 //
 // asio_wheel implements it on a real io_context; tests implement it over a timing_wheel driven by
 // hand. Contract: now() is never ahead of real time and is fresh inside timer callbacks (the driver
-// reads the clock before each advance); stamp() is a cheap time for an activity happening now, with
+// reads the clock before each advance; fresh_now() reads it again, for a callback late in a long
+// advance); stamp() is a cheap time for an activity happening now, with
 // stamp() <= real time <= latest_possible(stamp()); schedule() files a node and makes sure the
 // driver wakes for it. All calls happen on the service's own thread.
 #ifndef HEARTWHEEL_TIMER_SERVICE_HPP
