@@ -42,11 +42,21 @@ void heartbeat::send_ping() {
     pinger_.set_timeout(next);
     pinger_.touch(ping_sent_);
     svc_.schedule(pinger_, saturating_add(ping_sent_, next));
-    svc_.schedule(checker_, saturating_add(ping_sent_, effective_timeout()));
+    // Judged at the first wake-up after the deadline: the tick holding it runs late enough often (a
+    // ping leaves a little after its tick; the tick that judges it wakes about as late), and
+    // judge_ping() defers to the next tick when it does not.
+    const time_point deadline = judgement_deadline();
+    timing_wheel& w = svc_.wheel();
+    svc_.schedule(checker_, w.time_of(w.tick_floor(deadline)));
     listener_->send_ping();
 }
 
 void heartbeat::judge_ping() {
+    const time_point deadline = judgement_deadline();
+    if (svc_.fresh_now() < deadline) { // the deadline's own tick woke before it: not yet
+        svc_.schedule(checker_, deadline); // the tick after it, never early
+        return;
+    }
     if (last_read_ != read_at_last_judgement_) misses_ = 0; // something arrived: liveness
     read_at_last_judgement_ = last_read_;
     if (svc_.latest_possible(last_read_) < ping_sent_) { // nothing can have arrived since the ping

@@ -377,3 +377,37 @@ BOOST_AUTO_TEST_CASE(heartbeat_miss_judged_no_earlier_than_the_rtt_floor) {
     hb.on_pong(svc.stamp()); // RTT 1 ms: floor 3 * (1 + 2) = 9 ms < 50
     BOOST_TEST((hb.effective_timeout() == 50ms));
 }
+
+// A ping's deadline is judged at the first wheel wake-up at or after it. With a 10 ms tick: the
+// ping leaves at 105 ms (the pinger's tick, 100, woke 5 ms late), so its deadline is 155 ms, inside
+// the tick of 150. A wake-up for that tick at 157 ms is past the deadline and judges it there (2 ms
+// late, where rounding the deadline up to 160 would make it 5 ms + that wake-up's own delay); one at
+// 154 ms is before it, and the judgement moves to the next tick: never early.
+BOOST_AUTO_TEST_CASE(heartbeat_judged_at_the_first_wakeup_past_its_deadline) {
+    for (bool early_wakeup : {false, true}) {
+        manual_service svc(10ms);
+        hb_log log(svc);
+        heartbeat_policy p;
+        p.interval = 100ms;
+        p.timeout = 50ms;
+        p.misses = 1;
+        auto hb = make_hb(svc, log, p);
+        svc.advance_to(t0 + 105ms);
+        BOOST_TEST_REQUIRE(log.pings.size() == 1u);
+        BOOST_TEST((hb.judgement_deadline() == t0 + 155ms));
+        if (early_wakeup) {
+            svc.advance_to(t0 + 154ms); // the tick of 150 wakes before the deadline
+            BOOST_TEST(!log.dead.has_value());
+            svc.advance_to(t0 + 159ms); // no tick between: nothing runs
+            BOOST_TEST(!log.dead.has_value());
+            svc.advance_to(t0 + 161ms); // the tick of 160
+            BOOST_TEST_REQUIRE(log.dead.has_value());
+            BOOST_TEST((*log.dead == 161ms));
+        } else {
+            svc.advance_to(t0 + 157ms); // the tick of 150 wakes after the deadline
+            BOOST_TEST_REQUIRE(log.dead.has_value());
+            BOOST_TEST((*log.dead == 157ms));
+        }
+        BOOST_TEST(svc.wheel().empty());
+    }
+}

@@ -14,7 +14,10 @@
 //   pings at P, P + s, P + 2s, ...   with s = max(interval, timeout)
 //   death at P + (misses - 1) * s + timeout
 // i.e. P + (misses - 1) * interval + timeout when timeout <= interval, and P + misses * timeout when
-// timeout > interval (each rounded up to the wheel's tick; jitter varies each interval).
+// timeout > interval (jitter varies each interval). A ping's deadline is judged at the first wheel
+// wake-up at or after it: the wake-up of the tick it falls in when that comes late enough (a ping
+// leaves a little after the tick that sent it, and the tick that judges it is about as late),
+// otherwise the next tick's. Never early; at most one tick late, plus the driver's wake-up delay.
 //
 // A dead timeout that respects the path (QUIC's rule: never below three probe timeouts): from the
 // pong round trips the heartbeat keeps RFC 6298's smoothed RTT and variance, and judges each ping no
