@@ -1,7 +1,7 @@
 // asio_wheel.cpp — arming the one steady_timer, and advancing the wheel when it fires.
 //
 // Invariant: while the wheel has a pending timer, either the steady_timer is armed at or before the
-// next occupied slot's time (armed_ / armed_tick_), or an advance is posted (advance_posted_), or an
+// next occupied slot's time or exact deadline (armed_ / armed_at_), or an advance is posted (advance_posted_), or an
 // advance is running (advancing_) and will arm or post on its way out.
 #include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/error.hpp>
@@ -34,6 +34,11 @@ void asio_wheel::schedule_at(timer_node& t, time_point deadline) {
 
 void asio_wheel::schedule_every(periodic_timer& t, duration period, missed_tick policy) {
     wheel_.schedule_periodic(t, saturating_add(refresh_now(), period), period, policy);
+    after_schedule(t);
+}
+
+void asio_wheel::schedule_exact(timer_node& t, time_point deadline) {
+    wheel_.schedule_exact(t, deadline);
     after_schedule(t);
 }
 
@@ -72,15 +77,15 @@ void asio_wheel::after_schedule(timer_node& t) {
         post_advance();
         return;
     }
-    const std::uint64_t tick = wheel_.filed_wakeup_tick(t);
-    if (!armed_ || tick < armed_tick_) arm(tick);
+    const time_point when = wheel_.filed_wakeup(t);
+    if (!armed_ || when < armed_at_) arm(when);
 }
 
-void asio_wheel::arm(std::uint64_t tick) {
+void asio_wheel::arm(time_point when) {
     armed_ = true;
-    armed_tick_ = tick;
+    armed_at_ = when;
     ++stats_.rearms;
-    timer_.expires_at(wheel_.time_of(tick));
+    timer_.expires_at(when);
     timer_.async_wait([weak = std::weak_ptr<asio_wheel*>(self_)](std::error_code ec) {
         auto alive = weak.lock();
         if (ec || !alive || *alive == nullptr) return; // re-armed, cancelled or destroyed
@@ -94,7 +99,7 @@ void asio_wheel::arm(std::uint64_t tick) {
 
 void asio_wheel::record_lateness() noexcept {
     const auto late = std::chrono::duration_cast<std::chrono::microseconds>(
-                          saturating_sub(refresh_now(), wheel_.time_of(armed_tick_)))
+                          saturating_sub(refresh_now(), armed_at_))
                           .count();
     const std::int64_t us = late > 0 ? late : 0;
     std::size_t b = 0;
@@ -134,12 +139,12 @@ void asio_wheel::run_advance() {
         post_advance(); // budget ran out, or a timer re-armed itself into this advance: let I/O run
         return;
     }
-    const auto next = wheel_.next_wakeup_tick();
+    const auto next = wheel_.next_wakeup();
     if (!next) {
         disarm();
         return;
     }
-    if (!armed_ || *next < armed_tick_) arm(*next);
+    if (!armed_ || *next < armed_at_) arm(*next);
 }
 
 std::vector<timer_node*> asio_wheel::shutdown() {

@@ -135,13 +135,70 @@ void timing_wheel::push_due(timer_node& t) noexcept {
 // Out of the store being walked (it keeps its order: the walk skips the tombstone), or out of the due
 // store (whose order the moved entry may break).
 void timing_wheel::unlink_special(timer_node& t) noexcept {
-    if (t.slot_ == batch_) {
+    if (t.slot_ == exact_slot) {
+        unlink_exact(t);
+    } else if (t.slot_ == batch_) {
         pool_.tombstone(t);
     } else if (t.slot_ >= due_a) {
         pool_.remove(t);
         due_unsorted_ = true;
     } else if (pool_.remove(t)) {
         slot_emptied(t.slot_);
+    }
+}
+
+void timing_wheel::unlink_exact(timer_node& t) noexcept {
+    const exact_entry last = exact_.back();
+    exact_[t.pos_] = last;
+    last.t->pos_ = t.pos_;
+    exact_.pop_back();
+}
+
+void timing_wheel::schedule_exact(timer_node& t, time_point deadline) {
+    const std::uint64_t d = clamp(tick_ceil(deadline));
+    if (d != target_ + 1 || stopped_) { // not inside the next tick (target_ is the current one)
+        schedule(t, deadline);
+        return;
+    }
+    if (t.wheel_ != nullptr) {
+        if (t.wheel_ != this) t.wheel_->cancel(t);
+        else {
+            unlink(t);
+            --size_;
+        }
+    }
+    if (size_ >= config_.max_pending) {
+        t.state_ = timer_state::cancelled;
+        t.wheel_ = nullptr;
+        throw_placed(placed::full);
+    }
+    exact_.push_back({saturating_sub(deadline, start_).count(), &t}); // may throw: nothing changed yet
+    t.wheel_ = this;
+    t.deadline_ = d;
+    t.state_ = timer_state::pending;
+    t.flags_ = 0;
+    t.slot_ = exact_slot;
+    t.pos_ = static_cast<std::uint32_t>(exact_.size() - 1);
+    ++size_;
+}
+
+// At the start of an advance: exact timers whose deadline has come join the due store, with their
+// deadline rounded down to the advance's tick so that the batch fires them; one touched later since
+// is filed by its new deadline instead. Timers filed exact during this advance wait for the next one.
+void timing_wheel::release_exact(time_point now) noexcept {
+    const std::int64_t now_ns = saturating_sub(now, start_).count();
+    for (std::size_t i = 0; i < exact_.size();) {
+        const exact_entry e = exact_[i];
+        if (e.ns > now_ns) {
+            ++i;
+            continue;
+        }
+        unlink_exact(*e.t); // moves the last entry to i
+        timer_node& t = *e.t;
+        const bool touched = t.deadline_ > tick_ceil(start_ + duration(e.ns));
+        if (!touched && t.deadline_ > target_) t.deadline_ = target_;
+        if (t.deadline_ <= target_) push_due(t);
+        else file_later(t);
     }
 }
 
@@ -202,8 +259,16 @@ std::optional<std::uint64_t> timing_wheel::next_wakeup_tick() const noexcept {
 }
 
 std::optional<time_point> timing_wheel::next_wakeup() const noexcept {
-    if (auto t = next_wakeup_tick()) return time_of(*t);
-    return std::nullopt;
+    std::optional<time_point> next;
+    if (auto t = next_wakeup_tick()) next = time_of(*t);
+    for (const exact_entry& e : exact_)
+        if (const time_point at = start_ + duration(e.ns); !next || at < *next) next = at;
+    return next;
+}
+
+time_point timing_wheel::filed_wakeup(const timer_node& t) const noexcept {
+    if (t.slot_ == exact_slot) return start_ + duration(exact_[t.pos_].ns);
+    return time_of(filed_wakeup_tick(t));
 }
 
 // Re-filed before the callback runs. A next deadline not after this advance's target waits in the due
@@ -384,6 +449,7 @@ std::size_t timing_wheel::advance(time_point now) {
             w.firing_ = nullptr;
         }
     } guard{*this};
+    if (!exact_.empty()) release_exact(now);
     if (!fire_due_batch()) return fired_;
     for (;;) {
         const auto s = next_slot();
@@ -416,6 +482,8 @@ std::vector<timer_node*> timing_wheel::stop() {
                 take(t);
             }
         });
+    for (const exact_entry& e : exact_) take(e.t);
+    exact_.clear();
     occupied_.fill(0);
     size_ = 0;
     limit_ = 0;
@@ -464,6 +532,13 @@ void timing_wheel::check_invariants() const {
             const bool bit = (occupied_[level] >> index) & 1;
             if (bit != (!pool_.empty(slot) || !pool_.empty(slot + start_stores))) fail("occupancy bit disagrees with the slot");
         }
+    for (std::size_t i = 0; i < exact_.size(); ++i) {
+        const timer_node* t = exact_[i].t;
+        if (t->slot_ != exact_slot || t->pos_ != i) fail("exact timer's entry fields disagree with its list");
+        if (t->state_ != timer_state::pending || t->wheel_ != this) fail("exact timer not pending here");
+        if (t->deadline_ < tick_ceil(start_ + duration(exact_[i].ns))) fail("exact timer's tick before its deadline");
+        ++count;
+    }
     if (!pool_.empty(due_ ^ 1u)) fail("the idle due store holds timers");
     if (count != size_) fail("size() is " + std::to_string(size_) + " but " + std::to_string(count) + " timers are filed");
 }

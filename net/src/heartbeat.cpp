@@ -42,9 +42,9 @@ void heartbeat::send_ping() {
     pinger_.set_timeout(next);
     pinger_.touch(ping_sent_);
     svc_.schedule(pinger_, saturating_add(ping_sent_, next));
-    // Judged at the first wake-up after the deadline: the tick holding it runs late enough often (a
-    // ping leaves a little after its tick; the tick that judges it wakes about as late), and
-    // judge_ping() defers to the next tick when it does not.
+    // Judged at the first wake-up at or after the deadline: the tick holding it, when that tick's
+    // wake-up comes after it (a ping leaves a little after its tick; the tick that judges it wakes
+    // about as late), else judge_ping() waits for the deadline itself (schedule_exact).
     const time_point deadline = judgement_deadline();
     timing_wheel& w = svc_.wheel();
     svc_.schedule(checker_, w.time_of(w.tick_floor(deadline)));
@@ -54,7 +54,7 @@ void heartbeat::send_ping() {
 void heartbeat::judge_ping() {
     const time_point deadline = judgement_deadline();
     if (svc_.fresh_now() < deadline) { // the deadline's own tick woke before it: not yet
-        svc_.schedule(checker_, deadline); // the tick after it, never early
+        svc_.schedule_exact(checker_, deadline); // at the deadline itself, inside the next tick
         return;
     }
     if (last_read_ != read_at_last_judgement_) misses_ = 0; // something arrived: liveness

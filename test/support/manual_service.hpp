@@ -25,6 +25,11 @@ public:
         wheel_.schedule(t, deadline);
     }
 
+    void schedule_exact(heartwheel::timer_node& t, time_point deadline) override {
+        ++schedules;
+        wheel_.schedule_exact(t, deadline);
+    }
+
     void advance_to(time_point t) {
         now_ = t;
         wheel_.advance(t);

@@ -17,6 +17,7 @@
 #include <asio/write.hpp>
 
 #include <future>
+#include <optional>
 #include <thread>
 #include <variant>
 
@@ -48,6 +49,29 @@ BOOST_AUTO_TEST_CASE(handles_fire_in_order_never_early) {
     BOOST_TEST(order == (std::vector<int>{1, 2, 3}));
     for (auto l : late) BOOST_TEST(l >= heartwheel::duration::zero());
     BOOST_TEST(w.size() == 0u);
+}
+
+// An exact timer wakes the driver at its own deadline, inside the tick, not at the tick's end: with a
+// 1 s tick, one due 50 ms after the wheel's start fires after those 50 ms and well before the tick
+// ends (the margin is most of a second, for loaded and sanitized runs).
+BOOST_AUTO_TEST_CASE(an_exact_timer_wakes_the_driver_inside_its_tick) {
+    asio::io_context io;
+    heartwheel::wheel_config cfg;
+    cfg.tick = 1s;
+    asio_wheel w(io.get_executor(), cfg);
+    heartwheel::timer_handle h([] {});
+    std::optional<heartwheel::time_point> fired_at;
+    heartwheel::timer_handle probe([&] { fired_at = heartwheel::clock::now(); });
+    const auto deadline = w.wheel().start() + 50ms;
+    w.schedule_exact(probe.node(), deadline);
+    w.schedule_at(h.node(), w.wheel().start() + 3s); // an ordinary timer further on keeps the wheel busy
+    BOOST_TEST((w.wheel().next_wakeup() == deadline));
+    while (!fired_at && io.run_one_for(2s) > 0) {}
+    BOOST_TEST_REQUIRE(fired_at.has_value());
+    BOOST_TEST((*fired_at >= deadline));
+    BOOST_TEST((*fired_at < w.wheel().start() + 1s));
+    BOOST_TEST(w.stats().wakeups == 1u);
+    BOOST_TEST(h.node().pending());
 }
 
 BOOST_AUTO_TEST_CASE(arms_only_for_earlier_timers_and_not_when_empty) {

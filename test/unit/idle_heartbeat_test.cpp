@@ -382,7 +382,7 @@ BOOST_AUTO_TEST_CASE(heartbeat_miss_judged_no_earlier_than_the_rtt_floor) {
 // ping leaves at 105 ms (the pinger's tick, 100, woke 5 ms late), so its deadline is 155 ms, inside
 // the tick of 150. A wake-up for that tick at 157 ms is past the deadline and judges it there (2 ms
 // late, where rounding the deadline up to 160 would make it 5 ms + that wake-up's own delay); one at
-// 154 ms is before it, and the judgement moves to the next tick: never early.
+// 154 ms is before it: the judgement waits for the deadline itself (schedule_exact), never early.
 BOOST_AUTO_TEST_CASE(heartbeat_judged_at_the_first_wakeup_past_its_deadline) {
     for (bool early_wakeup : {false, true}) {
         manual_service svc(10ms);
@@ -398,11 +398,12 @@ BOOST_AUTO_TEST_CASE(heartbeat_judged_at_the_first_wakeup_past_its_deadline) {
         if (early_wakeup) {
             svc.advance_to(t0 + 154ms); // the tick of 150 wakes before the deadline
             BOOST_TEST(!log.dead.has_value());
-            svc.advance_to(t0 + 159ms); // no tick between: nothing runs
+            BOOST_TEST((svc.wheel().next_wakeup() == t0 + 155ms)); // the driver wakes at the deadline
+            svc.advance_to(t0 + 155ms - 1ns);
             BOOST_TEST(!log.dead.has_value());
-            svc.advance_to(t0 + 161ms); // the tick of 160
+            svc.advance_to(t0 + 156ms); // inside the tick: no tick boundary between
             BOOST_TEST_REQUIRE(log.dead.has_value());
-            BOOST_TEST((*log.dead == 161ms));
+            BOOST_TEST((*log.dead == 156ms));
         } else {
             svc.advance_to(t0 + 157ms); // the tick of 150 wakes after the deadline
             BOOST_TEST_REQUIRE(log.dead.has_value());

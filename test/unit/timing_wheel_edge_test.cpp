@@ -198,6 +198,53 @@ BOOST_AUTO_TEST_CASE(coarse_tick_rounds_deadlines_up) {
     BOOST_TEST(a.expired());
 }
 
+// schedule_exact: a deadline inside the next tick fires at the first advance at or past it, not at
+// the tick's end; the wheel asks to be woken at it; cancel, re-arm, a later touch, destruction and
+// stop() treat it as any pending timer. Any other deadline is filed at its tick, as schedule() does.
+BOOST_AUTO_TEST_CASE(exact_deadlines_inside_the_next_tick) {
+    heartwheel::wheel_config cfg;
+    cfg.tick = 10ms;
+    timing_wheel w(t0, cfg);
+    std::vector<int> log;
+    recording_timer a(log, 1), b(log, 2), far(log, 3), touched(log, 4), gone(log, 5);
+    w.advance(t0 + 12ms); // the current tick is 1 (10 ms)
+    w.schedule(b, t0 + 40ms);
+    w.schedule_exact(a, t0 + 15ms);
+    w.schedule_exact(far, t0 + 35ms); // not inside the next tick: filed at its tick, 40
+    w.schedule_exact(touched, t0 + 16ms);
+    w.touch(touched, t0 + 30ms); // later: re-filed by the new deadline when released
+    auto doomed = std::make_unique<recording_timer>(log, 6);
+    w.schedule_exact(*doomed, t0 + 13ms);
+    w.schedule_exact(gone, t0 + 14ms);
+    BOOST_TEST(w.size() == 6u);
+    w.check_invariants();
+    BOOST_TEST((w.next_wakeup() == t0 + 13ms));
+    BOOST_TEST((w.filed_wakeup(a) == t0 + 15ms));
+    doomed.reset(); // destroying a pending exact timer unlinks it
+    BOOST_TEST(w.cancel(gone));
+    BOOST_TEST((w.next_wakeup() == t0 + 15ms));
+    w.check_invariants();
+    BOOST_TEST(w.advance(t0 + 15ms - 1ns) == 0u); // never early
+    BOOST_TEST(w.advance(t0 + 15ms) == 1u);       // not at 20 ms: at the deadline itself
+    BOOST_TEST(log == std::vector<int>{1});
+    BOOST_TEST(a.expired());
+    w.check_invariants();
+    BOOST_TEST(w.advance(t0 + 19ms) == 0u); // `touched` is due at 30 now, at its tick
+    BOOST_TEST(touched.pending());
+    BOOST_TEST((w.filed_wakeup(touched) == t0 + 30ms));
+    w.schedule_exact(a, t0 + 18ms); // exact again, then re-armed to an ordinary deadline
+    w.schedule(a, t0 + 50ms);
+    BOOST_TEST((w.next_wakeup() == t0 + 30ms));
+    w.check_invariants();
+    BOOST_TEST(w.advance(t0 + 40ms) == 3u);
+    BOOST_TEST(log == (std::vector<int>{1, 4, 2, 3}));
+    w.schedule_exact(b, t0 + 45ms);
+    auto unfired = w.stop();
+    BOOST_TEST(unfired.size() == 2u); // a (50 ms) and the exact b
+    BOOST_TEST(b.cancelled());
+    BOOST_TEST(w.empty());
+}
+
 // A timer due exactly at a higher slot's start fires before that slot's other timers cascade: with
 // a million timers in the slot, it would otherwise wait for all of them to be re-filed.
 BOOST_AUTO_TEST_CASE(a_timer_due_at_a_slot_start_fires_before_the_slot_cascades) {

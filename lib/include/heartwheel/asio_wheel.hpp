@@ -1,6 +1,7 @@
 // heartwheel/asio_wheel.hpp — a timing_wheel driven by one asio::steady_timer.
 //
-// The steady_timer is armed at the next occupied slot's time, re-armed only when an earlier timer
+// The steady_timer is armed at the next occupied slot's time (or the deadline of a timer filed with
+// schedule_exact, when that is sooner), re-armed only when an earlier timer
 // arrives, and left unarmed while nothing is pending: an idle wheel never wakes. When it fires, the
 // driver advances the wheel to the real time; if timers are still due (the per-advance budget ran out,
 // or a periodic timer is bursting) it posts another advance instead of arming, so I/O interleaves.
@@ -73,6 +74,8 @@ public:
     time_point stamp() override { return activity_.stamp(); }
     time_point latest_possible(time_point s) override { return activity_.latest_possible(s); }
     void schedule(timer_node& t, time_point deadline) override { schedule_at(t, deadline); }
+    /// timing_wheel::schedule_exact(), and the steady_timer armed at that deadline when it is sooner.
+    void schedule_exact(timer_node& t, time_point deadline) override;
 
     // --- node-based scheduling (on the wheel's thread; throws std::system_error if full/stopped) ---
     void schedule_at(timer_node& t, time_point deadline);
@@ -122,7 +125,7 @@ public:
 private:
     void start_wait(detail::wait_op_base& op, time_point when);
     void after_schedule(timer_node& t);
-    void arm(std::uint64_t tick);
+    void arm(time_point when);
     void disarm() noexcept;
     void run_advance();
     void post_advance();
@@ -134,7 +137,7 @@ private:
     activity_clock activity_;
     std::shared_ptr<asio_wheel*> self_;
     time_point now_;
-    std::uint64_t armed_tick_ = 0;
+    time_point armed_at_{};
     bool armed_ = false;
     bool advancing_ = false;
     bool advance_posted_ = false;

@@ -25,6 +25,10 @@ public:
     virtual time_point stamp() = 0;
     virtual time_point latest_possible(time_point stamp) = 0;
     virtual void schedule(timer_node& t, time_point deadline) = 0;
+    /// Fires `t` at the first wake-up at or past `deadline` itself, not at the end of its tick, when
+    /// the deadline is inside the next tick (timing_wheel::schedule_exact); a service whose driver
+    /// cannot wake between ticks files it at its tick, as schedule() does (never early either way).
+    virtual void schedule_exact(timer_node& t, time_point deadline) { schedule(t, deadline); }
     /// The deadline `d` after something happening now. Never early against real time: now() may lag
     /// behind it (it is refreshed once per wheel advance), so this counts from latest_possible().
     time_point deadline_after(duration d) { return saturating_add(latest_possible(stamp()), d); }

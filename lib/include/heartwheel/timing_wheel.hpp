@@ -17,6 +17,8 @@
 //  - the occupancy bit of a slot is set iff it holds a timer; size() counts every pending timer.
 // Processing a slot of level L > 0 re-files ("cascades") its timers to lower levels, so each timer is
 // touched at most once per level and fires at the exact tick: never early, at most one tick late.
+// A timer filed by schedule_exact() (a deadline inside the next tick, kept exactly) waits outside the
+// slots, on a short list that each advance scans first; its deadline_ still holds its tick.
 // touch() only stores a later deadline; the timer is re-filed when its old slot comes due (a
 // schedule() into the slot of a deadline it was touched to leaves it there too).
 #ifndef HEARTWHEEL_TIMING_WHEEL_HPP
@@ -79,6 +81,13 @@ public:
         const std::uint64_t d = clamp(tick_ceil(deadline));
         if (!place_inline(t, d)) schedule_general(t, d);
     }
+    /// Files `t` to fire at the first advance whose time is at or past `deadline` itself instead of at
+    /// the end of its tick, when the deadline falls inside the tick after the wheel's current one (a
+    /// judgement that found its deadline not reached yet on the tick holding it, say). Such a timer
+    /// waits outside the slots, in a short list each advance scans, and next_wakeup() returns its
+    /// deadline when that is sooner than the next slot. Any other deadline is filed as schedule()
+    /// files it, at its tick. Throws as schedule() does.
+    void schedule_exact(timer_node& t, time_point deadline);
     std::error_code try_schedule(timer_node& t, time_point deadline) noexcept;
     /// Same, with the deadline already in ticks (the hot path of net/).
     std::error_code try_schedule_tick(timer_node& t, std::uint64_t deadline_tick) noexcept;
@@ -119,13 +128,18 @@ public:
     /// advance (so a timer cannot fire twice in one advance on its own).
     std::size_t advance(time_point now);
 
-    /// When the next slot comes due: the time to call advance() at. An earlier time than any real
-    /// deadline is possible (a lazily touched timer, or a far slot whose timers cascade). nullopt
-    /// when nothing is pending; the current time when timers are already due.
+    /// When the next slot or exact deadline (schedule_exact) comes due: the time to call advance()
+    /// at. An earlier time than any real deadline is possible (a lazily touched timer, or a far slot
+    /// whose timers cascade). nullopt when nothing is pending; the current time when timers are
+    /// already due.
     std::optional<time_point> next_wakeup() const noexcept;
+    /// The next slot's tick (exact deadlines aside).
     std::optional<std::uint64_t> next_wakeup_tick() const noexcept;
-    /// The tick at which the slot holding `t` comes due (what a driver arms its timer for).
+    /// The tick at which the slot holding `t` comes due (for an exact timer: the current tick).
     std::uint64_t filed_wakeup_tick(const timer_node& t) const noexcept;
+    /// When `t` comes due as filed: its slot's time, or an exact timer's own deadline (what a driver
+    /// arms its timer for).
+    time_point filed_wakeup(const timer_node& t) const noexcept;
     bool has_due() const noexcept { return !pool_.empty(due_); }
 
     /// Stops the wheel: hands back every timer that never fired (now cancelled, none will run) and
@@ -190,6 +204,14 @@ private:
     static constexpr std::uint32_t due_a = 2 * start_stores;
     static constexpr std::size_t store_count = due_a + 2;
     static constexpr std::uint32_t no_store = 0xffff;
+    /// The slot_ of a timer in exact_ (not a store of the pool: its pos_ indexes exact_).
+    static constexpr std::uint32_t exact_slot = 0xfffe;
+    /// A timer filed by schedule_exact(): its deadline in ns after start_ (its deadline_ holds the
+    /// tick, so a touch works on it as on any timer).
+    struct exact_entry {
+        std::int64_t ns;
+        timer_node* t;
+    };
     using pool = detail::slot_pool<store_count>;
     /// The bits below a slot store's digit, for the slots of levels 1 and up; 0 for the other stores
     /// (a level-0 slot, a slot's start, the due stores), where place_inline never leaves a timer.
@@ -272,6 +294,8 @@ private:
             slot_emptied(t.slot_);
     }
     void unlink_special(timer_node& t) noexcept;
+    void unlink_exact(timer_node& t) noexcept;
+    void release_exact(time_point now) noexcept;
     void slot_emptied(std::uint32_t store) noexcept;
     void emptied() noexcept {
         if (empty_hook_ != nullptr && !advancing_) empty_hook_(empty_context_);
@@ -314,6 +338,7 @@ private:
     std::uint32_t slow_from_ = due_a; ///< unlink() takes its slow path from this store on (0 during a walk)
     std::uint64_t due_max_ = 0;
     walk_state walk_;
+    std::vector<exact_entry> exact_; ///< timers of schedule_exact(), in no order
     std::vector<timer_node*> sort_scratch_;
     std::vector<std::uint32_t> chunk_scratch_;
     void (*empty_hook_)(void*) = nullptr;
