@@ -160,6 +160,7 @@ void timing_wheel::schedule_exact(timer_node& t, time_point deadline) {
         schedule(t, deadline);
         return;
     }
+    exact_.reserve(exact_.size() + 1); // may throw: nothing changed yet
     if (t.wheel_ != nullptr) {
         if (t.wheel_ != this) t.wheel_->cancel(t);
         else {
@@ -172,7 +173,7 @@ void timing_wheel::schedule_exact(timer_node& t, time_point deadline) {
         t.wheel_ = nullptr;
         throw_placed(placed::full);
     }
-    exact_.push_back({saturating_sub(deadline, start_).count(), &t}); // may throw: nothing changed yet
+    exact_.push_back({saturating_sub(deadline, start_).count(), &t});
     t.wheel_ = this;
     t.deadline_ = d;
     t.state_ = timer_state::pending;

@@ -36,8 +36,9 @@ namespace heartwheel {
 /// What the driver did, for benchmarks, the server's stats line and its metrics.
 struct driver_stats {
     /// Upper bounds (microseconds) of the wake-up lateness histogram's buckets; one more bucket
-    /// holds the rest. Lateness = how long after the armed slot time the steady_timer woke the
-    /// driver: the timers of that slot fire that much (plus their callbacks' order) after their tick.
+    /// holds the rest. Lateness = how long after the armed time (a slot's, or an exact deadline's)
+    /// the steady_timer woke the driver: the timers due then fire that much (plus their callbacks'
+    /// order) after it.
     static constexpr std::array<std::int64_t, 10> lateness_bounds_us = {50, 100, 250, 500, 1000,
                                                                          2500, 5000, 10000, 50000, 100000};
     std::uint64_t wakeups = 0;  ///< steady_timer completions that advanced the wheel

@@ -17,7 +17,8 @@
 // timeout > interval (jitter varies each interval). A ping's deadline is judged at the first wheel
 // wake-up at or after it: the wake-up of the tick it falls in when that comes late enough (a ping
 // leaves a little after the tick that sent it, and the tick that judges it is about as late),
-// otherwise the next tick's. Never early; at most one tick late, plus the driver's wake-up delay.
+// otherwise one at the deadline itself (timer_service::schedule_exact). Never early; late by the
+// driver's wake-up delay (by up to one tick more with a service that cannot wake between ticks).
 //
 // A dead timeout that respects the path (QUIC's rule: never below three probe timeouts): from the
 // pong round trips the heartbeat keeps RFC 6298's smoothed RTT and variance, and judges each ping no
