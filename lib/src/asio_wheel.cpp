@@ -1,8 +1,8 @@
 // asio_wheel.cpp — arming the one steady_timer, and advancing the wheel when it fires.
 //
 // Invariant: while the wheel has a pending timer, either the steady_timer is armed at or before the
-// next occupied slot's time or exact deadline (armed_ / armed_at_), or an advance is posted (advance_posted_), or an
-// advance is running (advancing_) and will arm or post on its way out.
+// next occupied slot's time or exact deadline (armed_ / armed_at_), or an advance is posted
+// (advance_posted_), or an advance is running (advancing_) and will arm or post on its way out.
 #include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/error.hpp>
 

@@ -82,17 +82,18 @@ void timing_wheel::file_now(timer_node& t) noexcept {
     else file_later(t);
 }
 
-timing_wheel::placed timing_wheel::place_foreign(timer_node& t, std::uint64_t d) noexcept {
+timing_wheel::placed timing_wheel::claim_foreign(timer_node& t, std::uint64_t d) noexcept {
     t.wheel_->cancel(t);
-    return place_general(t, d);
+    return claim(t, d);
 }
 
 void timing_wheel::schedule_general(timer_node& t, std::uint64_t d) { check(place(t, d)); }
 
-timing_wheel::placed timing_wheel::place_general(timer_node& t, std::uint64_t d) noexcept {
+// Makes `t` pending here with deadline `d`, taken out of wherever it was pending, without filing it.
+timing_wheel::placed timing_wheel::claim(timer_node& t, std::uint64_t d) noexcept {
     if (t.wheel_ != nullptr) { // pending (a re-arm that stays in its store was handled by place_inline)
         if (t.wheel_ != this) [[unlikely]]
-            return place_foreign(t, d);
+            return claim_foreign(t, d);
         unlink(t);
         --size_;
     }
@@ -108,6 +109,11 @@ timing_wheel::placed timing_wheel::place_general(timer_node& t, std::uint64_t d)
     t.state_ = timer_state::pending;
     t.flags_ = 0;
     ++size_;
+    return placed::ok;
+}
+
+timing_wheel::placed timing_wheel::place_general(timer_node& t, std::uint64_t d) noexcept {
+    if (const placed p = claim(t, d); p != placed::ok) return p;
     if (d <= elapsed_ || &t == firing_) file_now(t);
     else file_later(t);
     return placed::ok;
@@ -156,31 +162,15 @@ void timing_wheel::unlink_exact(timer_node& t) noexcept {
 
 void timing_wheel::schedule_exact(timer_node& t, time_point deadline) {
     const std::uint64_t d = clamp(tick_ceil(deadline));
-    if (d != target_ + 1 || stopped_) { // not inside the next tick (target_ is the current one)
+    if (d != target_ + 1) { // not inside the next tick (target_ is the current one)
         schedule(t, deadline);
         return;
     }
     exact_.reserve(exact_.size() + 1); // may throw: nothing changed yet
-    if (t.wheel_ != nullptr) {
-        if (t.wheel_ != this) t.wheel_->cancel(t);
-        else {
-            unlink(t);
-            --size_;
-        }
-    }
-    if (size_ >= config_.max_pending) {
-        t.state_ = timer_state::cancelled;
-        t.wheel_ = nullptr;
-        throw_placed(placed::full);
-    }
-    exact_.push_back({saturating_sub(deadline, start_).count(), &t});
-    t.wheel_ = this;
-    t.deadline_ = d;
-    t.state_ = timer_state::pending;
-    t.flags_ = 0;
+    check(claim(t, d));
     t.slot_ = exact_slot;
-    t.pos_ = static_cast<std::uint32_t>(exact_.size() - 1);
-    ++size_;
+    t.pos_ = static_cast<std::uint32_t>(exact_.size());
+    exact_.push_back({saturating_sub(deadline, start_).count(), &t});
 }
 
 // At the start of an advance: exact timers whose deadline has come join the due store, with their
@@ -198,8 +188,7 @@ void timing_wheel::release_exact(time_point now) noexcept {
         timer_node& t = *e.t;
         const bool touched = t.deadline_ > tick_ceil(start_ + duration(e.ns));
         if (!touched && t.deadline_ > target_) t.deadline_ = target_;
-        if (t.deadline_ <= target_) push_due(t);
-        else file_later(t);
+        file_now(t);
     }
 }
 

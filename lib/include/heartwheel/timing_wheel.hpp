@@ -267,7 +267,8 @@ private:
     /// Any placement (place()); throws on failure. The out-of-line tail of schedule() and touch().
     void schedule_general(timer_node& t, std::uint64_t d);
     placed place_general(timer_node& t, std::uint64_t d) noexcept;
-    placed place_foreign(timer_node& t, std::uint64_t d) noexcept;
+    placed claim(timer_node& t, std::uint64_t d) noexcept;
+    placed claim_foreign(timer_node& t, std::uint64_t d) noexcept;
     placed make_room() noexcept;
     /// Files a timer that is due, or re-armed by its own callback (which waits if due by the target).
     void file_now(timer_node& t) noexcept;
