@@ -1,7 +1,8 @@
 // receive_test.cpp — liveness_stream::async_receive over real sockets on 127.0.0.1, TCP and TLS: a
 // receive that waits holds no read chunk (read_chunk::outstanding() stays 0), the bytes arrive whole
 // and in order however they are split (more than a chunk at once included), reads are recorded as
-// activity, end of stream and a policy close complete the receive with their errors. Bounded in time.
+// activity, a full chunk reads again on a later turn (never inside the caller's call), end of stream
+// and a policy close complete the receive with their errors. Bounded in time.
 #define BOOST_TEST_MODULE receive
 #include <boost/test/unit_test.hpp>
 
@@ -79,10 +80,13 @@ struct fixture {
         std::string got;
         std::error_code last;
         bool done = false, waiting = false;
+        bool starting = false, completed_inside_start = false; ///< a handler ran inside async_receive's call
         std::size_t receives = 0;
         void start() {
             waiting = true;
+            starting = true;
             c->stream().async_receive([this](std::error_code ec, net::read_chunk chunk) {
+                completed_inside_start = completed_inside_start || starting;
                 waiting = false;
                 if (ec) {
                     BOOST_TEST(chunk.empty());
@@ -96,6 +100,7 @@ struct fixture {
                 got.append(chunk.bytes());
                 start();
             });
+            starting = false;
         }
     };
 };
@@ -118,6 +123,9 @@ BOOST_FIXTURE_TEST_CASE(tcp_receive_waits_without_a_chunk_and_brings_every_byte,
     run_until([&] { return r.got.size() == 6 + big.size(); });
     BOOST_TEST((r.got.substr(6) == big));
     BOOST_TEST(r.receives >= 6u);
+    // A full chunk reads again on a later turn, never inside the caller's own async_receive call
+    // (a flooding peer would otherwise keep the thread, and the stack would grow with each chunk).
+    BOOST_TEST(!r.completed_inside_start);
     run_for(10ms);
     BOOST_TEST(r.waiting);
     BOOST_TEST(net::read_chunk::outstanding() == 0u);

@@ -15,9 +15,10 @@
 // async_receive is the read for servers with many quiet peers: it holds no buffer while it waits and
 // hands over the bytes in a read_chunk from the thread's pool. On a TCP socket it waits for
 // readability (async_wait) and then reads without blocking (the socket is put in non-blocking mode;
-// a read that filled its chunk tries again at once before waiting); on a TLS stream it waits with a
-// one-byte read — the record is then decrypted inside OpenSSL, and the rest of it (SSL_pending) is
-// read into the chunk; any other stream reads into a chunk taken up front (held while waiting).
+// a read that filled its chunk tries again on the executor's next turn, before waiting); on a TLS
+// stream it waits with a one-byte read — the record is then decrypted inside OpenSSL, and the rest of
+// it (SSL_pending) is read into the chunk; any other stream reads into a chunk taken up front (held
+// while waiting).
 #ifndef HEARTWHEEL_NET_LIVENESS_STREAM_HPP
 #define HEARTWHEEL_NET_LIVENESS_STREAM_HPP
 
@@ -27,6 +28,7 @@
 #include <asio/basic_stream_socket.hpp>
 #include <asio/buffer.hpp>
 #include <asio/compose.hpp>
+#include <asio/post.hpp>
 #include <asio/ssl/stream.hpp>
 
 #include <cstddef>
@@ -158,7 +160,13 @@ private:
             case step::start:
                 if (auto closed = c->observer->close_error()) return self.complete(closed, read_chunk{});
                 if constexpr (detail::is_stream_socket<NextLayer>::value) {
-                    if (c->more_waiting) return read_now(self);
+                    if (c->more_waiting) {
+                        // Bytes are likely there: read them on a later turn of the executor, not
+                        // inline, so the caller's handler never runs inside its own call and the
+                        // other connections' handlers get their turn first.
+                        at = step::waited;
+                        return asio::post(next->get_executor(), std::move(self));
+                    }
                     return wait(self);
                 } else if constexpr (detail::is_tls_stream<NextLayer>::value) {
                     at = step::probed;
