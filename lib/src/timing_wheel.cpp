@@ -128,7 +128,7 @@ std::uint64_t timing_wheel::tick_floor(time_point t) const noexcept {
 
 duration timing_wheel::remaining(const timer_node& t, time_point now) const noexcept {
     if (t.wheel_ != this) return duration::zero();
-    const auto left = saturating_sub(time_of(t.deadline_), now);
+    const auto left = saturating_sub(deadline(t), now);
     return left > duration::zero() ? left : duration::zero();
 }
 
@@ -153,7 +153,9 @@ void timing_wheel::unlink_special(timer_node& t) noexcept {
     }
 }
 
+// Leaves the timer with its deadline's tick (or the tick it was touched to) in deadline_.
 void timing_wheel::unlink_exact(timer_node& t) noexcept {
+    if (t.deadline_ == exact_mark) t.deadline_ = tick_ceil(start_ + duration(exact_[t.pos_].ns));
     const exact_entry last = exact_.back();
     exact_[t.pos_] = last;
     last.t->pos_ = t.pos_;
@@ -168,14 +170,16 @@ void timing_wheel::schedule_exact(timer_node& t, time_point deadline) {
     }
     exact_.reserve(exact_.size() + 1); // may throw: nothing changed yet
     check(claim(t, d));
+    t.deadline_ = exact_mark;
     t.slot_ = exact_slot;
     t.pos_ = static_cast<std::uint32_t>(exact_.size());
     exact_.push_back({saturating_sub(deadline, start_).count(), &t});
 }
 
 // At the start of an advance: exact timers whose deadline has come join the due store, with their
-// deadline rounded down to the advance's tick so that the batch fires them; one touched later since
-// is filed by its new deadline instead. Timers filed exact during this advance wait for the next one.
+// deadline rounded down to the advance's tick so that the batch fires them (a touch re-files a timer
+// at once, but one touched to exact_mark itself is filed by max_tick_ here). Timers filed exact during
+// this advance wait for the next one.
 void timing_wheel::release_exact(time_point now) noexcept {
     const std::int64_t now_ns = saturating_sub(now, start_).count();
     for (std::size_t i = 0; i < exact_.size();) {
@@ -184,9 +188,9 @@ void timing_wheel::release_exact(time_point now) noexcept {
             ++i;
             continue;
         }
-        unlink_exact(*e.t); // moves the last entry to i
         timer_node& t = *e.t;
-        const bool touched = t.deadline_ > tick_ceil(start_ + duration(e.ns));
+        const bool touched = t.deadline_ != exact_mark;
+        unlink_exact(t); // moves the last entry to i
         if (!touched && t.deadline_ > target_) t.deadline_ = target_;
         file_now(t);
     }
@@ -472,8 +476,11 @@ std::vector<timer_node*> timing_wheel::stop() {
                 take(t);
             }
         });
-    for (const exact_entry& e : exact_) take(e.t);
-    exact_.clear();
+    while (!exact_.empty()) {
+        timer_node* t = exact_.back().t;
+        unlink_exact(*t);
+        take(t);
+    }
     occupied_.fill(0);
     size_ = 0;
     limit_ = 0;
@@ -526,7 +533,8 @@ void timing_wheel::check_invariants() const {
         const timer_node* t = exact_[i].t;
         if (t->slot_ != exact_slot || t->pos_ != i) fail("exact timer's entry fields disagree with its list");
         if (t->state_ != timer_state::pending || t->wheel_ != this) fail("exact timer not pending here");
-        if (t->deadline_ < tick_ceil(start_ + duration(exact_[i].ns))) fail("exact timer's tick before its deadline");
+        if (t->deadline_ != exact_mark && t->deadline_ < tick_ceil(start_ + duration(exact_[i].ns)))
+            fail("exact timer touched to a tick before its deadline");
         ++count;
     }
     if (!pool_.empty(due_ ^ 1u)) fail("the idle due store holds timers");

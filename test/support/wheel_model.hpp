@@ -1,5 +1,5 @@
 // wheel_model.hpp — a reference model of timing_wheel and a harness that drives both with the same
-// schedule / cancel / reschedule / touch / destroy / advance operations and compares them. The choices
+// schedule / schedule_exact / cancel / reschedule / touch / destroy / advance operations and compares them. The choices
 // come from a source: a seeded RNG (test/unit/property_test.cpp) or a fuzzer's bytes
 // (fuzz/wheel_fuzz.cpp). The model is an ordered multimap of the timers
 // that may fire, keyed by deadline tick.
@@ -8,7 +8,10 @@
 // eligible in, whose target tick reaches its deadline tick; it becomes eligible at the next advance if
 // scheduled between advances, or if a callback scheduled it with a deadline not after the tick being
 // processed, or if its own callback re-armed it with a deadline not after the advance's target;
-// otherwise in the current advance.
+// otherwise in the current advance. schedule_exact() with a deadline inside the tick after the current
+// one keeps it exactly: the timer becomes eligible at the start of the first advance whose time is at
+// or past that deadline (with its tick rounded down to the advance's target at most), and a touch
+// re-files it as a schedule() of the new deadline would; any other deadline is a schedule().
 // Checked on every firing: it is in the model (exactly once, never after a cancel), its deadline tick
 // is reached (never early), and within one advance firing ticks never decrease (deadline order).
 // Checked after every advance: no eligible timer is left with a deadline at or before the target
@@ -23,6 +26,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
@@ -83,6 +87,7 @@ public:
         ++fired_;
         auto& m = model_[id];
         if (!m.pending || m.deferred) fail("timer " + std::to_string(id) + " fired while not eligible");
+        if (m.exact) fail("exact timer " + std::to_string(id) + " fired before its deadline");
         if (m.deadline > target_) fail("timer " + std::to_string(id) + " fired early");
         const std::uint64_t p = std::max(m.deadline, prev_target_);
         if (p < last_p_) fail("timers fired out of deadline order");
@@ -98,6 +103,8 @@ private:
     struct model_timer {
         bool pending = false;
         bool deferred = false; // eligible from the next advance
+        bool exact = false;    // filed by schedule_exact, waiting for exact_ns
+        std::int64_t exact_ns = 0;
         std::uint64_t deadline = 0;
         std::multimap<std::uint64_t, std::size_t>::iterator pos;
     };
@@ -126,9 +133,10 @@ private:
 
     void remove(std::size_t id) {
         auto& m = model_[id];
-        if (m.pending && !m.deferred) eligible_.erase(m.pos);
+        if (m.pending && !m.deferred && !m.exact) eligible_.erase(m.pos);
         if (m.pending && m.deferred) --deferred_count_;
-        m.pending = m.deferred = false;
+        if (m.pending && m.exact) exact_.erase(id);
+        m.pending = m.deferred = m.exact = false;
     }
 
     void model_schedule(std::size_t id, std::uint64_t deadline, bool in_callback) {
@@ -153,10 +161,28 @@ private:
         model_schedule(id, ceil_tick(deadline_ns), in_callback);
     }
 
+    void do_schedule_exact(std::size_t id, std::int64_t deadline_ns, bool in_callback) {
+        wheel_.schedule_exact(*nodes_[id], t0 + std::chrono::nanoseconds(deadline_ns));
+        if (ceil_tick(deadline_ns) != target_ + 1) return model_schedule(id, ceil_tick(deadline_ns), in_callback);
+        remove(id);
+        auto& m = model_[id];
+        m.pending = m.exact = true;
+        m.exact_ns = deadline_ns;
+        m.deadline = ceil_tick(deadline_ns);
+        exact_.insert(id);
+    }
+
+    // A deadline inside the next tick, or up to a tick either side of it.
+    std::int64_t near_deadline() {
+        const auto base = static_cast<std::int64_t>(target_) * tick_ns;
+        if (r(4) == 0) return base + static_cast<std::int64_t>(r(3 * tick_ns)) - tick_ns / 2;
+        return base + 1 + static_cast<std::int64_t>(r(tick_ns));
+    }
+
     void do_touch(std::size_t id, std::int64_t deadline_ns, bool in_callback) {
         const auto d = std::min(ceil_tick(deadline_ns), wheel_.max_tick());
         auto& m = model_[id];
-        const bool lazy = m.pending && d >= m.deadline;
+        const bool lazy = m.pending && !m.exact && d >= m.deadline;
         wheel_.touch(*nodes_[id], t0 + std::chrono::nanoseconds(deadline_ns));
         if (!lazy) {
             model_schedule(id, d, in_callback);
@@ -189,6 +215,7 @@ private:
         case 1: do_cancel(pick()); break;
         case 2: do_schedule(pick(), base_ns() + random_delay(), true); break;
         case 3: do_touch(pick(), base_ns() + random_delay(), true); break;
+        case 4: do_schedule_exact(pick(), near_deadline(), true); break;
         default: break;
         }
     }
@@ -206,6 +233,17 @@ private:
         ++advances_;
         prev_target_ = target_;
         target_ = std::max(floor_tick(now_ns_), prev_target_);
+        for (auto it = exact_.begin(); it != exact_.end();) {
+            auto& m = model_[*it];
+            if (m.exact_ns > now_ns_) {
+                ++it;
+                continue;
+            }
+            m.exact = false;
+            m.deadline = std::min(m.deadline, target_);
+            m.pos = eligible_.emplace(m.deadline, *it);
+            it = exact_.erase(it);
+        }
         last_p_ = 0;
         processing_ = prev_target_;
         wheel_.advance(t0 + std::chrono::nanoseconds(now_ns_));
@@ -217,7 +255,8 @@ private:
     void step() {
         const auto k = r(100);
         const std::int64_t now = now_ns_;
-        if (k < 30) do_schedule(pick(), now + random_delay(), false);
+        if (k < 25) do_schedule(pick(), now + random_delay(), false);
+        else if (k < 30) do_schedule_exact(pick(), near_deadline(), false);
         else if (k < 40) do_cancel(pick());
         else if (k < 55) do_touch(pick(), now + random_delay(), false);
         else if (k < 57) do_destroy(pick());
@@ -232,7 +271,7 @@ private:
     }
 
     void check_size() {
-        if (wheel_.size() != eligible_.size() + deferred_count_)
+        if (wheel_.size() != eligible_.size() + deferred_count_ + exact_.size())
             fail("size() " + std::to_string(wheel_.size()) + " disagrees with the model");
     }
 
@@ -243,6 +282,7 @@ private:
     std::multimap<std::uint64_t, std::size_t> eligible_;
     std::vector<std::size_t> deferred_;
     std::size_t deferred_count_ = 0;
+    std::set<std::size_t> exact_; ///< timers waiting exactly (schedule_exact)
     std::int64_t now_ns_ = 0;
     std::uint64_t target_ = 0, prev_target_ = 0, processing_ = 0, last_p_ = 0;
     static constexpr std::size_t none = ~std::size_t{0};

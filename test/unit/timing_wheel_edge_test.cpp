@@ -245,6 +245,37 @@ BOOST_AUTO_TEST_CASE(exact_deadlines_inside_the_next_tick) {
     BOOST_TEST(w.empty());
 }
 
+// A touch of an exact timer to a later deadline inside the same tick must not leave it firing at the
+// old deadline (before the new one): any touch files it by its new deadline's tick, as any timer.
+BOOST_AUTO_TEST_CASE(a_touched_exact_timer_is_never_early_for_its_new_deadline) {
+    heartwheel::wheel_config cfg;
+    cfg.tick = 10ms;
+    timing_wheel w(t0, cfg);
+    std::vector<int> log;
+    recording_timer a(log, 1), b(log, 2), c(log, 3);
+    w.advance(t0 + 12ms);
+    w.schedule_exact(a, t0 + 14ms);
+    w.schedule_exact(b, t0 + 15ms);
+    w.schedule_exact(c, t0 + 16ms);
+    BOOST_TEST((w.deadline(a) == t0 + 14ms)); // an exact timer reports its own deadline
+    BOOST_TEST((w.remaining(a, t0 + 12ms) == 2ms));
+    BOOST_TEST(w.touch(a, t0 + 14ms)); // even to the same deadline: re-filed, by its tick
+    w.touch(b, t0 + 18ms);             // later, same tick: by the tick, 20
+    w.touch_tick(c, 2);                // the tick API: the end of tick 2 (20 ms)
+    BOOST_TEST((w.deadline(b) == t0 + 20ms));
+    BOOST_TEST((w.next_wakeup() == t0 + 20ms)); // no exact wake-up left
+    w.check_invariants();
+    BOOST_TEST(w.advance(t0 + 19ms) == 0u); // at 16 (or 19) b would be early for 18
+    BOOST_TEST(w.advance(t0 + 20ms) == 3u);
+    BOOST_TEST(log == (std::vector<int>{1, 2, 3}));
+    // Cancelled while exact, its deadline still reads as a time of its own.
+    w.schedule_exact(a, t0 + 25ms);
+    BOOST_TEST(w.cancel(a));
+    BOOST_TEST((w.deadline(a) == t0 + 30ms));
+    BOOST_TEST(a.deadline_tick() == 3u);
+    w.check_invariants();
+}
+
 // A timer due exactly at a higher slot's start fires before that slot's other timers cascade: with
 // a million timers in the slot, it would otherwise wait for all of them to be re-filed.
 BOOST_AUTO_TEST_CASE(a_timer_due_at_a_slot_start_fires_before_the_slot_cascades) {

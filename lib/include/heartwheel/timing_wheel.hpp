@@ -18,7 +18,8 @@
 // Processing a slot of level L > 0 re-files ("cascades") its timers to lower levels, so each timer is
 // touched at most once per level and fires at the exact tick: never early, at most one tick late.
 // A timer filed by schedule_exact() (a deadline inside the next tick, kept exactly) waits outside the
-// slots, on a short list that each advance scans first; its deadline_ still holds its tick.
+// slots, on a short list that each advance scans first; its deadline_ holds a mark no tick can be, so
+// that any touch fails the lazy path and files it by its new deadline's tick (never early for it).
 // touch() only stores a later deadline; the timer is re-filed when its old slot comes due (a
 // schedule() into the slot of a deadline it was touched to leaves it there too).
 #ifndef HEARTWHEEL_TIMING_WHEEL_HPP
@@ -86,7 +87,8 @@ public:
     /// judgement that found its deadline not reached yet on the tick holding it, say). Such a timer
     /// waits outside the slots, in a short list each advance scans, and next_wakeup() returns its
     /// deadline when that is sooner than the next slot. Any other deadline is filed as schedule()
-    /// files it, at its tick. Throws as schedule() does.
+    /// files it, at its tick; so is the timer when touched (even to the same deadline) or re-armed.
+    /// Throws as schedule() does.
     void schedule_exact(timer_node& t, time_point deadline);
     std::error_code try_schedule(timer_node& t, time_point deadline) noexcept;
     /// Same, with the deadline already in ticks (the hot path of net/).
@@ -161,8 +163,13 @@ public:
     /// The last processed tick, and its time.
     std::uint64_t elapsed_tick() const noexcept { return elapsed_; }
     time_point now() const noexcept { return time_of(elapsed_); }
-    /// The real deadline of `t` (after any touch), rounded up to its tick.
-    time_point deadline(const timer_node& t) const noexcept { return time_of(t.deadline_); }
+    /// The real deadline of `t` (after any touch), rounded up to its tick; a pending exact timer's
+    /// (schedule_exact) own deadline.
+    time_point deadline(const timer_node& t) const noexcept {
+        if (t.deadline_ == exact_mark) [[unlikely]]
+            return start_ + duration(exact_[t.pos_].ns);
+        return time_of(t.deadline_);
+    }
     /// Time left until `t` fires, zero if due or not pending.
     duration remaining(const timer_node& t, time_point now) const noexcept;
 
@@ -206,8 +213,11 @@ private:
     static constexpr std::uint32_t no_store = 0xffff;
     /// The slot_ of a timer in exact_ (not a store of the pool: its pos_ indexes exact_).
     static constexpr std::uint32_t exact_slot = 0xfffe;
-    /// A timer filed by schedule_exact(): its deadline in ns after start_ (its deadline_ holds the
-    /// tick, so a touch works on it as on any timer).
+    /// The deadline_ of a timer in exact_, untouched: above any tick (max_tick_ < it), so touch_tick's
+    /// lazy path (a later tick only stores it) never applies and any touch re-files the timer. A touch
+    /// to exactly this value is stored; the timer is then filed by max_tick_ when released.
+    static constexpr std::uint64_t exact_mark = ~std::uint64_t{0};
+    /// A timer filed by schedule_exact(): its deadline in ns after start_.
     struct exact_entry {
         std::int64_t ns;
         timer_node* t;
