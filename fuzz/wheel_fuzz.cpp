@@ -1,8 +1,8 @@
 // wheel_fuzz.cpp — the timing wheel against the reference model of test/support/wheel_model.hpp.
 // The first byte picks the number of timers (1..64); the rest is read as the harness's choices
-// (schedule / cancel / touch / destroy / advance and their delays), so the fuzzer explores operation
-// sequences rather than random seeds. When the bytes run out the wheel is drained: every pending timer
-// must fire exactly once, never early, at most one tick late, in deadline order.
+// (schedule / schedule_exact / cancel / touch / destroy / advance and their delays), so the fuzzer
+// explores operation sequences rather than random seeds. When the bytes run out the wheel is drained:
+// every pending timer must fire exactly once, never early, at most one tick late, in deadline order.
 #include "fuzz_check.hpp"
 #include "wheel_model.hpp"
 

@@ -1,8 +1,8 @@
 // wheel_model.hpp — a reference model of timing_wheel and a harness that drives both with the same
-// schedule / schedule_exact / cancel / reschedule / touch / destroy / advance operations and compares them. The choices
-// come from a source: a seeded RNG (test/unit/property_test.cpp) or a fuzzer's bytes
-// (fuzz/wheel_fuzz.cpp). The model is an ordered multimap of the timers
-// that may fire, keyed by deadline tick.
+// schedule / schedule_exact / cancel / reschedule / touch / destroy / advance operations and compares
+// them. The choices come from a source: a seeded RNG (test/unit/property_test.cpp) or a fuzzer's
+// bytes (fuzz/wheel_fuzz.cpp). The model is an ordered multimap of the timers that may fire, keyed
+// by deadline tick, and a set of the timers waiting for an exact deadline.
 //
 // The model's rules (see timing_wheel.hpp): a timer fires in the first advance, from the one it became
 // eligible in, whose target tick reaches its deadline tick; it becomes eligible at the next advance if

@@ -268,7 +268,7 @@ BOOST_AUTO_TEST_CASE(a_touched_exact_timer_is_never_early_for_its_new_deadline) 
     BOOST_TEST(w.advance(t0 + 19ms) == 0u); // at 16 (or 19) b would be early for 18
     BOOST_TEST(w.advance(t0 + 20ms) == 3u);
     BOOST_TEST(log == (std::vector<int>{1, 2, 3}));
-    // Cancelled while exact, its deadline still reads as a time of its own.
+    // Cancelled while exact, it keeps its deadline's tick (30 ms), not the mark of the exact list.
     w.schedule_exact(a, t0 + 25ms);
     BOOST_TEST(w.cancel(a));
     BOOST_TEST((w.deadline(a) == t0 + 30ms));

@@ -51,7 +51,8 @@ public:
     /// Cancels the timer if it is pending; returns whether it was. Its callback will not run.
     bool cancel() noexcept;
 
-    /// The deadline in wheel ticks (meaningful while pending or after it fired).
+    /// The deadline in wheel ticks (meaningful while pending or after it fired; while it waits for an
+    /// exact deadline, schedule_exact, a mark above every tick: the wheel's deadline() has its time).
     std::uint64_t deadline_tick() const noexcept { return deadline_; }
 
     /// The wheel the node is pending in, or nullptr (a node that fired or was cancelled is in none).
