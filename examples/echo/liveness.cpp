@@ -12,6 +12,10 @@ asio_liveness::asio_liveness(worker& w, heartwheel::net::liveness_handler& handl
     arm(all_, cfg_.idle.all_idle, &asio_liveness::all_idle);
     arm(ping_, cfg_.heartbeat.interval, &asio_liveness::send_ping);
     arm(age_, cfg_.limits.max_age, &asio_liveness::max_age);
+    if (cfg_.timeouts.read_timeout.count() > 0) {
+        read_timeout_ = std::make_unique<timer>(w.io);
+        arm(*read_timeout_, cfg_.timeouts.read_timeout, &asio_liveness::read_timed_out);
+    }
 }
 
 asio_liveness::~asio_liveness() { *self_ = nullptr; }
@@ -30,6 +34,7 @@ void asio_liveness::handshake_started() { arm(handshake_, cfg_.limits.handshake_
 
 void asio_liveness::on_read(bool data) {
     read_since_ping_ = true;
+    if (read_timeout_) arm(*read_timeout_, cfg_.timeouts.read_timeout, &asio_liveness::read_timed_out);
     if (data) {
         arm(reader_, cfg_.idle.reader_idle, &asio_liveness::reader_idle);
         arm(all_, cfg_.idle.all_idle, &asio_liveness::all_idle);
@@ -118,6 +123,7 @@ void asio_liveness::decide(close_reason r) {
 void asio_liveness::close() {
     closed_ = true;
     for (timer* t : {&reader_, &writer_, &all_, &write_timeout_, &ping_, &miss_, &handshake_, &age_}) t->cancel();
+    if (read_timeout_) read_timeout_->cancel();
 }
 
 } // namespace echo

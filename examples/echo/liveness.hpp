@@ -44,6 +44,7 @@ private:
     void reader_idle() { decide(close_reason::reader_idle); }
     void writer_idle() { decide(close_reason::writer_idle); }
     void all_idle() { decide(close_reason::all_idle); }
+    void read_timed_out() { decide(close_reason::read_timeout); }
     void write_timed_out() { decide(close_reason::write_timeout); }
     void handshake_timed_out() { decide(close_reason::handshake_timeout); }
     void max_age() { decide(close_reason::max_age); }
@@ -57,6 +58,7 @@ private:
     std::shared_ptr<asio_liveness*> self_;
     bool closed_ = false;
     timer reader_, writer_, all_, write_timeout_, ping_, miss_, handshake_, age_;
+    std::unique_ptr<timer> read_timeout_; ///< only when configured (a pointer's cost otherwise)
     bool writing_ = false, read_since_ping_ = true;
     std::uint32_t misses_ = 0;
     heartwheel::time_point ping_sent_{};

@@ -67,6 +67,25 @@ class Transport:
             self.assertGreaterEqual(time.monotonic() - start, 0.29)
             self.assertIsNone(c.readline(timeout=2))  # closed after the BYE
 
+    def test_read_timeout_counts_every_byte(self):
+        """--read-timeout closes a peer that sends nothing; unlike reader idleness, any byte counts,
+        so a peer trickling a line one byte at a time is kept. Both timer modes implement it."""
+        for timers in ("wheel", "asio"):
+            with self.subTest(timers=timers), self.server("--timers", timers, "--read-timeout", "300") as srv:
+                start = time.monotonic()  # before connect: the server's clock starts after this
+                quiet = self.connect(srv)
+                line, _ = quiet.wait_for("BYE", timeout=5)
+                self.assertEqual(line, "BYE read-timeout")
+                self.assertGreaterEqual(time.monotonic() - start, 0.29)
+                self.assertIsNone(quiet.readline(timeout=2))  # closed after the BYE
+                trickle = self.connect(srv)
+                for _ in range(8):  # 0.8 s in all, a byte every 0.1 s
+                    trickle.send("x")
+                    time.sleep(0.1)
+                trickle.send("\n")
+                self.assertEqual(trickle.readline(), "x" * 8)  # still open: no BYE before the echo
+                trickle.close()
+
     def test_peer_answering_pings_survives(self):
         with self.server("--heartbeat-interval", "100", "--heartbeat-timeout", "80", "--heartbeat-misses", "2") as srv:
             c = self.connect(srv, answer_pings=True)
