@@ -155,7 +155,7 @@ void timing_wheel::unlink_special(timer_node& t) noexcept {
 
 // Leaves the timer with its deadline's tick (or the tick it was touched to) in deadline_.
 void timing_wheel::unlink_exact(timer_node& t) noexcept {
-    if (t.deadline_ == exact_mark) t.deadline_ = tick_ceil(start_ + duration(exact_[t.pos_].ns));
+    if (t.deadline_ == exact_mark) t.deadline_ = tick_ceil(exact_[t.pos_].at);
     const exact_entry last = exact_.back();
     exact_[t.pos_] = last;
     last.t->pos_ = t.pos_;
@@ -173,7 +173,7 @@ void timing_wheel::schedule_exact(timer_node& t, time_point deadline) {
     t.deadline_ = exact_mark;
     t.slot_ = exact_slot;
     t.pos_ = static_cast<std::uint32_t>(exact_.size());
-    exact_.push_back({saturating_sub(deadline, start_).count(), &t});
+    exact_.push_back({deadline, &t});
 }
 
 // At the start of an advance: exact timers whose deadline has come join the due store, with their
@@ -181,10 +181,9 @@ void timing_wheel::schedule_exact(timer_node& t, time_point deadline) {
 // at once, but one touched to exact_mark itself is filed by max_tick_ here). Timers filed exact during
 // this advance wait for the next one.
 void timing_wheel::release_exact(time_point now) noexcept {
-    const std::int64_t now_ns = saturating_sub(now, start_).count();
     for (std::size_t i = 0; i < exact_.size();) {
         const exact_entry e = exact_[i];
-        if (e.ns > now_ns) {
+        if (e.at > now) {
             ++i;
             continue;
         }
@@ -256,12 +255,12 @@ std::optional<time_point> timing_wheel::next_wakeup() const noexcept {
     std::optional<time_point> next;
     if (auto t = next_wakeup_tick()) next = time_of(*t);
     for (const exact_entry& e : exact_)
-        if (const time_point at = start_ + duration(e.ns); !next || at < *next) next = at;
+        if (!next || e.at < *next) next = e.at;
     return next;
 }
 
 time_point timing_wheel::filed_wakeup(const timer_node& t) const noexcept {
-    if (t.slot_ == exact_slot) return start_ + duration(exact_[t.pos_].ns);
+    if (t.slot_ == exact_slot) return exact_[t.pos_].at;
     return time_of(filed_wakeup_tick(t));
 }
 
@@ -533,7 +532,7 @@ void timing_wheel::check_invariants() const {
         const timer_node* t = exact_[i].t;
         if (t->slot_ != exact_slot || t->pos_ != i) fail("exact timer's entry fields disagree with its list");
         if (t->state_ != timer_state::pending || t->wheel_ != this) fail("exact timer not pending here");
-        if (t->deadline_ != exact_mark && t->deadline_ < tick_ceil(start_ + duration(exact_[i].ns)))
+        if (t->deadline_ != exact_mark && t->deadline_ < tick_ceil(exact_[i].at))
             fail("exact timer touched to a tick before its deadline");
         ++count;
     }

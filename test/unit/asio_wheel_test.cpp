@@ -56,9 +56,7 @@ BOOST_AUTO_TEST_CASE(handles_fire_in_order_never_early) {
 // ends (the margin is most of a second, for loaded and sanitized runs).
 BOOST_AUTO_TEST_CASE(an_exact_timer_wakes_the_driver_inside_its_tick) {
     asio::io_context io;
-    heartwheel::wheel_config cfg;
-    cfg.tick = 1s;
-    asio_wheel w(io.get_executor(), cfg);
+    asio_wheel w(io.get_executor(), {.tick = 1s});
     heartwheel::timer_handle h([] {});
     std::optional<heartwheel::time_point> fired_at;
     heartwheel::timer_handle probe([&] { fired_at = heartwheel::clock::now(); });

@@ -186,9 +186,7 @@ BOOST_AUTO_TEST_CASE(time_never_goes_backwards) {
 }
 
 BOOST_AUTO_TEST_CASE(coarse_tick_rounds_deadlines_up) {
-    heartwheel::wheel_config cfg;
-    cfg.tick = 10ms;
-    timing_wheel w(t0, cfg);
+    timing_wheel w(t0, {.tick = 10ms});
     std::vector<int> log;
     recording_timer a(log, 1);
     w.schedule(a, t0 + 15ms);
@@ -202,9 +200,7 @@ BOOST_AUTO_TEST_CASE(coarse_tick_rounds_deadlines_up) {
 // the tick's end; the wheel asks to be woken at it; cancel, re-arm, a later touch, destruction and
 // stop() treat it as any pending timer. Any other deadline is filed at its tick, as schedule() does.
 BOOST_AUTO_TEST_CASE(exact_deadlines_inside_the_next_tick) {
-    heartwheel::wheel_config cfg;
-    cfg.tick = 10ms;
-    timing_wheel w(t0, cfg);
+    timing_wheel w(t0, {.tick = 10ms});
     std::vector<int> log;
     recording_timer a(log, 1), b(log, 2), far(log, 3), touched(log, 4), gone(log, 5);
     w.advance(t0 + 12ms); // the current tick is 1 (10 ms)
@@ -248,9 +244,7 @@ BOOST_AUTO_TEST_CASE(exact_deadlines_inside_the_next_tick) {
 // A touch of an exact timer to a later deadline inside the same tick must not leave it firing at the
 // old deadline (before the new one): any touch files it by its new deadline's tick, as any timer.
 BOOST_AUTO_TEST_CASE(a_touched_exact_timer_is_never_early_for_its_new_deadline) {
-    heartwheel::wheel_config cfg;
-    cfg.tick = 10ms;
-    timing_wheel w(t0, cfg);
+    timing_wheel w(t0, {.tick = 10ms});
     std::vector<int> log;
     recording_timer a(log, 1), b(log, 2), c(log, 3);
     w.advance(t0 + 12ms);

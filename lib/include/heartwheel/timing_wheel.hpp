@@ -167,7 +167,7 @@ public:
     /// (schedule_exact) own deadline.
     time_point deadline(const timer_node& t) const noexcept {
         if (t.deadline_ == exact_mark) [[unlikely]]
-            return start_ + duration(exact_[t.pos_].ns);
+            return exact_[t.pos_].at;
         return time_of(t.deadline_);
     }
     /// Time left until `t` fires, zero if due or not pending.
@@ -217,9 +217,9 @@ private:
     /// lazy path (a later tick only stores it) never applies and any touch re-files the timer. A touch
     /// to exactly this value is stored; the timer is then filed by max_tick_ when released.
     static constexpr std::uint64_t exact_mark = ~std::uint64_t{0};
-    /// A timer filed by schedule_exact(): its deadline in ns after start_.
+    /// A timer filed by schedule_exact(), and its deadline.
     struct exact_entry {
-        std::int64_t ns;
+        time_point at;
         timer_node* t;
     };
     using pool = detail::slot_pool<store_count>;
