@@ -9,6 +9,8 @@
 #include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/net/connection.hpp>
 
+#include "tcp_segments.hpp"
+
 #include <asio/io_context.hpp>
 #include <asio/read.hpp>
 #include <asio/read_until.hpp>
@@ -140,6 +142,32 @@ BOOST_FIXTURE_TEST_CASE(close_sends_last_words_then_closes, fixture) {
     BOOST_TEST(got == "hello\nBYE bored\n");
     BOOST_TEST(closes(bored) == 1u);
     BOOST_TEST(counters.snapshot().closes_total() == 1u);
+}
+
+// The goodbye and the FIN leave in one segment: a close costs the peer (and, on loopback, the sender,
+// who pays for the receiver's softirq) one transmit and one receive, not two. Counted on the wire
+// with TCP_INFO while the connection lingers (the peer has not closed its end).
+BOOST_FIXTURE_TEST_CASE(last_words_and_fin_share_one_segment, fixture) {
+    net::liveness_config cfg;
+    std::shared_ptr<net::connection<tcp::socket>> c;
+    net::connection_hooks hooks;
+    hooks.last_words = [&](net::close_reason r) { c->send(std::string("BYE ") + net::to_string(r) + "\n"); };
+    net::connection_options opts;
+    opts.linger = 10s; // the socket stays open for TCP_INFO after the FIN
+    c = make(accept_one(), cfg, hooks, opts);
+    const int fd = c->lowest_layer().native_handle();
+    run_for(20ms); // the handshake's last acknowledgement is behind us
+    const auto before = tcp_segments_sent(fd);
+    c->close(net::close_reason::shutdown);
+    std::string got;
+    std::error_code ec;
+    run_until([&] { return c->output().empty(); });
+    run_for(20ms); // the FIN follows once the write completes
+    asio::read(peer, asio::dynamic_buffer(got), ec);
+    BOOST_TEST((ec == asio::error::eof));
+    BOOST_TEST(got == "BYE shutdown\n");
+    BOOST_TEST_REQUIRE(!c->closed()); // still lingering: the count below is this socket's
+    BOOST_TEST(tcp_segments_sent(fd) - before == 1u);
 }
 
 // A peer that never reads: the queue fills, can_read() turns false, nothing more is written, and the
