@@ -49,9 +49,11 @@ bool connection_liveness::scaled_reason(close_reason why) const noexcept {
 }
 
 request_tracker<std::uint64_t>& connection_liveness::requests() {
-    if (!requests_)
+    if (!requests_) {
         requests_ = std::make_unique<request_tracker<std::uint64_t>>(*svc_, handler_->completion_executor(), request_policy_,
                                                                      counters_);
+        if (closed_) requests_->close(errc::connection_closed); // first used after the close
+    }
     return *requests_;
 }
 
@@ -131,7 +133,7 @@ void connection_liveness::close() {
     if (write_timeout_) write_timeout_->stop();
     if (heartbeat_) heartbeat_->stop();
     limits_.stop();
-    if (requests_) requests_->fail_all(errc::connection_closed);
+    if (requests_) requests_->close(errc::connection_closed);
 }
 
 } // namespace heartwheel::net

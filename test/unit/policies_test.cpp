@@ -175,13 +175,38 @@ BOOST_AUTO_TEST_CASE(requests_fail_at_once_on_close) {
             live.requests().track(i, [&](std::error_code ec, request_state) { results.push_back(ec); });
         live.close();
         BOOST_TEST(live.requests().outstanding() == 0u);
+        // Tracked after the close: completes at once, while the liveness still lives, with no timer.
+        live.requests().track(5, [&](std::error_code ec, request_state) { results.push_back(ec); });
+        BOOST_TEST(live.requests().outstanding() == 0u);
+        BOOST_TEST(svc.wheel().empty());
+        io.poll();
+        BOOST_TEST(results.size() == 6u);
     }
     io.poll();
-    BOOST_TEST(results.size() == 5u);
+    BOOST_TEST(results.size() == 6u);
     for (auto ec : results) BOOST_TEST((ec == heartwheel::net::errc::connection_closed));
     BOOST_TEST(counters.snapshot().requests_failed_on_close == 5u);
+    BOOST_TEST(counters.snapshot().requests == 5u); // the late one never started
     BOOST_TEST(handler.closes.empty()); // closed by its owner: no policy decided it
     BOOST_TEST(svc.wheel().empty());
+}
+
+// A liveness closed before its requests were first used: the tracker made afterwards is closed too.
+BOOST_AUTO_TEST_CASE(requests_first_used_after_close_fail_at_once) {
+    asio::io_context io;
+    manual_service svc;
+    liveness_config cfg;
+    cfg.request.timeout = 10s;
+    liveness_recorder handler(io.get_executor());
+    connection_liveness live(svc, cfg, handler);
+    live.close();
+    std::vector<std::error_code> results;
+    live.requests().track(1, [&](std::error_code ec, request_state) { results.push_back(ec); });
+    BOOST_TEST(live.requests().outstanding() == 0u);
+    BOOST_TEST(svc.wheel().empty());
+    io.poll();
+    BOOST_TEST_REQUIRE(results.size() == 1u);
+    BOOST_TEST((results[0] == heartwheel::net::errc::connection_closed));
 }
 
 BOOST_AUTO_TEST_CASE(liveness_closes_with_a_reason_and_counts) {

@@ -87,7 +87,8 @@ public:
     void handshake_started() { limits_.handshake_started(); }
     void handshake_done() noexcept { limits_.handshake_done(); }
 
-    /// The connection's outstanding requests (made on first use, with config.request).
+    /// The connection's outstanding requests (made on first use, with config.request). After close()
+    /// a request tracked here completes at once with errc::connection_closed.
     request_tracker<std::uint64_t>& requests();
     bool closed() const noexcept { return closed_; }
     /// Stops every timer and fails outstanding requests; idempotent. No callback runs afterwards.

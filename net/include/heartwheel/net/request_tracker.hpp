@@ -3,8 +3,9 @@
 // track() starts a request (state queued) with a completion token: void(std::error_code,
 // request_state). mark_sent() records that it went out; complete() (a response arrived) cancels its
 // timer in O(1) and completes it with no error; expiry completes it with errc::timed_out and says
-// whether it was still queued or sent and unanswered; fail_all() (the connection closed) completes
-// every outstanding request at once with errc::connection_closed. Completions are posted to the
+// whether it was still queued or sent and unanswered; fail_all() completes every outstanding request
+// at once (errc::connection_closed by default); close() does that for good: a request tracked after
+// it completes at once with the same error, and no timer is filed for it. Completions are posted to the
 // handler's associated executor (the tracker's executor by default), so they work with callbacks,
 // futures and co_await alike, and never run inside a tracker call.
 // No pending handler outlives its tracker or its wheel: destroying the tracker completes every
@@ -65,6 +66,7 @@ public:
             [this](auto handler, Id rid, duration t) {
                 using entry_t = entry<std::decay_t<decltype(handler)>>;
                 auto e = std::make_unique<entry_t>(*this, rid, std::move(handler), ex_);
+                if (closed_) return e.release()->finish(closed_);
                 if (entries_.size() >= policy_.max_outstanding) return e.release()->finish(heartwheel::errc::wheel_full);
                 auto [it, inserted] = entries_.try_emplace(rid, e.get());
                 if (!inserted) return e.release()->finish(errc::duplicate_request);
@@ -95,6 +97,14 @@ public:
         for (auto& [id, e] : all) e->finish(ec);
         return all.size();
     }
+
+    /// Fails every outstanding request with `ec` and every later one at once (the connection
+    /// closed); returns how many were outstanding.
+    std::size_t close(std::error_code ec = errc::connection_closed) {
+        closed_ = ec;
+        return fail_all(ec);
+    }
+    bool closed() const noexcept { return static_cast<bool>(closed_); }
 
     std::size_t outstanding() const noexcept { return entries_.size(); }
     void on_timeout(on_timeout_fn fn) { on_timeout_ = std::move(fn); }
@@ -147,6 +157,7 @@ private:
     liveness_counters* counters_;
     std::unordered_map<Id, entry_base*> entries_;
     on_timeout_fn on_timeout_;
+    std::error_code closed_; ///< set by close(): what a later track() completes with
 };
 
 } // namespace heartwheel::net
