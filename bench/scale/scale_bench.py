@@ -19,7 +19,11 @@ the servers for the CPU). Per connection, the servers measure each judgement aga
 the deadline that connection missed (its last ping + the timeout): none may come before it (a
 failure), and how many come more than one tick after it (the target) is reported. Reported: when the closes began and ended, that per-connection lateness
 (histogram, mean, maximum), the closing burst's server CPU, the wheels' wake-up lateness during it
-and the server processes' run-queue wait (/proc/PID/schedstat: time runnable but waiting for a CPU).
+and the server processes' run-queue wait (/proc/PID/schedstat: time runnable but waiting for a CPU),
+and the machine's CPU over the phase (/proc/stat: busy, softirq, and steal: time the hypervisor gave
+this machine's virtual CPUs to someone else). Beside the servers, bench/scale/wake_probe (cyclictest's
+method: a plain thread sleeping to 1 ms deadlines) measures how late the machine itself wakes an
+ordinary thread over the same phase: the floor under the servers' per-connection lateness.
 Prints Markdown and writes JSON (--out).
     python3 bench/scale/scale_bench.py [--connections 100000] [--seconds 30]"""
 import argparse
@@ -36,6 +40,7 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 BUILD = os.environ.get("HEARTWHEEL_BUILD", os.path.join(ROOT, "build"))
 SERVER = os.path.join(BUILD, "examples", "echo_server")
 CLIENT = os.path.join(BUILD, "examples", "echo_client")
+PROBE = os.path.join(BUILD, "bench", "wake_probe")
 TICKS = os.sysconf("SC_CLK_TCK")
 PER_PROCESS = 15000  # connections per process, under a 20,000-descriptor limit with room for hashing skew
 JITTER = 0.1  # heartbeat interval ±10 %, as a deployment would run it (pings of connections made together spread)
@@ -64,6 +69,15 @@ def run_queue_wait(pids):
         wait += int(w)
         slices += int(n)
     return wait / 1e9, slices
+
+
+def machine_cpu():
+    """Machine-wide CPU seconds from /proc/stat: {busy, softirq, steal, idle}. Steal is time the
+    hypervisor ran something else while a virtual CPU here wanted to run."""
+    with open("/proc/stat") as f:
+        v = [int(x) / TICKS for x in f.readline().split()[1:9]]
+    user, nice, system, idle, iowait, irq, softirq, steal = v
+    return {"busy": user + nice + system + irq + softirq, "softirq": softirq, "steal": steal, "idle": idle + iowait}
 
 
 def sockstat_tcp():
@@ -145,7 +159,7 @@ def main():
     flags = ["--reuse-port", "--metrics", "127.0.0.1:0", "--max-connections", "25000", "--tick", str(tick),
              "--reader-idle", "3600000", "--heartbeat-interval", str(interval), "--heartbeat-timeout", str(timeout),
              "--heartbeat-misses", "1", "--heartbeat-jitter", str(JITTER), "--max-age", "7200000", "--shutdown-grace", "0"]
-    servers, mports, clients = [], [], []
+    servers, mports, clients, probe = [], [], [], None
     try:
         port = 0
         for i in range(procs):
@@ -179,6 +193,9 @@ def main():
             time.sleep(0.5)
         connect_s = time.monotonic() - t0
         time.sleep(2)  # the accept bursts are over
+        # The machine's own wake-up tail, read over the death phase: a plain thread sleeping to 1 ms
+        # deadlines at the servers' priority (started before the harness lowers its own).
+        probe = subprocess.Popen([PROBE, "1000", str(tick)], stdout=subprocess.PIPE, text=True)
         # The observer yields to what it observes: from here on this process (the scrapes, not the
         # servers and clients it started, which keep their priority) runs at the lowest priority.
         os.nice(19)
@@ -211,6 +228,8 @@ def main():
         wakes0 = total(after, "heartwheel_driver_wakeups_total")
         cpu2 = sum(proc_cpu_rss(p.pid)[0] for p in servers)
         rq0 = run_queue_wait([p.pid for p in servers])
+        m0 = machine_cpu()
+        probe.send_signal(signal.SIGUSR1)  # count from here
         for c in clients:
             c.send_signal(signal.SIGSTOP)
         death = time.monotonic()
@@ -228,6 +247,10 @@ def main():
         final = [scrape(m) for m in mports]
         cpu3 = sum(proc_cpu_rss(p.pid)[0] for p in servers)
         rq1 = run_queue_wait([p.pid for p in servers])
+        m1 = machine_cpu()
+        probe.send_signal(signal.SIGTERM)
+        wake = json.loads(probe.communicate(timeout=10)[0])
+        machine = {k: round(m1[k] - m0[k], 2) for k in m0}
         wakes = total(final, "heartwheel_driver_wakeups_total") - wakes0
         late_sum = total(final, "heartwheel_timer_lateness_seconds_sum") - total(after, "heartwheel_timer_lateness_seconds_sum")
         late_p99 = quantile(histogram(final, "heartwheel_timer_lateness_seconds"), late0, 0.99)
@@ -265,9 +288,12 @@ def main():
             "lateness_mean_ms": round(late_sum * 1000 / max(1, wakes), 2),
             "run_queue_wait_s": round(rq1[0] - rq0[0], 2),
             "run_queue_wait_per_slice_ms": round((rq1[0] - rq0[0]) * 1000 / max(1, rq1[1] - rq0[1]), 2),
+            "machine_cpu_s": machine, "burst_s": round(time.monotonic() - death, 2), "wake_probe": wake,
             "other_closes": {k: v for k, v in liveness_closes(final).items() if k != "heartbeat-timeout"},
         }
     finally:
+        if probe is not None and probe.poll() is None:
+            probe.kill()
         for c in clients:
             try:
                 c.send_signal(signal.SIGCONT)
@@ -321,6 +347,14 @@ def main():
     print(f"| wheels' wake-up lateness, mean | {d['lateness_mean_ms']} ms |")
     print(f"| servers' run-queue wait (schedstat): total / per time scheduled in | {d['run_queue_wait_s']} s / "
           f"{d['run_queue_wait_per_slice_ms']} ms |")
+    mc = d["machine_cpu_s"]
+    print(f"| machine over the phase ({d['burst_s']} s × {os.cpu_count()} cores): busy / of it softirq / stolen by the "
+          f"hypervisor | {mc['busy']} s / {mc['softirq']} s / {mc['steal']} s |")
+    w = d["wake_probe"]
+    print(f"| beside them, a plain thread sleeping to 1 ms deadlines (wake_probe): woken more than one tick / "
+          f"one tick + 2 ms late | {w['late_tick']} / {w['late_tick_2ms']} of {w['wakeups']} "
+          f"({100 * w['late_tick'] / max(1, w['wakeups']):.2f} %; servers' judgements: "
+          f"{100 * d['judged_later_than_one_tick'] / max(1, d['judged']):.2f} %), max {w['max_us'] / 1000:.1f} ms |")
     print(f"| other closes | {d['other_closes'] or 'none'} |")
     ok = (s["connections"] >= n and not s["liveness_closes"] and d["within_bounds"] and not d["other_closes"]
           and d["heartbeat_timeout_closes"] >= n and d["judged"] >= n and d["judged_early"] == 0)
