@@ -305,6 +305,7 @@ private:
         if (closed_) return;
         std::error_code ignored;
         stream_.lowest_layer().shutdown(asio::socket_base::shutdown_send, ignored);
+        half_closed_ = true;
         if (!linger_.pending()) finish_close();
     }
 
@@ -315,7 +316,9 @@ private:
         linger_.cancel();
         std::error_code ignored;
         auto& sock = stream_.lowest_layer();
-        sock.shutdown(asio::socket_base::shutdown_both, ignored);
+        // The FIN goes even if the descriptor was duplicated (close alone would not send it); after
+        // half_close it is out already, and a second shutdown would only wake the reactor for nothing.
+        if (!half_closed_) sock.shutdown(asio::socket_base::shutdown_both, ignored);
         sock.close(ignored);
         // The handler (typically the application's session) goes now: a closed connection calls
         // nothing more, and a session that holds the connection is not kept alive by it.
@@ -380,7 +383,7 @@ private:
     std::optional<close_reason> reason_;
     bool reads_are_idle_activity_, close_on_idle_;
     bool handshake_done_ = !is_tls;
-    bool writing_ = false, closing_ = false, closed_ = false, in_last_words_ = false;
+    bool writing_ = false, closing_ = false, closed_ = false, in_last_words_ = false, half_closed_ = false;
     bool was_above_ = false;
 };
 
