@@ -5,9 +5,9 @@
 // timer in O(1) and completes it with no error; expiry completes it with errc::timed_out and says
 // whether it was still queued or sent and unanswered; fail_all() completes every outstanding request
 // at once (errc::connection_closed by default); close() does that for good: a request tracked after
-// it completes at once with the same error, and no timer is filed for it. Completions are posted to the
-// handler's associated executor (the tracker's executor by default), so they work with callbacks,
-// futures and co_await alike, and never run inside a tracker call.
+// it completes at once with the same error, and no timer is filed for it. Completions are posted to
+// the handler's associated executor (the tracker's executor by default), so they work with
+// callbacks, futures and co_await alike, and never run inside a tracker call.
 // No pending handler outlives its tracker or its wheel: destroying the tracker completes every
 // request with errc::connection_closed, and a wheel that stops or is destroyed completes them with
 // errc::wheel_stopped (each entry is a detail::completion_node filed in the wheel; a request without
@@ -104,7 +104,6 @@ public:
         closed_ = ec;
         return fail_all(ec);
     }
-    bool closed() const noexcept { return static_cast<bool>(closed_); }
 
     std::size_t outstanding() const noexcept { return entries_.size(); }
     void on_timeout(on_timeout_fn fn) { on_timeout_ = std::move(fn); }
