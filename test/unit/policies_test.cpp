@@ -161,12 +161,18 @@ BOOST_AUTO_TEST_CASE(request_timeouts_say_queued_or_sent) {
     BOOST_TEST(svc.wheel().empty()); // its timer was cancelled
 }
 
-BOOST_AUTO_TEST_CASE(requests_fail_at_once_on_close) {
+namespace {
+/// A liveness's surroundings for the request tests: requests time out after 10 s.
+struct requests_fixture {
     asio::io_context io;
     manual_service svc;
     liveness_config cfg;
-    cfg.request.timeout = 10s;
-    liveness_recorder handler(io.get_executor());
+    liveness_recorder handler{io.get_executor()};
+    requests_fixture() { cfg.request.timeout = 10s; }
+};
+} // namespace
+
+BOOST_FIXTURE_TEST_CASE(requests_fail_at_once_on_close, requests_fixture) {
     std::vector<std::error_code> results;
     liveness_counters counters;
     {
@@ -192,12 +198,7 @@ BOOST_AUTO_TEST_CASE(requests_fail_at_once_on_close) {
 }
 
 // A liveness closed before its requests were first used: the tracker made afterwards is closed too.
-BOOST_AUTO_TEST_CASE(requests_first_used_after_close_fail_at_once) {
-    asio::io_context io;
-    manual_service svc;
-    liveness_config cfg;
-    cfg.request.timeout = 10s;
-    liveness_recorder handler(io.get_executor());
+BOOST_FIXTURE_TEST_CASE(requests_first_used_after_close_fail_at_once, requests_fixture) {
     connection_liveness live(svc, cfg, handler);
     live.close();
     std::vector<std::error_code> results;

@@ -135,6 +135,9 @@ public:
     using stream_type = liveness_stream<NextLayer>;
     using executor_type = typename NextLayer::executor_type;
     static constexpr bool is_tls = detail::is_tls_stream<NextLayer>::value;
+    /// Whether the lowest layer is a TCP socket (keepalive options, the goodbye's cork).
+    static constexpr bool is_tcp =
+        std::is_same_v<typename stream_type::lowest_layer_type::protocol_type, asio::ip::tcp>;
 
     /// `make_liveness(liveness_handler&)` returns a std::unique_ptr<Liveness> (wheel_liveness()).
     /// `handler` may be null (set_handler() later, or nothing to be told).
@@ -163,7 +166,7 @@ public:
 
     /// Applies the keepalive options to a TCP lowest layer (errors are returned, not thrown).
     std::error_code apply_socket_options(const keepalive_options& k) {
-        if constexpr (std::is_same_v<typename stream_type::lowest_layer_type::protocol_type, asio::ip::tcp>) {
+        if constexpr (is_tcp) {
             if (!k.enabled && k.user_timeout.count() == 0) return {};
             return apply_keepalive(stream_.lowest_layer(), k);
         } else {
@@ -291,7 +294,7 @@ private:
     // TCP_CORK, or if it fails, they go as two segments as before.
     void hold_tail_for_fin() noexcept {
 #ifdef TCP_CORK
-        if constexpr (std::is_same_v<typename stream_type::lowest_layer_type::protocol_type, asio::ip::tcp>) {
+        if constexpr (is_tcp) {
             const int on = 1;
             (void)::setsockopt(stream_.lowest_layer().native_handle(), IPPROTO_TCP, TCP_CORK, &on, sizeof on);
         }
