@@ -4,7 +4,9 @@ connection pinged and answering) and max age, then the death of every client at 
 The server processes share one port (--reuse-port), as many as the per-process descriptor limit
 needs; the echo_client processes spread their connections over source addresses of 127.0.0.0/8
 (--source), each address having its own ephemeral ports. Everything stays on 127.0.0.0/8. The
-heartbeat interval has ±10 % jitter, as deployed (connections made together spread their pings).
+heartbeat interval has ±10 % jitter, as deployed, and the clients make their connections over one
+heartbeat interval, as a long-running server's have arrived: pings, and so deaths, spread evenly over
+the interval (made within a few seconds, they would bunch there for many intervals to come).
 
 Phase 1 (steady): once every connection is up, a window of --seconds: total server RSS and per
 connection, kernel socket memory (/proc/net/sockstat, /proc/meminfo Slab), server CPU per 1,000
@@ -23,7 +25,10 @@ and the server processes' run-queue wait (/proc/PID/schedstat: time runnable but
 and the machine's CPU over the phase (/proc/stat: busy, softirq, and steal: time the hypervisor gave
 this machine's virtual CPUs to someone else). Beside the servers, bench/scale/wake_probe (cyclictest's
 method: a plain thread sleeping to 1 ms deadlines) measures how late the machine itself wakes an
-ordinary thread over the same phase: the floor under the servers' per-connection lateness.
+ordinary thread over the same phase: the floor under the servers' per-connection lateness. The
+phase's scrapes also make a time series: per quarter-second window, the late judgements, the probe's
+worst wake-up and the hypervisor's steal, so that the late judgements can be read against the moments
+the machine itself missed the tick.
 Prints Markdown and writes JSON (--out).
     python3 bench/scale/scale_bench.py [--connections 100000] [--seconds 30]"""
 import argparse
@@ -143,6 +148,46 @@ def liveness_closes(scrapes):
             if total(scrapes, f'heartwheel_closes_total{{reason="{r}"}}')}
 
 
+def series_point(scrapes, began, ended, servers, tick):
+    """One point of the death phase's time series: when the servers were scraped (monotonic seconds),
+    the running totals that consecutive points difference into a window, and the machine's steal."""
+    h = histogram(scrapes, "heartwheel_timer_lateness_seconds")
+    return {"began": began, "ended": ended,
+            "late": total(scrapes, "heartwheel_heartbeat_deaths_judged_late_total"),
+            "closed": total(scrapes, 'heartwheel_closes_total{reason="heartbeat-timeout"}'),
+            "wakes_late": h.get(math.inf, 0.0) - h.get(tick / 1000, 0.0),
+            "steal": machine_cpu()["steal"], "cpu": sum(proc_cpu_rss(p.pid)[0] for p in servers)}
+
+
+def line_up(series, probe_events, death, tick):
+    """Where the late judgements fell in time, against the machine's own wake-ups: for each window
+    between consecutive scrapes (from the start of the previous scrape to the end of this one: each
+    server was read somewhere in between), the late judgements in it, the worst late wake-up of the
+    plain thread beside the servers (wake_probe) overlapping it, and the hypervisor's steal. A window is
+    one where the machine itself missed the target when the probe woke more than one tick late in it
+    or in the window before (a server that lost the CPU that long works off a backlog after it)."""
+    windows, late_total, late_machine, machine_windows, missed_before = [], 0, 0, 0, False
+    for prev, cur in zip(series, series[1:]):
+        lo, hi = prev["began"], cur["ended"]
+        worst = max([ms for t, ms in probe_events if t < hi and t + ms / 1000 > lo], default=0.0)
+        missed = worst > tick
+        late = int(cur["late"] - prev["late"])
+        late_total += late
+        if missed or missed_before:
+            late_machine += late
+            machine_windows += 1
+        missed_before = missed
+        if late or missed:
+            windows.append({"from_s": round(prev["ended"] - death, 2), "to_s": round(cur["ended"] - death, 2),
+                            "judged_late": late, "wheel_wakeups_late": int(cur["wakes_late"] - prev["wakes_late"]),
+                            "probe_worst_ms": worst, "steal_ms": round((cur["steal"] - prev["steal"]) * 1000),
+                            "server_cpu_s": round(cur["cpu"] - prev["cpu"], 2)})
+    peak = max((cur["closed"] - prev["closed"]) / max(1e-3, cur["ended"] - prev["ended"])
+               for prev, cur in zip(series, series[1:])) if len(series) > 1 else 0.0
+    return {"windows": len(series) - 1, "peak_deaths_per_s": round(peak), "judged_late": late_total, "judged_late_where_the_machine_missed": late_machine,
+            "windows_where_the_machine_missed": machine_windows, "notable": windows}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--connections", type=int, default=100000)
@@ -175,13 +220,16 @@ def main():
         base_rss = sum(proc_cpu_rss(p.pid)[1] for p in servers)
         slab0 = slab_kib()
         per_client = math.ceil(n / procs)
+        # Connections made over one heartbeat interval, as a server's are after a while: their pings, and
+        # so their deaths, spread evenly over the interval instead of bunching where they were made.
+        stagger_us = max(100, interval * 1000 // per_client)
         for j in range(procs):
             count = min(per_client, n - j * per_client)
             # Four source addresses per client: ~3,750 connections each, far below the ~28,000 ports.
             src = f"127.1.{j}.1-127.1.{j}.4"
             clients.append(subprocess.Popen(
                 [CLIENT, "--quiet", "--connect", f"127.0.0.1:{port}", "--connections", str(count), "--send-interval",
-                 "0", "--answer-pings", "yes", "--duration", "3600000", "--connect-stagger-us", "100", "--source", src],
+                 "0", "--answer-pings", "yes", "--duration", "3600000", "--connect-stagger-us", str(stagger_us), "--source", src],
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
         t0 = time.monotonic()
         while True:
@@ -235,8 +283,12 @@ def main():
         death = time.monotonic()
         first = last = None
         limit = death + (interval + timeout) / 1000 + 30
+        series = [series_point(after, death, death, servers, tick)]
         while time.monotonic() < limit:
-            closed = total([scrape(m) for m in mports], 'heartwheel_closes_total{reason="heartbeat-timeout"}')
+            began = time.monotonic()
+            scrapes = [scrape(m) for m in mports]
+            series.append(series_point(scrapes, began, time.monotonic(), servers, tick))
+            closed = total(scrapes, 'heartwheel_closes_total{reason="heartbeat-timeout"}')
             now = time.monotonic() - death
             if closed > 0 and first is None:
                 first = now
@@ -250,6 +302,7 @@ def main():
         m1 = machine_cpu()
         probe.send_signal(signal.SIGTERM)
         wake = json.loads(probe.communicate(timeout=10)[0])
+        coincidence = line_up(series, wake.pop("late_events"), death, tick)
         machine = {k: round(m1[k] - m0[k], 2) for k in m0}
         wakes = total(final, "heartwheel_driver_wakeups_total") - wakes0
         late_sum = total(final, "heartwheel_timer_lateness_seconds_sum") - total(after, "heartwheel_timer_lateness_seconds_sum")
@@ -289,6 +342,7 @@ def main():
             "run_queue_wait_s": round(rq1[0] - rq0[0], 2),
             "run_queue_wait_per_slice_ms": round((rq1[0] - rq0[0]) * 1000 / max(1, rq1[1] - rq0[1]), 2),
             "machine_cpu_s": machine, "burst_s": round(time.monotonic() - death, 2), "wake_probe": wake,
+            "late_by_window": coincidence,
             "other_closes": {k: v for k, v in liveness_closes(final).items() if k != "heartbeat-timeout"},
         }
     finally:
@@ -332,6 +386,10 @@ def main():
     print(f"\n| every client stopped | value |\n|---|---:|")
     print(f"| closed heartbeat-timeout | {d['heartbeat_timeout_closes']} of {n} |")
     print(f"| first / last close after the stop | {d['first_close_s']} s / {d['all_closed_s']} s |")
+    c = d["late_by_window"]
+    span = (d["all_closed_s"] or 0) - (d["first_close_s"] or 0)
+    print(f"| closes per second: mean over the burst / busiest quarter second | {n / max(1e-3, span):.0f} / "
+          f"{c['peak_deaths_per_s']} |")
     print(f"| allowed window | {d['earliest_allowed_s']} s .. {d['latest_allowed_s']} s |")
     print(f"| within it | {'yes' if d['within_bounds'] else 'NO'} |")
     print(f"| judged dead, each against the deadline it missed (its last ping + the timeout) | {d['judged']} |")
@@ -355,6 +413,9 @@ def main():
           f"one tick + 2 ms late | {w['late_tick']} / {w['late_tick_2ms']} of {w['wakeups']} "
           f"({100 * w['late_tick'] / max(1, w['wakeups']):.2f} %; servers' judgements: "
           f"{100 * d['judged_later_than_one_tick'] / max(1, d['judged']):.2f} %), max {w['max_us'] / 1000:.1f} ms |")
+    print(f"| late judgements in the quarter-second windows where the plain thread itself woke more than one tick "
+          f"late (or in the window after one) | {c['judged_late_where_the_machine_missed']} of {c['judged_late']} "
+          f"({c['windows_where_the_machine_missed']} of {c['windows']} windows) |")
     print(f"| other closes | {d['other_closes'] or 'none'} |")
     ok = (s["connections"] >= n and not s["liveness_closes"] and d["within_bounds"] and not d["other_closes"]
           and d["heartbeat_timeout_closes"] >= n and d["judged"] >= n and d["judged_early"] == 0)

@@ -8,12 +8,16 @@
 //   wake_probe [PERIOD_US=1000] [TICK_MS=10]   SIGUSR1 starts the count afresh (the probe can be started early at
 //   the servers' priority and read over a later phase); SIGTERM or SIGINT ends it with one JSON object:
 //   {"wakeups":N,"late_1ms":..,"late_2ms":..,"late_5ms":..,"late_tick":..,"late_tick_2ms":..,
-//    "mean_us":..,"max_us":..}  (late_X: wake-ups more than X after their deadline)
+//    "mean_us":..,"max_us":..,"late_events":[[T,MS],..]}  (late_X: wake-ups more than X after their
+//   deadline; late_events: the first 4,096 wake-ups more than 2 ms late, each as its deadline T in
+//   seconds of CLOCK_MONOTONIC (Python's time.monotonic()) and its lateness in ms, so that the
+//   harness can line them up with its own time series)
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <vector>
 
 namespace {
 
@@ -52,6 +56,9 @@ int main(int argc, char** argv) {
     const std::int64_t bounds[] = {1 * ms, 2 * ms, 5 * ms, tick_ms * ms, (tick_ms + 2) * ms};
     std::uint64_t late[5] = {}, wakeups = 0;
     std::int64_t sum = 0, worst = 0;
+    struct event { std::int64_t deadline, lateness; };
+    std::vector<event> events;
+    events.reserve(4096); // allocated before the count starts: the loop never allocates
     std::int64_t deadline = now_ns() + period;
     while (!stop) {
         const timespec at = from_ns(deadline);
@@ -63,21 +70,27 @@ int main(int argc, char** argv) {
             wakeups = 0;
             sum = worst = 0;
             for (auto& n : late) n = 0;
+            events.clear();
         }
         ++wakeups;
         sum += lateness;
         if (lateness > worst) worst = lateness;
         for (int i = 0; i < 5; ++i)
             if (lateness > bounds[i]) ++late[i];
+        if (lateness > bounds[1] && events.size() < events.capacity()) events.push_back({deadline, lateness});
         deadline += period;
         if (deadline <= now) deadline = now + period - (now - deadline) % period; // skip what was missed
     }
     std::printf("{\"wakeups\":%llu,\"late_1ms\":%llu,\"late_2ms\":%llu,\"late_5ms\":%llu,\"late_tick\":%llu,"
-                "\"late_tick_2ms\":%llu,\"mean_us\":%.1f,\"max_us\":%.1f}\n",
+                "\"late_tick_2ms\":%llu,\"mean_us\":%.1f,\"max_us\":%.1f,\"late_events\":[",
                 static_cast<unsigned long long>(wakeups), static_cast<unsigned long long>(late[0]),
                 static_cast<unsigned long long>(late[1]), static_cast<unsigned long long>(late[2]),
                 static_cast<unsigned long long>(late[3]), static_cast<unsigned long long>(late[4]),
                 wakeups ? static_cast<double>(sum) / static_cast<double>(wakeups) / 1e3 : 0.0,
                 static_cast<double>(worst) / 1e3);
+    for (std::size_t i = 0; i < events.size(); ++i)
+        std::printf("%s[%.4f,%.2f]", i ? "," : "", static_cast<double>(events[i].deadline) / 1e9,
+                    static_cast<double>(events[i].lateness) / 1e6);
+    std::printf("]}\n");
     return 0;
 }
