@@ -152,10 +152,11 @@ def series_point(scrapes, began, ended, servers, tick):
     """One point of the death phase's time series: when the servers were scraped (monotonic seconds),
     the running totals that consecutive points difference into a window, and the machine's steal."""
     h = histogram(scrapes, "heartwheel_timer_lateness_seconds")
+    within_tick = max([b for b in h if b <= tick / 1000], default=None)  # the bucket bound at or below the tick
     return {"began": began, "ended": ended,
             "late": total(scrapes, "heartwheel_heartbeat_deaths_judged_late_total"),
             "closed": total(scrapes, 'heartwheel_closes_total{reason="heartbeat-timeout"}'),
-            "wakes_late": h.get(math.inf, 0.0) - h.get(tick / 1000, 0.0),
+            "wakes_late": h.get(math.inf, 0.0) - h.get(within_tick, 0.0),
             "steal": machine_cpu()["steal"], "cpu": sum(proc_cpu_rss(p.pid)[0] for p in servers)}
 
 
@@ -184,8 +185,9 @@ def line_up(series, probe_events, death, tick):
                             "server_cpu_s": round(cur["cpu"] - prev["cpu"], 2)})
     peak = max((cur["closed"] - prev["closed"]) / max(1e-3, cur["ended"] - prev["ended"])
                for prev, cur in zip(series, series[1:])) if len(series) > 1 else 0.0
-    return {"windows": len(series) - 1, "peak_deaths_per_s": round(peak), "judged_late": late_total, "judged_late_where_the_machine_missed": late_machine,
-            "windows_where_the_machine_missed": machine_windows, "notable": windows}
+    return {"windows": len(series) - 1, "peak_deaths_per_s": round(peak), "judged_late": late_total,
+            "judged_late_where_the_machine_missed": late_machine, "windows_where_the_machine_missed": machine_windows,
+            "notable": windows}
 
 
 def main():
@@ -229,7 +231,8 @@ def main():
             src = f"127.1.{j}.1-127.1.{j}.4"
             clients.append(subprocess.Popen(
                 [CLIENT, "--quiet", "--connect", f"127.0.0.1:{port}", "--connections", str(count), "--send-interval",
-                 "0", "--answer-pings", "yes", "--duration", "3600000", "--connect-stagger-us", str(stagger_us), "--source", src],
+                 "0", "--answer-pings", "yes", "--duration", "3600000", "--connect-stagger-us", str(stagger_us),
+                 "--source", src],
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
         t0 = time.monotonic()
         while True:
