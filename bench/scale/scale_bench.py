@@ -49,6 +49,7 @@ PROBE = os.path.join(BUILD, "bench", "wake_probe")
 TICKS = os.sysconf("SC_CLK_TCK")
 PER_PROCESS = 15000  # connections per process, under a 20,000-descriptor limit with room for hashing skew
 JITTER = 0.1  # heartbeat interval ±10 %, as a deployment would run it (pings of connections made together spread)
+HB_CLOSES = 'heartwheel_closes_total{reason="heartbeat-timeout"}'
 POLL = 0.25  # seconds between the death phase's scrapes (each scrape is work on every server's thread)
 
 
@@ -155,7 +156,7 @@ def series_point(scrapes, began, ended, servers, tick):
     within_tick = max([b for b in h if b <= tick / 1000], default=None)  # the bucket bound at or below the tick
     return {"began": began, "ended": ended,
             "late": total(scrapes, "heartwheel_heartbeat_deaths_judged_late_total"),
-            "closed": total(scrapes, 'heartwheel_closes_total{reason="heartbeat-timeout"}'),
+            "closed": total(scrapes, HB_CLOSES),
             "wakes_late": h.get(math.inf, 0.0) - h.get(within_tick, 0.0),
             "steal": machine_cpu()["steal"], "cpu": sum(proc_cpu_rss(p.pid)[0] for p in servers)}
 
@@ -291,7 +292,7 @@ def main():
             began = time.monotonic()
             scrapes = [scrape(m) for m in mports]
             series.append(series_point(scrapes, began, time.monotonic(), servers, tick))
-            closed = total(scrapes, 'heartwheel_closes_total{reason="heartbeat-timeout"}')
+            closed = series[-1]["closed"]
             now = time.monotonic() - death
             if closed > 0 and first is None:
                 first = now
@@ -324,7 +325,7 @@ def main():
         within = {f"{b * 1000:g}": int(h1[b] - h0.get(b, 0.0)) for b in sorted(h1) if b != math.inf}
         within2 = within.get(f"{tick + 2:g}")
         death_phase = {
-            "heartbeat_timeout_closes": int(total(final, 'heartwheel_closes_total{reason="heartbeat-timeout"}')),
+            "heartbeat_timeout_closes": int(total(final, HB_CLOSES)),
             "first_close_s": None if first is None else round(first, 3), "all_closed_s": None if last is None else round(last, 3),
             "earliest_allowed_s": earliest, "latest_allowed_s": round(latest, 3),
             "within_bounds": first is not None and last is not None and first >= earliest - 0.01 and last <= latest,

@@ -13,6 +13,7 @@
 //   seconds of CLOCK_MONOTONIC (Python's time.monotonic()) and its lateness in ms, so that the
 //   harness can line them up with its own time series)
 #include <csignal>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -57,8 +58,9 @@ int main(int argc, char** argv) {
     std::uint64_t late[5] = {}, wakeups = 0;
     std::int64_t sum = 0, worst = 0;
     struct event { std::int64_t deadline, lateness; };
+    constexpr std::size_t max_events = 4096;
     std::vector<event> events;
-    events.reserve(4096); // allocated before the count starts: the loop never allocates
+    events.reserve(max_events); // allocated before the count starts: the loop never allocates
     std::int64_t deadline = now_ns() + period;
     while (!stop) {
         const timespec at = from_ns(deadline);
@@ -77,7 +79,7 @@ int main(int argc, char** argv) {
         if (lateness > worst) worst = lateness;
         for (int i = 0; i < 5; ++i)
             if (lateness > bounds[i]) ++late[i];
-        if (lateness > bounds[1] && events.size() < events.capacity()) events.push_back({deadline, lateness});
+        if (lateness > bounds[1] && events.size() < max_events) events.push_back({deadline, lateness});
         deadline += period;
         if (deadline <= now) deadline = now + period - (now - deadline) % period; // skip what was missed
     }
