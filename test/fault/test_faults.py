@@ -81,6 +81,7 @@ class StatsWatcher:
     def __init__(self, srv):
         self.history, self.last = [], {}
         self.cond = threading.Condition()
+        self.finished = threading.Event()  # the output ended (after the 'final' line)
         threading.Thread(target=self._read, args=(srv.proc.stdout,), daemon=True).start()
 
     def _read(self, stream):
@@ -91,6 +92,7 @@ class StatsWatcher:
                     self.history.append((time.monotonic(), closes))
                     self.last = closes
                     self.cond.notify_all()
+        self.finished.set()
 
     def wait_until(self, pred, timeout):
         """The time of the first stats line whose closes satisfy pred; None on timeout."""
@@ -167,7 +169,13 @@ class Faults(unittest.TestCase):
             self.assertEqual(srv.proc.wait(timeout=10), 0)
 
     def test_peer_that_stops_reading_is_bounded_and_closed_by_write_timeout(self):
-        with self.server("--write-timeout", "1500") as srv:
+        # The close is read off the server's own count: the peer, which neither reads nor can send (the
+        # server stopped reading it, so its window is shut too), may not hear of it for a long time. Its
+        # zero-window probes back off exponentially, and a reset whose sequence number lies beyond its
+        # full receive window is dropped (RFC 5961). Once the server has counted the close, the peer
+        # reads: its window update reaches a socket that is gone, and the answer is a reset.
+        with self.server("--write-timeout", "1500", "--stats-interval", "50") as srv:
+            stats = StatsWatcher(srv)
             good = self.line(srv)
             self.assert_echoes(good, "hello")
             rss_before = peak_rss_kib(srv.proc.pid)
@@ -175,8 +183,8 @@ class Faults(unittest.TestCase):
             hog.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
             hog.setblocking(False)
             line = b"x" * 65535 + b"\n"
-            pending, pushed, start, closed_after = line, 0, time.monotonic(), None
-            while time.monotonic() - start < 20:
+            pending, pushed, start, reset_seen = line, 0, time.monotonic(), False
+            while time.monotonic() - start < 20 and not stats.last.get("write-timeout"):
                 _, writable, _ = select.select([], [hog], [], 0.05)
                 try:
                     if writable:
@@ -184,17 +192,32 @@ class Faults(unittest.TestCase):
                         pushed += n
                         pending = pending[n:] or line
                 except (BrokenPipeError, ConnectionResetError):
-                    closed_after = time.monotonic() - start
+                    reset_seen = True
                     break
+            closed_at = stats.wait_until(lambda c: c.get("write-timeout", 0) >= 1, timeout=5 if reset_seen else 0)
+            self.assertIsNotNone(closed_at, f"not closed by write-timeout after pushing {pushed} bytes: {stats.last}")
+            closed_after = closed_at - start
             self.assert_echoes(good, f"still here after {pushed} bytes pushed")
-            self.assertIsNotNone(closed_after, f"not closed after pushing {pushed} bytes")
+            if not reset_seen:  # the peer reads now, and meets the reset (or the FIN) within a bounded time
+                hog.settimeout(0.5)
+                deadline = time.monotonic() + 10
+                while not reset_seen and time.monotonic() < deadline:
+                    try:
+                        reset_seen = hog.recv(1 << 16) == b""
+                    except socket.timeout:
+                        pass
+                    except (BrokenPipeError, ConnectionResetError):
+                        reset_seen = True
+                self.assertTrue(reset_seen, "the peer's socket was not closed")
             growth = peak_rss_kib(srv.proc.pid) - rss_before
             self.assertLess(growth, 24 * 1024, f"server grew {growth} KiB for a non-reading peer")
             report(f"non-reader: pushed {pushed / 2**20:.1f} MiB, closed by write-timeout after {closed_after:.2f}s, "
                    f"server peak RSS +{growth / 1024:.1f} MiB")
             self.assert_echoes(good, "unaffected")
-            code, out, _ = srv.stop()
-            self.assertEqual(closes_of(out).get("write-timeout"), 1, out)
+            srv.proc.send_signal(signal.SIGTERM)
+            self.assertEqual(srv.proc.wait(timeout=10), 0)
+            self.assertTrue(stats.finished.wait(10), "no final line")
+            self.assertEqual(stats.last.get("write-timeout"), 1, stats.last)
 
     def test_slow_tls_handshake_and_garbage_closed_at_handshake_timeout(self):
         with tempdir() as d:
