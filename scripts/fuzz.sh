@@ -11,7 +11,8 @@ dir=$root/build-fuzz
 targets=${HEARTWHEEL_FUZZ_TARGETS:-line_framer control_line config wheel}
 
 CXX=clang++ bash "$root/scripts/build.sh" "$dir" -DCMAKE_CXX_COMPILER=clang++ -DHEARTWHEEL_BUILD_FUZZ=ON \
-  -DHEARTWHEEL_BUILD_TESTS=OFF -DHEARTWHEEL_BUILD_BENCH=OFF -DHEARTWHEEL_SANITIZE=address,undefined
+  -DHEARTWHEEL_BUILD_TESTS=OFF -DHEARTWHEEL_BUILD_BENCH=OFF -DHEARTWHEEL_SANITIZE=address,undefined \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" # libFuzzer's advice; line tables for the reports
 
 mkdir -p "$dir/artifacts"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

@@ -14,11 +14,13 @@ bash "$root/scripts/build.sh" "$root/build"
 
 if [[ ${HEARTWHEEL_SANITIZERS:-1} != 0 ]]; then
   # The package and benchmark checks do not apply to sanitizer builds (a consumer would need the same
-  # flags); everything else runs, end-to-end tests included.
+  # flags); everything else runs, end-to-end tests included. -O1 -g1 (the sanitizers' own advice: fast
+  # enough, and line tables for their reports) compiles in about half the time of -O2 -g.
   for san in address,undefined thread; do
     dir="$root/build-${san%%,*}"
     echo "== $san sanitizer build =="
-    bash "$root/scripts/build.sh" "$dir" -DHEARTWHEEL_SANITIZE="$san" -DHEARTWHEEL_BUILD_BENCH=OFF
+    bash "$root/scripts/build.sh" "$dir" -DHEARTWHEEL_SANITIZE="$san" -DHEARTWHEEL_BUILD_BENCH=OFF \
+      -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG"
     (cd "$dir" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
        TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
        ctest --output-on-failure -j "$jobs" --timeout 900 -LE package)
