@@ -94,6 +94,12 @@ class StatsWatcher:
                     self.cond.notify_all()
         self.finished.set()
 
+    def stop(self, srv):
+        """SIGTERM the server: its exit code, whether its output ended, and the closes of its last line."""
+        srv.proc.send_signal(signal.SIGTERM)
+        code = srv.proc.wait(timeout=10)
+        return code, self.finished.wait(10), self.last
+
     def wait_until(self, pred, timeout):
         """The time of the first stats line whose closes satisfy pred; None on timeout."""
         deadline = time.monotonic() + timeout
@@ -165,8 +171,7 @@ class Faults(unittest.TestCase):
                 self.assertGreaterEqual(mine.count("connected"), 2, mine)
                 self.assertTrue(any(l.startswith("reconnecting in ") for l in mine), mine)
             self.assertGreater(summary["responses"], 40, summary)
-            srv.proc.send_signal(signal.SIGTERM)
-            self.assertEqual(srv.proc.wait(timeout=10), 0)
+            self.assertEqual(stats.stop(srv)[0], 0)
 
     def test_peer_that_stops_reading_is_bounded_and_closed_by_write_timeout(self):
         # The close is read off the server's own count: the peer, which neither reads nor can send (the
@@ -183,7 +188,7 @@ class Faults(unittest.TestCase):
             hog.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
             hog.setblocking(False)
             line = b"x" * 65535 + b"\n"
-            pending, pushed, start, reset_seen = line, 0, time.monotonic(), False
+            pending, pushed, start, peer_saw_close = line, 0, time.monotonic(), False
             while time.monotonic() - start < 20 and not stats.last.get("write-timeout"):
                 _, writable, _ = select.select([], [hog], [], 0.05)
                 try:
@@ -192,32 +197,32 @@ class Faults(unittest.TestCase):
                         pushed += n
                         pending = pending[n:] or line
                 except (BrokenPipeError, ConnectionResetError):
-                    reset_seen = True
+                    peer_saw_close = True
                     break
-            closed_at = stats.wait_until(lambda c: c.get("write-timeout", 0) >= 1, timeout=5 if reset_seen else 0)
+            closed_at = stats.wait_until(lambda c: c.get("write-timeout", 0) >= 1, timeout=5 if peer_saw_close else 0)
             self.assertIsNotNone(closed_at, f"not closed by write-timeout after pushing {pushed} bytes: {stats.last}")
             closed_after = closed_at - start
             self.assert_echoes(good, f"still here after {pushed} bytes pushed")
-            if not reset_seen:  # the peer reads now, and meets the reset (or the FIN) within a bounded time
+            if not peer_saw_close:  # the peer reads now, and meets the reset (or the FIN) within a bounded time
                 hog.settimeout(0.5)
                 deadline = time.monotonic() + 10
-                while not reset_seen and time.monotonic() < deadline:
+                while not peer_saw_close and time.monotonic() < deadline:
                     try:
-                        reset_seen = hog.recv(1 << 16) == b""
+                        peer_saw_close = hog.recv(1 << 16) == b""
                     except socket.timeout:
                         pass
                     except (BrokenPipeError, ConnectionResetError):
-                        reset_seen = True
-                self.assertTrue(reset_seen, "the peer's socket was not closed")
+                        peer_saw_close = True
+                self.assertTrue(peer_saw_close, "the peer's socket was not closed")
             growth = peak_rss_kib(srv.proc.pid) - rss_before
             self.assertLess(growth, 24 * 1024, f"server grew {growth} KiB for a non-reading peer")
             report(f"non-reader: pushed {pushed / 2**20:.1f} MiB, closed by write-timeout after {closed_after:.2f}s, "
                    f"server peak RSS +{growth / 1024:.1f} MiB")
             self.assert_echoes(good, "unaffected")
-            srv.proc.send_signal(signal.SIGTERM)
-            self.assertEqual(srv.proc.wait(timeout=10), 0)
-            self.assertTrue(stats.finished.wait(10), "no final line")
-            self.assertEqual(stats.last.get("write-timeout"), 1, stats.last)
+            code, finished, closes = stats.stop(srv)
+            self.assertEqual(code, 0)
+            self.assertTrue(finished, "no final line")
+            self.assertEqual(closes.get("write-timeout"), 1, closes)
 
     def test_slow_tls_handshake_and_garbage_closed_at_handshake_timeout(self):
         with tempdir() as d:
