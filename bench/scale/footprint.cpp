@@ -4,11 +4,14 @@
 // and after each stage over N connections and divided by N.
 //   1. accepted sockets: the kernel descriptor and Asio's per-descriptor reactor state;
 //   2. sessions made (the session object: its line framer; the socket moves in at start);
-//   3. sessions started: the net::connection, its liveness (reader idle, heartbeat, max age on the
-//      wheel), the hooks, and the pending receive (which holds no buffer);
+//   3. sessions started: the net::connection (its socket, empty write queue and stream core), its
+//      liveness and the pending receive (which holds no buffer). The first half of the connections is
+//      started with the three policies off, the second half with them on: the first half's figure is
+//      the connection's own, the difference between the halves the liveness timers (reader idle,
+//      heartbeat, max age); the wheel's slot storage (timing_wheel::storage_bytes) is counted apart;
 // and, from the kernel, the slab memory per socket (/proc/meminfo Slab, both ends of each connection
 // are in this process, so the figure is halved; it includes the peers' sockets) and /proc/net/sockstat's TCP buffer pages.
-// Prints a Markdown table and a JSON line. Usage: footprint [connections] (default 5000).
+// Prints a Markdown table and a JSON line. Usage: footprint [connections] (default 5000, at least 2).
 #include "echo/session.hpp"
 #include "echo/worker.hpp"
 
@@ -70,6 +73,10 @@ long sockstat_tcp_mem_pages() {
 
 int main(int argc, char** argv) {
     const std::size_t n = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 5000;
+    if (n < 2) {
+        std::fprintf(stderr, "usage: footprint [connections >= 2] (two halves: policies off, then on)\n");
+        return 2;
+    }
     ::mallopt(M_ARENA_MAX, 1); // one arena: every allocation of this single thread is counted alike
 
     echo::server_options options;
@@ -112,23 +119,42 @@ int main(int argc, char** argv) {
     const long slab1 = meminfo_kib("Slab");
     for (std::size_t i = 0; i < accepted.size(); ++i) sessions.push_back(std::make_shared<session_type>(w));
     const std::size_t h2 = heap_in_use();
-    auto timing = heartwheel::net::wheel_liveness(w.wheel, options.live, &w.live_counters, &w.scale);
-    for (std::size_t i = 0; i < sessions.size(); ++i) sessions[i]->start(std::move(accepted[i]), timing);
-    w.io.poll(); // the receives are pending, nothing to read
-    const std::size_t h3 = heap_in_use();
+    // Started in two halves: the first with the three policies off, the second with them on.
+    heartwheel::net::liveness_config bare = options.live;
+    bare.idle.reader_idle = {};
+    bare.heartbeat.interval = {};
+    bare.limits.max_age = {};
+    const std::size_t half = n / 2;
+    const auto start = [&](std::size_t from, std::size_t to, const heartwheel::net::liveness_config& cfg) {
+        auto timing = heartwheel::net::wheel_liveness(w.wheel, cfg, &w.live_counters, &w.scale);
+        for (std::size_t i = from; i < to; ++i) sessions[i]->start(std::move(accepted[i]), timing);
+        w.io.poll(); // the receives are pending, nothing to read
+        return heap_in_use() - w.wheel.wheel().storage_bytes(); // the slot storage is counted apart
+    };
+    const std::size_t s0 = w.wheel.wheel().storage_bytes();
+    const std::size_t h3 = start(0, half, bare);
+    const std::size_t h4 = start(half, n, options.live);
+    const std::size_t s1 = w.wheel.wheel().storage_bytes();
     const long tcp_pages = sockstat_tcp_mem_pages();
 
     const double per = static_cast<double>(n);
     const double descriptor = static_cast<double>(h1 - h0) / per;
     const double session = static_cast<double>(h2 - h1) / per;
-    const double started = static_cast<double>(h3 - h2) / per;
+    const double connection = static_cast<double>(h3 + s0 - h2) / static_cast<double>(half);
+    const double timers = static_cast<double>(h4 - h3) / static_cast<double>(n - half) - connection;
+    const double slots = static_cast<double>(s1 - s0) / static_cast<double>(n - half);
+    const double total = descriptor + session + connection + timers + slots;
     const double kernel = static_cast<double>(slab1 - slab0) * 1024.0 / per / 2.0;
     std::printf("| part | bytes per idle connection |\n|---|---:|\n");
     std::printf("| Asio's reactor state for the descriptor | %.0f |\n", descriptor);
     std::printf("| session object (line framer; no read buffer) | %.0f |\n", session);
-    std::printf("| connection (socket, write queue), liveness (reader idle, heartbeat, max age), pending receive | %.0f |\n",
-                started);
-    std::printf("| **server user space, total** | **%.0f** |\n", descriptor + session + started);
+    std::printf("| connection (socket, empty write queue, stream core, liveness with no policy) and Asio's "
+                "pending receive | %.0f |\n", connection);
+    std::printf("| liveness timers: reader idle, heartbeat, max age | %.0f |\n", timers);
+    std::printf("| the wheel's slot storage for them (one pooled vector: its fixed part weighs less the more connections) | %.0f |\n", slots);
+    std::printf("| read buffer bytes held (an idle write queue holds none: footprint_test) | %llu |\n",
+                static_cast<unsigned long long>(counters.read_buffer_bytes.load()));
+    std::printf("| **server user space, total** | **%.0f** |\n", total);
     std::printf("| kernel slab per socket (approximate; /proc/meminfo) | %.0f |\n", kernel);
     std::printf("| read buffers held (heartwheel_read_buffers) | %llu |\n",
                 static_cast<unsigned long long>(counters.read_buffers.load()));
@@ -136,9 +162,9 @@ int main(int argc, char** argv) {
                 "TCP buffer pages in use (sockstat): %ld\n",
                 sizeof(session_type), sizeof(session_type::connection_type), sizeof(heartwheel::net::connection_liveness),
                 sizeof(tcp::socket), tcp_pages);
-    std::printf("{\"connections\":%zu,\"descriptor\":%.0f,\"session\":%.0f,\"started\":%.0f,\"total\":%.0f,"
-                "\"kernel_slab\":%.0f,\"read_buffers\":%llu}\n",
-                n, descriptor, session, started, descriptor + session + started, kernel,
+    std::printf("{\"connections\":%zu,\"descriptor\":%.0f,\"session\":%.0f,\"connection\":%.0f,\"timers\":%.0f,\"slots\":%.0f,"
+                "\"total\":%.0f,\"kernel_slab\":%.0f,\"read_buffers\":%llu}\n",
+                n, descriptor, session, connection, timers, slots, total, kernel,
                 static_cast<unsigned long long>(counters.read_buffers.load()));
     for (auto& s : sessions) s->abort();
     w.io.poll();

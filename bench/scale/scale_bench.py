@@ -53,6 +53,23 @@ HB_CLOSES = 'heartwheel_closes_total{reason="heartbeat-timeout"}'
 POLL = 0.25  # seconds between the death phase's scrapes (each scrape is work on every server's thread)
 
 
+def policy_flags(interval, timeout, tick):
+    """echo_server's flags for every benchmarked server: metrics, reader idle, heartbeat and max age on."""
+    return ["--metrics", "127.0.0.1:0", "--max-connections", "25000", "--tick", str(tick), "--reader-idle", "3600000",
+            "--heartbeat-interval", str(interval), "--heartbeat-timeout", str(timeout), "--heartbeat-misses", "1",
+            "--heartbeat-jitter", str(JITTER), "--max-age", "7200000", "--shutdown-grace", "0"]
+
+
+def start_server(flags, port=0):
+    """An echo_server on 127.0.0.1:port (0: any): (process, port, metrics port), read off its first lines."""
+    p = subprocess.Popen([SERVER, "--listen", f"127.0.0.1:{port}", *flags], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    if not line.startswith("listening on "):
+        raise SystemExit(f"echo_server did not start: {line!r} {p.stderr.read()}")
+    return p, int(line.strip().rsplit(":", 1)[1]), int(p.stdout.readline().strip().rsplit(":", 1)[1])
+
+
 def proc_cpu_rss(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
@@ -204,21 +221,14 @@ def main():
     n = a.connections
     procs = max(1, math.ceil(n / a.per_process))
     interval, timeout, tick = a.heartbeat_interval, a.heartbeat_timeout, a.tick
-    flags = ["--reuse-port", "--metrics", "127.0.0.1:0", "--max-connections", "25000", "--tick", str(tick),
-             "--reader-idle", "3600000", "--heartbeat-interval", str(interval), "--heartbeat-timeout", str(timeout),
-             "--heartbeat-misses", "1", "--heartbeat-jitter", str(JITTER), "--max-age", "7200000", "--shutdown-grace", "0"]
+    flags = ["--reuse-port", *policy_flags(interval, timeout, tick)]
     servers, mports, clients, probe = [], [], [], None
     try:
         port = 0
-        for i in range(procs):
-            p = subprocess.Popen([SERVER, "--listen", f"127.0.0.1:{port}", *flags], stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True)
-            line = p.stdout.readline()
-            if not line.startswith("listening on "):
-                raise SystemExit(f"server {i} did not start: {line!r} {p.stderr.read()}")
-            port = int(line.strip().rsplit(":", 1)[1])
-            mports.append(int(p.stdout.readline().strip().rsplit(":", 1)[1]))
+        for _ in range(procs):
+            p, port, mport = start_server(flags, port)
             servers.append(p)
+            mports.append(mport)
         time.sleep(0.5)
         base_rss = sum(proc_cpu_rss(p.pid)[1] for p in servers)
         slab0 = slab_kib()
