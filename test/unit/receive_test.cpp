@@ -4,17 +4,18 @@
 // activity, a full chunk reads again on a later turn (never inside the caller's call), end of stream
 // and a policy close complete the receive with their errors. Bounded in time.
 #define BOOST_TEST_MODULE receive
+#include <boost/mpl/list.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/net/connection.hpp>
 
+#include "self_signed.hpp"
+
 #include <asio/io_context.hpp>
 #include <asio/ssl/context.hpp>
 #include <asio/write.hpp>
 
-#include <openssl/evp.h>
-#include <openssl/x509.h>
 
 #include <functional>
 #include <memory>
@@ -27,23 +28,7 @@ using tls = asio::ssl::stream<tcp::socket>;
 
 namespace {
 
-// A throwaway self-signed P-256 certificate, made in memory.
-void use_self_signed(asio::ssl::context& ctx) {
-    EVP_PKEY* key = EVP_EC_gen("P-256");
-    X509* x = X509_new();
-    ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
-    X509_gmtime_adj(X509_getm_notBefore(x), 0);
-    X509_gmtime_adj(X509_getm_notAfter(x), 3600);
-    X509_set_pubkey(x, key);
-    X509_NAME* name = X509_get_subject_name(x);
-    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>("localhost"), -1, -1, 0);
-    X509_set_issuer_name(x, name);
-    X509_sign(x, key, EVP_sha256());
-    BOOST_REQUIRE(SSL_CTX_use_certificate(ctx.native_handle(), x) == 1);
-    BOOST_REQUIRE(SSL_CTX_use_PrivateKey(ctx.native_handle(), key) == 1);
-    X509_free(x);
-    EVP_PKEY_free(key);
-}
+using heartwheel::test::use_self_signed;
 
 struct fixture {
     asio::io_context io;
@@ -153,21 +138,25 @@ BOOST_FIXTURE_TEST_CASE(tcp_receive_is_reader_activity_and_a_policy_close_ends_i
     BOOST_TEST(net::read_chunk::outstanding() == 0u);
 }
 
-// TLS: the receive waits with a one-byte read (no chunk), then takes the rest of the record; records
-// sent back to back (one TCP segment, several records) all arrive without more bytes from the peer.
-BOOST_FIXTURE_TEST_CASE(tls_receive_waits_without_a_chunk_and_brings_every_record, fixture) {
-    use_self_signed(server_ctx);
-    client_ctx.set_verify_mode(asio::ssl::verify_none);
-    auto c = make(tls(accept_one(), server_ctx));
-    tls client(std::move(peer), client_ctx);
+// TLS, over both server streams: the receive waits without a chunk (asio::ssl::stream: a one-byte
+// read, then the rest of the record; net::tls_socket: readiness, then OpenSSL decrypts into the
+// chunk); records sent back to back (one TCP segment, several records) all arrive without more bytes
+// from the peer. The client is Asio's stream either way.
+using tls_servers = boost::mpl::list<tls, net::tls_socket>;
+BOOST_FIXTURE_TEST_CASE_TEMPLATE(tls_receive_waits_without_a_chunk_and_brings_every_record, Server, tls_servers,
+                                 fixture) {
+    use_self_signed(this->server_ctx);
+    this->client_ctx.set_verify_mode(asio::ssl::verify_none);
+    auto c = this->make(Server(this->accept_one(), this->server_ctx));
+    tls client(std::move(this->peer), this->client_ctx);
     bool server_ready = false, client_ready = false;
     c->async_handshake(asio::ssl::stream_base::server, [&](std::error_code ec) { server_ready = !ec; });
     client.async_handshake(asio::ssl::stream_base::client, [&](std::error_code ec) { client_ready = !ec; });
-    run_until([&] { return server_ready && client_ready; });
+    this->run_until([&] { return server_ready && client_ready; });
 
-    fixture::reader<net::connection<tls>> r(c);
+    fixture::reader<net::connection<Server>> r(c);
     r.start();
-    run_for(20ms);
+    this->run_for(20ms);
     BOOST_TEST(r.waiting);
     BOOST_TEST(net::read_chunk::outstanding() == 0u);
     std::string expected;
@@ -179,12 +168,12 @@ BOOST_FIXTURE_TEST_CASE(tls_receive_waits_without_a_chunk_and_brings_every_recor
     const std::string big(3 * net::read_chunk::capacity, 'B'); // several full records
     asio::write(client, asio::buffer(big));
     expected += big;
-    run_until([&] { return r.got.size() == expected.size(); });
+    this->run_until([&] { return r.got.size() == expected.size(); });
     BOOST_TEST((r.got == expected));
-    run_for(10ms);
+    this->run_for(10ms);
     BOOST_TEST(r.waiting);
     BOOST_TEST(net::read_chunk::outstanding() == 0u);
     client.lowest_layer().close();
-    run_until([&] { return r.done; });
+    this->run_until([&] { return r.done; });
     BOOST_TEST(!!r.last);
 }

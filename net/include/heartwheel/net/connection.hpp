@@ -179,7 +179,7 @@ public:
     /// errc::timed_out for the latter. Completion: void(std::error_code).
     template <class Token>
     auto async_handshake(asio::ssl::stream_base::handshake_type type, Token&& token) {
-        static_assert(is_tls, "async_handshake needs an asio::ssl::stream");
+        static_assert(is_tls, "async_handshake needs a TLS stream (net::tls_socket or asio::ssl::stream)");
         return asio::async_compose<Token, void(std::error_code)>(handshake_op{this->shared_from_this(), type},
                                                                  token, stream_.next_layer());
     }

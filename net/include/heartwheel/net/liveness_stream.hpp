@@ -15,14 +15,17 @@
 // async_receive is the read for servers with many quiet peers: it holds no buffer while it waits and
 // hands over the bytes in a read_chunk from the thread's pool. On a TCP socket it waits for
 // readability (async_wait) and then reads without blocking (the socket is put in non-blocking mode;
-// a read that filled its chunk tries again on the executor's next turn, before waiting); on a TLS
-// stream it waits with a one-byte read — the record is then decrypted inside OpenSSL, and the rest of
-// it (SSL_pending) is read into the chunk; any other stream reads into a chunk taken up front (held
-// while waiting).
+// a read that filled its chunk tries again on the executor's next turn, before waiting); on a
+// net::tls_socket the same, with OpenSSL decrypting into the chunk (it waits for writability instead
+// when OpenSSL must write first, and reads again without waiting while OpenSSL holds bytes); on an
+// asio::ssl::stream it waits with a one-byte read — the record is then decrypted inside OpenSSL, and
+// the rest of it (SSL_pending) is read into the chunk; any other stream reads into a chunk taken up
+// front (held while waiting).
 #ifndef HEARTWHEEL_NET_LIVENESS_STREAM_HPP
 #define HEARTWHEEL_NET_LIVENESS_STREAM_HPP
 
 #include <heartwheel/net/read_chunk.hpp>
+#include <heartwheel/net/tls_socket.hpp>
 
 #include <asio/async_result.hpp>
 #include <asio/basic_stream_socket.hpp>
@@ -62,6 +65,11 @@ template <class T>
 struct is_tls_stream : std::false_type {};
 template <class S>
 struct is_tls_stream<asio::ssl::stream<S>> : std::true_type {};
+template <>
+struct is_tls_stream<tls_socket> : std::true_type {};
+/// Streams whose receive waits for readiness and then reads without blocking.
+template <class T>
+inline constexpr bool waits_for_readiness = is_stream_socket<T>::value || std::is_same_v<T, tls_socket>;
 } // namespace detail
 
 template <class NextLayer>
@@ -159,7 +167,7 @@ private:
             switch (at) {
             case step::start:
                 if (auto closed = c->observer->close_error()) return self.complete(closed, read_chunk{});
-                if constexpr (detail::is_stream_socket<NextLayer>::value) {
+                if constexpr (detail::waits_for_readiness<NextLayer>) {
                     if (c->more_waiting) {
                         // Bytes are likely there: read them on a later turn of the executor, not
                         // inline, so the caller's handler never runs inside its own call and the
@@ -178,14 +186,14 @@ private:
                 }
             case step::waited:
                 if (ec || c->observer == nullptr) return finish(self, ec ? ec : asio::error::operation_aborted, 0);
-                if constexpr (detail::is_stream_socket<NextLayer>::value) return read_now(self);
+                if constexpr (detail::waits_for_readiness<NextLayer>) return read_now(self);
                 break;
             case step::probed:
                 if (ec || n == 0 || c->observer == nullptr) return finish(self, ec, 0);
                 chunk = read_chunk::take();
                 chunk.data()[0] = c->probe;
                 chunk.set_size(1);
-                if constexpr (detail::is_tls_stream<NextLayer>::value) {
+                if constexpr (detail::is_tls_stream<NextLayer>::value && !detail::waits_for_readiness<NextLayer>) {
                     // The rest of the record is decrypted already: this read completes without waiting.
                     if (::SSL_pending(next->native_handle()) > 0) {
                         at = step::read;
@@ -199,24 +207,38 @@ private:
         }
 
         template <class Self>
-        void wait(Self& self) {
+        void wait(Self& self, asio::socket_base::wait_type what = asio::socket_base::wait_read) {
             at = step::waited;
-            next->async_wait(asio::socket_base::wait_read, std::move(self));
+            next->lowest_layer().async_wait(what, std::move(self));
         }
 
         template <class Self>
         void read_now(Self& self) {
             std::error_code ec;
-            if (!next->non_blocking()) next->non_blocking(true, ec);
+            std::size_t n = 0;
+            auto what = asio::socket_base::wait_read;
             chunk = read_chunk::take();
-            const std::size_t n = ec ? 0 : next->read_some(asio::buffer(chunk.data(), read_chunk::capacity), ec);
+            if constexpr (std::is_same_v<NextLayer, tls_socket>) {
+                tls_socket::want w = tls_socket::want::nothing;
+                n = next->read_ready(chunk.data(), read_chunk::capacity, w, ec);
+                if (w == tls_socket::want::write) what = asio::socket_base::wait_write;
+            } else {
+                if (!next->non_blocking()) next->non_blocking(true, ec);
+                if (!ec) n = next->read_some(asio::buffer(chunk.data(), read_chunk::capacity), ec);
+            }
             if (ec == asio::error::would_block || ec == asio::error::try_again) {
                 chunk.reset(); // nothing there after all: wait holding nothing
                 c->more_waiting = false;
-                return wait(self);
+                return wait(self, what);
             }
-            c->more_waiting = n == read_chunk::capacity;
+            c->more_waiting = n == read_chunk::capacity || has_pending();
             finish(self, ec, n);
+        }
+
+        /// Bytes that no readiness of the socket would announce (OpenSSL's, for a tls_socket).
+        bool has_pending() const noexcept {
+            if constexpr (std::is_same_v<NextLayer, tls_socket>) return c->observer != nullptr && next->has_pending();
+            else return false;
         }
 
         template <class Self>

@@ -1,0 +1,130 @@
+// tls_socket.cpp — the OpenSSL calls and their outcomes; see tls_socket.hpp.
+#include <heartwheel/net/tls_socket.hpp>
+
+#include <asio/ip/address.hpp>
+#include <asio/ssl/error.hpp>
+
+#include <openssl/err.h>
+#include <openssl/x509v3.h>
+
+#include <cerrno>
+#include <utility>
+
+namespace heartwheel::net {
+
+namespace {
+
+std::error_code ssl_error(unsigned long e) {
+    return {static_cast<int>(e), asio::error::get_ssl_category()};
+}
+
+} // namespace
+
+tls_socket::tls_socket(next_layer_type socket, asio::ssl::context& context)
+    : socket_(std::move(socket)), ssl_(::SSL_new(context.native_handle())) {
+    if (ssl_ == nullptr) throw std::system_error(ssl_error(::ERR_get_error()), "SSL_new");
+    // Records go out one at a time (a write completes with what one record took), the retry of a
+    // write may come from a moved buffer, and idle connections give their record buffers back.
+    ::SSL_set_mode(ssl_, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
+    std::error_code ec;
+    socket_.non_blocking(true, ec); // OpenSSL's reads and writes must not block the thread
+    if (ec || ::SSL_set_fd(ssl_, static_cast<int>(socket_.native_handle())) != 1) {
+        ::SSL_free(ssl_);
+        throw std::system_error(ec ? ec : ssl_error(::ERR_get_error()), "tls_socket: the socket");
+    }
+}
+
+tls_socket::tls_socket(tls_socket&& other) noexcept
+    : socket_(std::move(other.socket_)), ssl_(std::exchange(other.ssl_, nullptr)) {}
+
+tls_socket::~tls_socket() {
+    if (ssl_ != nullptr) ::SSL_free(ssl_); // before the socket closes its descriptor
+}
+
+void tls_socket::set_host(const std::string& host) {
+    X509_VERIFY_PARAM* param = ::SSL_get0_param(ssl_);
+    std::error_code ec;
+    asio::ip::make_address(host, ec);
+    if (!ec) { // an address: matched against the certificate's IP entries, and no SNI (RFC 6066, 3)
+        ::X509_VERIFY_PARAM_set1_ip_asc(param, host.c_str());
+        return;
+    }
+    ::X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+    ::SSL_set1_host(ssl_, host.c_str());
+    ::SSL_set_tlsext_host_name(ssl_, host.c_str());
+}
+
+namespace {
+
+/// What an OpenSSL call that returned `ret` (not success) means: a wait, or an error.
+std::error_code failure(SSL* ssl, int ret, tls_socket::want& w) {
+    w = tls_socket::want::nothing;
+    const int saved_errno = errno;
+    switch (::SSL_get_error(ssl, ret)) {
+    case SSL_ERROR_WANT_READ: w = tls_socket::want::read; return {};
+    case SSL_ERROR_WANT_WRITE: w = tls_socket::want::write; return {};
+    case SSL_ERROR_ZERO_RETURN: return asio::error::eof; // the peer's close_notify
+    case SSL_ERROR_SYSCALL: {
+        if (const unsigned long e = ::ERR_get_error()) return ssl_error(e);
+        if (saved_errno != 0) return {saved_errno, std::system_category()}; // e.g. a reset
+        return asio::ssl::error::stream_truncated; // a TCP close without close_notify
+    }
+    case SSL_ERROR_SSL: {
+        const unsigned long e = ::ERR_get_error();
+        if (ERR_GET_REASON(e) == SSL_R_UNEXPECTED_EOF_WHILE_READING) return asio::ssl::error::stream_truncated;
+        return ssl_error(e);
+    }
+    default: return ssl_error(::ERR_get_error());
+    }
+}
+
+} // namespace
+
+tls_socket::outcome tls_socket::handshake(handshake_type type) {
+    ::ERR_clear_error();
+    errno = 0;
+    if (::SSL_in_before(ssl_) == 1) { // the first try only: setting the side again would restart it
+        if (type == handshake_type::client) ::SSL_set_connect_state(ssl_);
+        else ::SSL_set_accept_state(ssl_);
+    }
+    const int ret = ::SSL_do_handshake(ssl_);
+    outcome o;
+    if (ret != 1) o.ec = failure(ssl_, ret, o.wait);
+    return o;
+}
+
+tls_socket::outcome tls_socket::read(asio::mutable_buffer b) {
+    outcome o;
+    if (b.size() == 0) return o;
+    o.n = read_ready(b.data(), b.size(), o.wait, o.ec);
+    if (o.ec == asio::error::would_block) o.ec = {};
+    return o;
+}
+
+std::size_t tls_socket::read_ready(void* data, std::size_t size, want& w, std::error_code& ec) {
+    ::ERR_clear_error();
+    errno = 0;
+    std::size_t n = 0;
+    const int ret = ::SSL_read_ex(ssl_, data, size, &n);
+    w = want::nothing;
+    ec = {};
+    if (ret == 1) return n;
+    ec = failure(ssl_, ret, w);
+    if (w != want::nothing) ec = asio::error::would_block;
+    return 0;
+}
+
+tls_socket::outcome tls_socket::write(asio::const_buffer b) {
+    outcome o;
+    if (b.size() == 0) return o;
+    ::ERR_clear_error();
+    errno = 0;
+    const int ret = ::SSL_write_ex(ssl_, b.data(), b.size(), &o.n);
+    if (ret != 1) {
+        o.n = 0;
+        o.ec = failure(ssl_, ret, o.wait);
+    }
+    return o;
+}
+
+} // namespace heartwheel::net
