@@ -146,7 +146,7 @@ void server::accept() {
 
 void server::start_session(worker& w, asio::ip::tcp::socket socket) {
     using tcp = asio::ip::tcp::socket;
-    using tls = asio::ssl::stream<tcp>;
+    using tls = heartwheel::net::tls_socket; // OpenSSL on the descriptor: no record buffers of its own
     using heartwheel::net::connection_liveness;
     const bool wheel = options_.timers == timer_mode::wheel;
     auto wheel_timing = heartwheel::net::wheel_liveness(w.wheel, options_.live, &w.live_counters, &w.scale);
