@@ -9,16 +9,22 @@
 //      started with the three policies off, the second half with them on: the first half's figure is
 //      the connection's own, the difference between the halves the liveness timers (reader idle,
 //      heartbeat, max age); the wheel's slot storage (timing_wheel::storage_bytes) is counted apart;
+//   4. TLS: M connections (at most 2,000) over net::tls_socket, made by a child process (so that the
+//      clients' OpenSSL state is not in this heap) and measured once every handshake is done and each
+//      connection waits for bytes; what they hold beyond a TCP connection's parts is OpenSSL's state;
 // and, from the kernel, the slab memory per socket (/proc/meminfo Slab, both ends of each connection
 // are in this process, so the figure is halved; it includes the peers' sockets) and /proc/net/sockstat's TCP buffer pages.
 // Prints a Markdown table and a JSON line. Usage: footprint [connections] (default 5000, at least 2).
 #include "echo/session.hpp"
 #include "echo/worker.hpp"
+#include "self_signed.hpp" // test/support: a throwaway certificate made in memory
 
 #include <asio/ip/tcp.hpp>
 
 #include <arpa/inet.h>
 #include <malloc.h>
+#include <poll.h>
+#include <sys/wait.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -26,6 +32,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -67,6 +74,76 @@ long sockstat_tcp_mem_pages() {
             }
     }
     return 0;
+}
+
+// The child's side: m blocking TLS clients (no verification), then a byte on `done`, then it holds
+// them until a byte comes on `quit`.
+[[noreturn]] void tls_clients(std::uint16_t port, std::size_t m, int done, int quit) {
+    SSL_CTX* ctx = ::SSL_CTX_new(::TLS_client_method());
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(port);
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    for (std::size_t i = 0; i < m; ++i) {
+        const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        SSL* ssl = ctx == nullptr ? nullptr : ::SSL_new(ctx);
+        if (fd < 0 || ssl == nullptr || ::connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) != 0 ||
+            ::SSL_set_fd(ssl, fd) != 1 || ::SSL_connect(ssl) != 1)
+            ::_exit(1);
+    }
+    char c = 1;
+    if (::write(done, &c, 1) != 1) ::_exit(1);
+    const ssize_t got = ::read(quit, &c, 1);
+    ::_exit(got == 1 ? 0 : 1);
+}
+
+// Heap bytes per idle TLS connection of the server (every part) over `Stream`, over m connections; 0
+// on failure.
+template <class Stream>
+double tls_heap_per_connection(echo::worker& w, const heartwheel::net::liveness_config& cfg, std::size_t m) {
+    asio::ssl::context ctx(asio::ssl::context::tls_server);
+    heartwheel::test::self_signed().use(ctx);
+    tcp::acceptor acceptor(w.io, {asio::ip::make_address("127.0.0.1"), 0});
+    acceptor.listen(4096);
+    int done[2], quit[2];
+    if (::pipe(done) != 0 || ::pipe(quit) != 0) return 0;
+    using tls_session = echo::session<Stream, heartwheel::net::connection_liveness>;
+    std::vector<std::shared_ptr<tls_session>> sessions;
+    sessions.reserve(m);
+    auto timing = heartwheel::net::wheel_liveness(w.wheel, cfg, &w.live_counters, &w.scale);
+    std::function<void()> accept = [&] {
+        acceptor.async_accept([&](std::error_code ec, tcp::socket socket) {
+            if (ec) return;
+            sessions.push_back(std::make_shared<tls_session>(w));
+            sessions.back()->start(Stream(std::move(socket), ctx), timing);
+            accept();
+        });
+    };
+    accept();
+    const std::size_t h0 = heap_in_use();
+    const pid_t child = ::fork();
+    if (child == 0) tls_clients(acceptor.local_endpoint().port(), m, done[1], quit[0]);
+    pollfd reported{done[0], POLLIN, 0};
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (child > 0 && ::poll(&reported, 1, 0) == 0 && std::chrono::steady_clock::now() < give_up) {
+        w.io.restart();
+        w.io.run_for(std::chrono::milliseconds(10));
+    }
+    w.io.restart();
+    w.io.run_for(std::chrono::milliseconds(200)); // the server's side of the last handshakes
+    acceptor.close();
+    w.io.poll();
+    const std::size_t h1 = heap_in_use();
+    const bool ok = child > 0 && reported.revents != 0 && sessions.size() == m;
+    for (auto& s : sessions) s->abort();
+    w.io.poll();
+    char c = 1;
+    if (::write(quit[1], &c, 1) != 1) return 0;
+    int status = 0;
+    if (child > 0) ::waitpid(child, &status, 0);
+    for (int fd : {done[0], done[1], quit[0], quit[1]}) ::close(fd);
+    if (!ok || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return 0;
+    return static_cast<double>(h1 - h0) / static_cast<double>(m);
 }
 
 } // namespace
@@ -145,6 +222,16 @@ int main(int argc, char** argv) {
     const double slots = static_cast<double>(s1 - s0) / static_cast<double>(n - half);
     const double total = descriptor + session + connection + timers + slots;
     const double kernel = static_cast<double>(slab1 - slab0) * 1024.0 / per / 2.0;
+    const std::uint64_t idle_read_buffers = counters.read_buffers.load(), idle_read_bytes = counters.read_buffer_bytes.load();
+    for (auto& s : sessions) s->abort();
+    w.io.poll();
+    for (int fd : clients) ::close(fd);
+    sessions.clear();
+
+    const std::size_t m = n < 4000 ? n / 2 : 2000;
+    const double tls_total = tls_heap_per_connection<heartwheel::net::tls_socket>(w, options.live, m);
+    const double tls_state = tls_total - (descriptor + session + connection + timers);
+    const double asio_tls_total = tls_heap_per_connection<asio::ssl::stream<tcp::socket>>(w, options.live, m);
     std::printf("| part | bytes per idle connection |\n|---|---:|\n");
     std::printf("| Asio's reactor state for the descriptor | %.0f |\n", descriptor);
     std::printf("| session object (line framer; no read buffer) | %.0f |\n", session);
@@ -153,21 +240,23 @@ int main(int argc, char** argv) {
     std::printf("| liveness timers: reader idle, heartbeat, max age | %.0f |\n", timers);
     std::printf("| the wheel's slot storage for them (one pooled vector: its fixed part weighs less the more connections) | %.0f |\n", slots);
     std::printf("| read buffer bytes held (an idle write queue holds none: footprint_test) | %llu |\n",
-                static_cast<unsigned long long>(counters.read_buffer_bytes.load()));
+                static_cast<unsigned long long>(idle_read_bytes));
     std::printf("| **server user space, total** | **%.0f** |\n", total);
+    std::printf("| TLS (a net::tls_socket, over %zu connections): OpenSSL's state after the handshake, on top of "
+                "the above | %.0f |\n", m, tls_state);
+    std::printf("| **server user space per idle TLS connection, total** | **%.0f** |\n", tls_total);
+    std::printf("| the same over asio::ssl::stream (its record buffers and BIO pair), for comparison | %.0f |\n",
+                asio_tls_total);
     std::printf("| kernel slab per socket (approximate; /proc/meminfo) | %.0f |\n", kernel);
     std::printf("| read buffers held (heartwheel_read_buffers) | %llu |\n",
-                static_cast<unsigned long long>(counters.read_buffers.load()));
+                static_cast<unsigned long long>(idle_read_buffers));
     std::printf("\nstatic sizes: session %zu, connection %zu, connection_liveness %zu, tcp::socket %zu; "
                 "TCP buffer pages in use (sockstat): %ld\n",
                 sizeof(session_type), sizeof(session_type::connection_type), sizeof(heartwheel::net::connection_liveness),
                 sizeof(tcp::socket), tcp_pages);
     std::printf("{\"connections\":%zu,\"descriptor\":%.0f,\"session\":%.0f,\"connection\":%.0f,\"timers\":%.0f,\"slots\":%.0f,"
-                "\"total\":%.0f,\"kernel_slab\":%.0f,\"read_buffers\":%llu}\n",
-                n, descriptor, session, connection, timers, slots, total, kernel,
-                static_cast<unsigned long long>(counters.read_buffers.load()));
-    for (auto& s : sessions) s->abort();
-    w.io.poll();
-    for (int fd : clients) ::close(fd);
-    return counters.read_buffers.load() == 0 ? 0 : 1;
+                "\"total\":%.0f,\"tls_state\":%.0f,\"tls_total\":%.0f,\"asio_tls_total\":%.0f,\"kernel_slab\":%.0f,\"read_buffers\":%llu}\n",
+                n, descriptor, session, connection, timers, slots, total, tls_state, tls_total, asio_tls_total, kernel,
+                static_cast<unsigned long long>(idle_read_buffers));
+    return idle_read_buffers == 0 && counters.read_buffers.load() == 0 && tls_total > 0 && asio_tls_total > 0 ? 0 : 1;
 }
