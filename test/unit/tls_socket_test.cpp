@@ -72,11 +72,11 @@ struct one_read {
     char buf[64];
     std::error_code ec = asio::error::would_block;
     std::size_t n = 0;
-    bool inside = false;
+    bool inside = false, starting = false;
     template <class Stream>
     void start(Stream& s) {
-        bool starting = true;
-        s.async_read_some(asio::buffer(buf), [this, &starting](std::error_code e, std::size_t got) {
+        starting = true;
+        s.async_read_some(asio::buffer(buf), [this](std::error_code e, std::size_t got) {
             inside = starting;
             ec = e;
             n = got;
