@@ -123,25 +123,29 @@ double tls_heap_per_connection(echo::worker& w, const heartwheel::net::liveness_
     const std::size_t h0 = heap_in_use();
     const pid_t child = ::fork();
     if (child == 0) tls_clients(acceptor.local_endpoint().port(), m, done[1], quit[0]);
+    ::close(done[1]); // the child's ends: a child that dies is a hang-up here, not a wait for nothing
+    ::close(quit[0]);
     pollfd reported{done[0], POLLIN, 0};
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
     while (child > 0 && ::poll(&reported, 1, 0) == 0 && std::chrono::steady_clock::now() < give_up) {
         w.io.restart();
         w.io.run_for(std::chrono::milliseconds(10));
     }
+    char c = 0;
+    const bool all_connected = child > 0 && reported.revents != 0 && ::read(done[0], &c, 1) == 1;
     w.io.restart();
     w.io.run_for(std::chrono::milliseconds(200)); // the server's side of the last handshakes
     acceptor.close();
     w.io.poll();
     const std::size_t h1 = heap_in_use();
-    const bool ok = child > 0 && reported.revents != 0 && sessions.size() == m;
+    const bool ok = all_connected && sessions.size() == m;
     for (auto& s : sessions) s->abort();
     w.io.poll();
-    char c = 1;
-    if (::write(quit[1], &c, 1) != 1) return 0;
+    const bool told = ::write(quit[1], &c, 1) == 1; // or the child is gone already
     int status = 0;
     if (child > 0) ::waitpid(child, &status, 0);
-    for (int fd : {done[0], done[1], quit[0], quit[1]}) ::close(fd);
+    for (int fd : {done[0], quit[1]}) ::close(fd);
+    if (!told) return 0;
     if (!ok || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return 0;
     return static_cast<double>(h1 - h0) / static_cast<double>(m);
 }

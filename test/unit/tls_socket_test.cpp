@@ -20,6 +20,7 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <vector>
 
 using namespace std::chrono_literals;
 namespace net = heartwheel::net;
@@ -167,6 +168,13 @@ BOOST_FIXTURE_TEST_CASE(an_immediate_completion_is_never_inside_the_initiating_c
     starting = false;
     run_until([&] { return completed; });
     BOOST_TEST(!inside);
+
+    // An empty sequence of buffers is a zero-byte write, not a read past its end.
+    bool written_nothing = false;
+    server.async_write_some(std::vector<asio::const_buffer>{}, [&](std::error_code ec, std::size_t n) {
+        written_nothing = !ec && n == 0;
+    });
+    run_until([&] { return written_nothing; });
 }
 
 // 8 MiB against a peer that does not read at first: the socket buffers fill, the write waits for

@@ -75,13 +75,13 @@ public:
     template <class MutableBuffers, class Token>
     auto async_read_some(const MutableBuffers& buffers, Token&& token) {
         return asio::async_compose<Token, void(std::error_code, std::size_t)>(
-            op<read_call, true>{this, read_call{first_buffer(buffers)}}, token, socket_);
+            op<read_call, true>{this, read_call{first_buffer<asio::mutable_buffer>(buffers)}}, token, socket_);
     }
     /// AsyncWriteStream: completes void(error_code, size_t) once at least one record went out.
     template <class ConstBuffers, class Token>
     auto async_write_some(const ConstBuffers& buffers, Token&& token) {
         return asio::async_compose<Token, void(std::error_code, std::size_t)>(
-            op<write_call, true>{this, write_call{first_buffer(buffers)}}, token, socket_);
+            op<write_call, true>{this, write_call{first_buffer<asio::const_buffer>(buffers)}}, token, socket_);
     }
 
     /// Without blocking: decrypts into [data, data + size). Returns the bytes read (ec clear), or 0
@@ -114,11 +114,12 @@ private:
         outcome operator()(tls_socket& s) const { return s.write(b); }
     };
 
-    template <class Buffers>
-    static auto first_buffer(const Buffers& buffers) {
+    /// The first non-empty buffer of a sequence (one OpenSSL call takes one), or an empty one.
+    template <class Buffer, class Buffers>
+    static Buffer first_buffer(const Buffers& buffers) {
         for (auto it = asio::buffer_sequence_begin(buffers); it != asio::buffer_sequence_end(buffers); ++it)
-            if (it->size() > 0) return *it;
-        return *asio::buffer_sequence_begin(buffers);
+            if (it->size() > 0) return Buffer(*it);
+        return Buffer();
     }
 
     /// Makes `call` until it needs no readiness, waiting for what it wants in between. `Sized`: the
