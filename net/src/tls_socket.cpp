@@ -35,7 +35,7 @@ tls_socket::tls_socket(next_layer_type socket, asio::ssl::context& context)
 }
 
 tls_socket::tls_socket(tls_socket&& other) noexcept
-    : socket_(std::move(other.socket_)), ssl_(std::exchange(other.ssl_, nullptr)) {}
+    : socket_(std::move(other.socket_)), ssl_(std::exchange(other.ssl_, nullptr)), failed_(other.failed_) {}
 
 tls_socket::~tls_socket() {
     if (ssl_ != nullptr) ::SSL_free(ssl_); // before the socket closes its descriptor
@@ -90,6 +90,7 @@ tls_socket::outcome tls_socket::handshake(handshake_type type) {
     const int ret = ::SSL_do_handshake(ssl_);
     outcome o;
     if (ret != 1) o.ec = failure(ssl_, ret, o.wait);
+    failed_ = failed_ || (o.ec && o.ec != asio::error::eof);
     return o;
 }
 
@@ -111,6 +112,7 @@ std::size_t tls_socket::read_ready(void* data, std::size_t size, want& w, std::e
     if (ret == 1) return n;
     ec = failure(ssl_, ret, w);
     if (w != want::nothing) ec = asio::error::would_block;
+    failed_ = failed_ || (ec && ec != asio::error::would_block && ec != asio::error::eof);
     return 0;
 }
 
@@ -123,8 +125,17 @@ tls_socket::outcome tls_socket::write(asio::const_buffer b) {
     if (ret != 1) {
         o.n = 0;
         o.ec = failure(ssl_, ret, o.wait);
+        failed_ = failed_ || !!o.ec;
     }
     return o;
+}
+
+bool tls_socket::send_close_notify() noexcept {
+    if (failed_ || ::SSL_is_init_finished(ssl_) != 1) return false;
+    ::ERR_clear_error();
+    const int ret = ::SSL_shutdown(ssl_); // 0: ours is out, the peer's not yet read; 1: both
+    ::ERR_clear_error(); // a shutdown that could not go out leaves nothing for the next call to see
+    return ret >= 0;
 }
 
 } // namespace heartwheel::net

@@ -177,3 +177,35 @@ BOOST_FIXTURE_TEST_CASE_TEMPLATE(tls_receive_waits_without_a_chunk_and_brings_ev
     this->run_until([&] { return r.done; });
     BOOST_TEST(!!r.last);
 }
+
+// A connection over a tls_socket says close_notify before its FIN: the peer reads the goodbye and
+// then a clean end of stream (eof), not a truncation (what a bare FIN after TLS records reads as).
+BOOST_FIXTURE_TEST_CASE(a_tls_socket_close_says_close_notify_before_the_fin, fixture) {
+    use_self_signed(server_ctx);
+    client_ctx.set_verify_mode(asio::ssl::verify_none);
+    auto c = make(net::tls_socket(accept_one(), server_ctx));
+    tls client(std::move(peer), client_ctx);
+    bool server_ready = false, client_ready = false;
+    c->async_handshake(asio::ssl::stream_base::server, [&](std::error_code ec) { server_ready = !ec; });
+    client.async_handshake(asio::ssl::stream_base::client, [&](std::error_code ec) { client_ready = !ec; });
+    run_until([&] { return server_ready && client_ready; });
+
+    net::connection_hooks hooks;
+    hooks.last_words = [raw = c.get()](net::close_reason) { raw->send("BYE done\n"); };
+    c->set_hooks(std::move(hooks));
+    c->close(net::define_close_reason("done"));
+    std::string got;
+    std::error_code end;
+    char buf[256];
+    std::function<void()> read = [&] {
+        client.async_read_some(asio::buffer(buf), [&](std::error_code ec, std::size_t n) {
+            got.append(buf, n);
+            if (ec) end = ec;
+            else read();
+        });
+    };
+    read();
+    run_until([&] { return !!end; });
+    BOOST_TEST(got == "BYE done\n");
+    BOOST_TEST((end == asio::error::eof), end.message());
+}

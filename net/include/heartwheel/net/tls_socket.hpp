@@ -89,6 +89,11 @@ public:
     std::size_t read_ready(void* data, std::size_t size, want& w, std::error_code& ec);
     /// Whether OpenSSL holds bytes (decrypted or not) that no readiness of the socket will announce.
     bool has_pending() const noexcept { return ::SSL_has_pending(ssl_) == 1; }
+    /// Says close_notify now, without waiting: the peer can tell this close from a cut connection.
+    /// Best effort — not after a failed operation or before the handshake finished (OpenSSL forbids
+    /// both), and a peer whose window is shut may not get it. Nothing may be written after it.
+    /// Returns whether it went out.
+    bool send_close_notify() noexcept;
 
 private:
     /// One OpenSSL call's outcome: bytes, what it waits for, or an error.
@@ -160,6 +165,7 @@ private:
 
     next_layer_type socket_;
     SSL* ssl_;
+    bool failed_ = false; ///< an operation failed (not a clean close_notify): no shutdown may follow
 };
 
 } // namespace heartwheel::net
