@@ -309,7 +309,7 @@ private:
         std::error_code ignored;
         // A tls_socket says close_notify first (it leaves with the last words and the FIN), so the
         // peer can tell a goodbye from a cut connection.
-        if constexpr (std::is_same_v<NextLayer, tls_socket>) stream_.next_layer().send_close_notify();
+        if constexpr (detail::is_tls_socket<NextLayer>) stream_.next_layer().send_close_notify();
         stream_.lowest_layer().shutdown(asio::socket_base::shutdown_send, ignored);
         half_closed_ = true;
         if (!linger_.pending()) finish_close();

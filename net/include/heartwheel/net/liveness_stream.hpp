@@ -67,9 +67,11 @@ template <class S>
 struct is_tls_stream<asio::ssl::stream<S>> : std::true_type {};
 template <>
 struct is_tls_stream<tls_socket> : std::true_type {};
+template <class T>
+inline constexpr bool is_tls_socket = std::is_same_v<T, tls_socket>;
 /// Streams whose receive waits for readiness and then reads without blocking.
 template <class T>
-inline constexpr bool waits_for_readiness = is_stream_socket<T>::value || std::is_same_v<T, tls_socket>;
+inline constexpr bool waits_for_readiness = is_stream_socket<T>::value || is_tls_socket<T>;
 } // namespace detail
 
 template <class NextLayer>
@@ -218,7 +220,7 @@ private:
             std::size_t n = 0;
             auto what = asio::socket_base::wait_read;
             chunk = read_chunk::take();
-            if constexpr (std::is_same_v<NextLayer, tls_socket>) {
+            if constexpr (detail::is_tls_socket<NextLayer>) {
                 tls_socket::want w = tls_socket::want::nothing;
                 n = next->read_ready(chunk.data(), read_chunk::capacity, w, ec);
                 if (w == tls_socket::want::write) what = asio::socket_base::wait_write;
@@ -237,7 +239,7 @@ private:
 
         /// Bytes that no readiness of the socket would announce (OpenSSL's, for a tls_socket).
         bool has_pending() const noexcept {
-            if constexpr (std::is_same_v<NextLayer, tls_socket>) return c->observer != nullptr && next->has_pending();
+            if constexpr (detail::is_tls_socket<NextLayer>) return c->observer != nullptr && next->has_pending();
             else return false;
         }
 
