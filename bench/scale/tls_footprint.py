@@ -19,18 +19,12 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "..", "test", "e2e")]
+from harness import make_cert  # noqa: E402  (the e2e tests' throwaway P-256 certificate)
 from scale_bench import CLIENT, policy_flags, proc_cpu_rss, scrape, start_server  # noqa: E402
 
 INTERVAL, TIMEOUT, TICK = 2000, 1000, 10
-
-
-def make_cert(directory):
-    cert, key = os.path.join(directory, "cert.pem"), os.path.join(directory, "key.pem")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                    "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=localhost",
-                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
-    return cert, key
 
 
 def measure(n, server_flags, client_flags):
