@@ -38,11 +38,15 @@ private:
     time_point now_{};
 };
 
+struct ignore_expiries final : heartwheel::net::activity_timer::listener {
+    void on_expired(heartwheel::net::activity_timer&, bool) override {}
+};
+
 struct population {
     explicit population(std::size_t n) : scale(svc, 0.5) {
         timers.reserve(n);
         auto add = [&] {
-            timers.push_back(std::make_unique<heartwheel::net::activity_timer>(svc, nullptr, [](void*, bool) {}));
+            timers.push_back(std::make_unique<heartwheel::net::activity_timer>(svc, ignore));
             timers.back()->start_scaled(scale, 1s, 10s, svc.now());
         };
         for (std::size_t i = 0; i < n / 2; ++i) add();
@@ -50,6 +54,7 @@ struct population {
         svc.advance_to(time_point{} + 1500ms); // the first half queued since 1 s
         for (std::size_t i = n / 2; i < n; ++i) add(); // the second half in their min
     }
+    ignore_expiries ignore;
     manual_service svc;
     heartwheel::net::timeout_scale scale;
     std::vector<std::unique_ptr<heartwheel::net::activity_timer>> timers;

@@ -65,12 +65,16 @@ void activity_timer::on_expire() {
 }
 
 void activity_timer::expired(time_point now) {
+    if (listener_->put_off(*this)) { // the peer's bytes wait unread: look again once they are read
+        svc_->schedule(*this, saturating_add(now, unread_input_recheck));
+        return;
+    }
     const bool first = last_ != last_fired_for_;
     last_fired_for_ = last_;
     if (scaled_) scaled_->fired_at = now;
     svc_->schedule(*this, saturating_add(now, timeout_)); // repeat every period while idle (a scaled
                                                           // timer: its min, then its queue again)
-    cb_(owner_, first);                                   // last: the callback may destroy this timer
+    listener_->on_expired(*this, first);                  // last: it may destroy this timer
 }
 
 } // namespace heartwheel::net

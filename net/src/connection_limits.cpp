@@ -19,7 +19,7 @@ connection_limits::connection_limits(timer_service& svc, const server_limits& li
     age_limit_ = duration(static_cast<duration::rep>(std::llround(static_cast<double>(base.count()) * factor)));
     const scaled_min age_min = overload ? overload->max_age : scaled_min{};
     const auto since = svc.stamp();
-    age_ = std::make_unique<activity_timer>(svc, this, &age_expired);
+    age_ = std::make_unique<activity_timer>(svc, static_cast<activity_timer::listener&>(*this));
     if (scale_ && age_min.enabled()) {
         // The jittered age is the max; the min follows the configured max_age.
         const auto mn = std::chrono::duration_cast<duration>(age_min.of(limits.max_age));
@@ -29,25 +29,19 @@ connection_limits::connection_limits(timer_service& svc, const server_limits& li
     }
 }
 
-void connection_limits::handshake_expired(void* p, bool) {
-    auto& self = *static_cast<connection_limits*>(p);
-    self.handshake_->stop();
-    self.listener_->on_handshake_timeout();
-}
-
-void connection_limits::age_expired(void* p, bool) {
-    auto& self = *static_cast<connection_limits*>(p);
-    self.age_->stop();
-    if (self.drain_grace_.count() > 0) {
-        if (!self.drain_) self.drain_ = std::make_unique<drain_timer>(self);
-        self.svc_->schedule(*self.drain_, self.svc_->deadline_after(std::chrono::duration_cast<duration>(self.drain_grace_)));
+void connection_limits::on_expired(activity_timer& t, bool) {
+    t.stop(); // one-shot deadlines
+    if (&t == handshake_.get()) return listener_->on_handshake_timeout();
+    if (drain_grace_.count() > 0) {
+        if (!drain_) drain_ = std::make_unique<drain_timer>(*this);
+        svc_->schedule(*drain_, svc_->deadline_after(std::chrono::duration_cast<duration>(drain_grace_)));
     }
-    self.listener_->on_max_age();
+    listener_->on_max_age();
 }
 
 void connection_limits::handshake_started() {
     if (handshake_timeout_.count() <= 0) return;
-    if (!handshake_) handshake_ = std::make_unique<activity_timer>(*svc_, this, &handshake_expired);
+    if (!handshake_) handshake_ = std::make_unique<activity_timer>(*svc_, static_cast<activity_timer::listener&>(*this));
     handshake_->start(handshake_timeout_, handshake_min_, scale_, svc_->stamp());
 }
 

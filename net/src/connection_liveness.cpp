@@ -19,7 +19,7 @@ connection_liveness::connection_liveness(timer_service& svc, const liveness_conf
     if (config.heartbeat.enabled())
         heartbeat_ = std::make_unique<heartbeat>(svc, config.heartbeat, static_cast<heartbeat::listener&>(*this));
     if (config.timeouts.read_timeout.count() > 0) {
-        read_timeout_ = std::make_unique<activity_timer>(svc, this, &read_timed_out);
+        read_timeout_ = std::make_unique<activity_timer>(svc, static_cast<activity_timer::listener&>(*this));
         read_timeout_->start(config.timeouts.read_timeout, config.overload.read_timeout, scale_, svc.stamp());
     }
     const auto& o = config.overload;
@@ -35,12 +35,8 @@ connection_liveness::connection_liveness(timer_service& svc, const liveness_conf
 
 connection_liveness::~connection_liveness() { close(); }
 
-void connection_liveness::read_timed_out(void* self, bool) {
-    static_cast<connection_liveness*>(self)->decide_close(close_reason::read_timeout);
-}
-
-void connection_liveness::write_timed_out(void* self, bool) {
-    static_cast<connection_liveness*>(self)->decide_close(close_reason::write_timeout);
+void connection_liveness::on_expired(activity_timer& t, bool) {
+    decide_close(&t == read_timeout_.get() ? close_reason::read_timeout : close_reason::write_timeout);
 }
 
 bool connection_liveness::scaled_reason(close_reason why) const noexcept {
@@ -66,7 +62,7 @@ void connection_liveness::on_read(bool counts_as_idle_activity) {
 
 void connection_liveness::on_write_started() {
     if (write_timeout_ms_.count() <= 0 || closed_ || (write_timeout_ && write_timeout_->running())) return;
-    if (!write_timeout_) write_timeout_ = std::make_unique<activity_timer>(*svc_, this, &write_timed_out);
+    if (!write_timeout_) write_timeout_ = std::make_unique<activity_timer>(*svc_, static_cast<activity_timer::listener&>(*this));
     write_timeout_->start(std::chrono::duration_cast<duration>(write_timeout_ms_), svc_->stamp());
 }
 

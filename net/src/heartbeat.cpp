@@ -10,7 +10,7 @@ double heartbeat::listener::uniform() { return detail::unit_random(); }
 
 heartbeat::heartbeat(timer_service& svc, const heartbeat_policy& policy, listener& l)
     : svc_(svc), policy_(policy), listener_(&l),
-      pinger_(svc, this, [](void* self, bool) { static_cast<heartbeat*>(self)->send_ping(); }), checker_(*this) {
+      pinger_(svc, *this), checker_(*this) {
     policy_.validate();
     if (!policy_.enabled()) return;
     const time_point now = svc_.stamp();
@@ -60,6 +60,10 @@ void heartbeat::judge_ping() {
     if (last_read_ != read_at_last_judgement_) misses_ = 0; // something arrived: liveness
     read_at_last_judgement_ = last_read_;
     if (svc_.latest_possible(last_read_) < ping_sent_) { // nothing can have arrived since the ping
+        if (listener_->input_waiting()) { // ... that the reactor has read: look again once it has
+            svc_.schedule(checker_, saturating_add(svc_.now(), unread_input_recheck));
+            return;
+        }
         ++misses_;
         listener_->on_miss();
         if (misses_ >= policy_.misses) {

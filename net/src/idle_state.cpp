@@ -12,9 +12,9 @@ const char* to_string(idle_kind k) noexcept {
     return "idle";
 }
 
-template <idle_kind K>
-void idle_state::fire(void* self, bool first) {
-    static_cast<idle_state*>(self)->listener_->on_idle({K, first});
+void idle_state::on_expired(activity_timer& t, bool first) {
+    const auto k = &t == timers_[0].get() ? idle_kind::reader : &t == timers_[1].get() ? idle_kind::writer : idle_kind::all;
+    listener_->on_idle({k, first});
 }
 
 idle_state::idle_state(timer_service& svc, const idle_policy& policy, listener& l, const overload_policy* overload,
@@ -27,13 +27,10 @@ idle_state::idle_state(timer_service& svc, const idle_policy& policy, listener& 
     const struct {
         milliseconds period;
         const scaled_min& min;
-        activity_timer::callback fn;
-    } kinds[] = {{policy.reader_idle, o.reader_idle, &fire<idle_kind::reader>},
-                 {policy.writer_idle, o.writer_idle, &fire<idle_kind::writer>},
-                 {policy.all_idle, o.all_idle, &fire<idle_kind::all>}};
+    } kinds[] = {{policy.reader_idle, o.reader_idle}, {policy.writer_idle, o.writer_idle}, {policy.all_idle, o.all_idle}};
     for (int k = 0; k < 3; ++k) {
         if (kinds[k].period.count() <= 0) continue;
-        timers_[k] = std::make_unique<activity_timer>(svc, this, kinds[k].fn);
+        timers_[k] = std::make_unique<activity_timer>(svc, static_cast<activity_timer::listener&>(*this));
         timers_[k]->start(kinds[k].period, kinds[k].min, scale, now);
     }
 }

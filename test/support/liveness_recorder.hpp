@@ -20,6 +20,8 @@ public:
     std::vector<heartwheel::net::idle_event> idle_events;
     int pings = 0;
     std::function<void(heartwheel::net::close_reason)> also; ///< runs after a close is recorded
+    bool input = false; ///< what input_waiting() answers: the peer's bytes wait unread
+    int input_asked = 0;
 
     void on_policy_close(heartwheel::net::close_reason why) override {
         closes.push_back(why);
@@ -28,6 +30,10 @@ public:
     void send_ping() override { ++pings; }
     void on_idle(heartwheel::net::idle_event e) override { idle_events.push_back(e); }
     asio::any_io_executor completion_executor() override { return ex_; }
+    bool input_waiting() override {
+        ++input_asked;
+        return input;
+    }
 
 private:
     asio::any_io_executor ex_;

@@ -11,6 +11,11 @@
 // The timer waits its min here; when min passes with no activity it moves to its range's queue in the
 // timeout_scale, which fires it at the scaled deadline. Activity while queued (touch) takes it out
 // of the queue and back to its min: touch is then not a single store, once per idle period.
+//
+// Putting an expiry off: just before it would run, the timer asks its listener put_off(). A listener
+// that knows the peer's bytes are waiting unread (a process stall: the reactor has not read them yet)
+// answers true, and the timer looks again unread_input_recheck later instead of expiring; the read,
+// once it runs, moves `last` and the look finds the timer no longer due. Only ever later, never early.
 #ifndef HEARTWHEEL_NET_ACTIVITY_TIMER_HPP
 #define HEARTWHEEL_NET_ACTIVITY_TIMER_HPP
 
@@ -25,13 +30,28 @@
 
 namespace heartwheel::net {
 
+/// How long a put-off expiry waits before it asks again (activity_timer::listener::put_off; the
+/// heartbeat's miss judgement uses the same).
+inline constexpr duration unread_input_recheck = std::chrono::milliseconds(10);
+
 class activity_timer final : public timer_node {
 public:
-    /// What an expiry calls: `fn(owner, first)` — a plain function and its object, not a
-    /// std::function (a connection has several of these timers; each costs 16 bytes, not 32).
-    using callback = void (*)(void* owner, bool first);
+    /// Hears the timer's expiries (an interface its owner implements: one pointer per timer, not a
+    /// std::function — a connection has several of these timers). Must outlive the timer.
+    class listener {
+    public:
+        /// The timeout elapsed with no activity; `first`: activity happened since the previous
+        /// expiry. Runs last in the timer's call: it may stop or destroy the timer.
+        virtual void on_expired(activity_timer& t, bool first) = 0;
+        /// Asked just before an expiry: true puts it off by unread_input_recheck (see the top of
+        /// this file). Must not stop or destroy the timer.
+        virtual bool put_off(const activity_timer&) { return false; }
 
-    activity_timer(timer_service& svc, void* owner, callback fn) : svc_(&svc), owner_(owner), cb_(fn) {}
+    protected:
+        ~listener() = default;
+    };
+
+    activity_timer(timer_service& svc, listener& l) : svc_(&svc), listener_(&l) {}
     ~activity_timer() override { stop(); }
 
     /// Starts watching with `timeout` (zero or negative: stays disabled), counting from `since`.
@@ -74,8 +94,7 @@ private:
     void scaled_expired(time_point now) { expired(now); }
 
     timer_service* svc_;
-    void* owner_;
-    callback cb_;
+    listener* listener_;
     duration timeout_{};
     time_point last_{};
     time_point last_fired_for_{time_point::min()};

@@ -258,6 +258,7 @@ private:
     }
     bool close_on_idle() const noexcept override { return close_on_idle_; }
     asio::any_io_executor completion_executor() override { return stream_.get_executor(); }
+    bool input_waiting() override { return !closing_ && stream_.input_waiting(); }
 
     void begin_close(close_reason why, bool last_words) {
         if (closing_) return;

@@ -19,7 +19,7 @@
 
 namespace heartwheel::net {
 
-class connection_limits {
+class connection_limits final : activity_timer::listener {
 public:
     /// What the limits ask of their owner; must outlive the connection_limits.
     class listener {
@@ -50,8 +50,7 @@ public:
 private:
     void drain_expired() { listener_->on_drain_expired(); }
     using drain_timer = member_timer<connection_limits, &connection_limits::drain_expired>;
-    static void handshake_expired(void* self, bool);
-    static void age_expired(void* self, bool);
+    void on_expired(activity_timer& t, bool) override;
 
     timer_service* svc_;
     listener* listener_;

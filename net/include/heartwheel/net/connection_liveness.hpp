@@ -55,12 +55,20 @@ public:
     virtual bool close_on_idle() const noexcept { return true; }
     /// Where request completions go by default (requests()).
     virtual asio::any_io_executor completion_executor() = 0;
+    /// Whether bytes from the peer wait unread for a read already pending (net::connection asks
+    /// the kernel). While they do, no policy judges the peer silent: reader/writer/all idle, the
+    /// read timeout and a heartbeat miss wait until they are read (after a process stall, the
+    /// reactor reads them a pass at a time). Asked only when a judgement falls due.
+    virtual bool input_waiting() { return false; }
 
 protected:
     ~liveness_handler() = default;
 };
 
-class connection_liveness final : idle_state::listener, heartbeat::listener, connection_limits::listener {
+class connection_liveness final : idle_state::listener,
+                                  heartbeat::listener,
+                                  connection_limits::listener,
+                                  activity_timer::listener {
 public:
     /// Validates `config` (config_error) and starts the enabled policies from now. With `scale`, the
     /// timeouts that config.overload gives a min shrink under pressure (timeout_scale.hpp); `scale`
@@ -102,12 +110,14 @@ private:
     void on_miss() override;
     void on_handshake_timeout() override { decide_close(close_reason::handshake_timeout); }
     void on_max_age() override { decide_close(close_reason::max_age); }
+    bool input_waiting() override { return handler_->input_waiting(); }
+    // activity_timer::listener: the read and write timeouts
+    void on_expired(activity_timer& t, bool) override;
+    bool put_off(const activity_timer& t) override { return &t == read_timeout_.get() && handler_->input_waiting(); }
 
     void decide_close(close_reason why);
     /// A close for a timeout that config.overload scales.
     bool scaled_reason(close_reason why) const noexcept;
-    static void read_timed_out(void* self, bool);
-    static void write_timed_out(void* self, bool);
 
     timer_service* svc_;
     liveness_handler* handler_;

@@ -24,6 +24,11 @@
 // pong round trips the heartbeat keeps RFC 6298's smoothed RTT and variance, and judges each ping no
 // earlier than max(timeout, rtt_factor * (srtt + 4 * rttvar)) after it — never shorter than
 // configured. "timeout" in the formulas above is this effective timeout.
+//
+// A stall does not make a talking peer miss: when nothing was read since the ping but the listener
+// says the peer's bytes wait unread (input_waiting(): the process was stopped, and the reactor has
+// not read what arrived meanwhile), the judgement waits unread_input_recheck and looks again, so the
+// answer is read first. A dead peer sends nothing, has nothing waiting, and is judged as before.
 #ifndef HEARTWHEEL_NET_HEARTBEAT_HPP
 #define HEARTWHEEL_NET_HEARTBEAT_HPP
 
@@ -35,7 +40,7 @@
 
 namespace heartwheel::net {
 
-class heartbeat {
+class heartbeat final : activity_timer::listener {
 public:
     /// What a heartbeat asks of its owner; must outlive the heartbeat.
     class listener {
@@ -43,6 +48,9 @@ public:
         virtual void send_ping() = 0; ///< write a ping now
         virtual void on_dead() = 0;   ///< the misses-th consecutive miss: close the connection
         virtual void on_miss() {}     ///< each miss (counters, logs)
+        /// Whether bytes from the peer wait unread for a read already pending (a process stall):
+        /// a miss is then not judged until they are read.
+        virtual bool input_waiting() { return false; }
         /// Uniform doubles in [0, 1) for the jitter; override to make tests deterministic.
         virtual double uniform();
 
@@ -74,6 +82,7 @@ public:
     const heartbeat_policy& policy() const noexcept { return policy_; }
 
 private:
+    void on_expired(activity_timer&, bool) override { send_ping(); }
     void send_ping();
     void judge_ping();
     duration jittered_interval();

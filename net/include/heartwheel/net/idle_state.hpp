@@ -6,7 +6,9 @@
 // holds one timer). Events carry the kind and whether it is the first since the last activity, and
 // repeat every period while idleness lasts. They go to a listener (an interface the owner
 // implements: one pointer, not a std::function per connection), on the wheel's thread, never after
-// stop() or destruction.
+// stop() or destruction. An event is put off while the listener says the peer's bytes wait unread
+// (input_waiting(): after a process stall, before the reactor has read them), and judged again
+// once they are read (activity_timer.hpp): a stall never makes a talking peer look idle.
 #ifndef HEARTWHEEL_NET_IDLE_STATE_HPP
 #define HEARTWHEEL_NET_IDLE_STATE_HPP
 
@@ -27,12 +29,14 @@ struct idle_event {
     bool first; ///< the first event of this kind since the last activity
 };
 
-class idle_state {
+class idle_state final : activity_timer::listener {
 public:
     /// Hears every idle event; must outlive the idle_state.
     class listener {
     public:
         virtual void on_idle(idle_event e) = 0;
+        /// Whether bytes from the peer wait unread for a read already pending: the event waits.
+        virtual bool input_waiting() { return false; }
 
     protected:
         ~listener() = default;
@@ -67,8 +71,8 @@ private:
     void touch(idle_kind k, time_point stamp) {
         if (auto& t = timers_[static_cast<int>(k)]) t->touch(stamp);
     }
-    template <idle_kind K>
-    static void fire(void* self, bool first);
+    void on_expired(activity_timer& t, bool first) override;
+    bool put_off(const activity_timer&) override { return listener_->input_waiting(); }
 
     timer_service* svc_;
     listener* listener_;

@@ -21,6 +21,10 @@
 // asio::ssl::stream it waits with a one-byte read — the record is then decrypted inside OpenSSL, and
 // the rest of it (SSL_pending) is read into the chunk; any other stream reads into a chunk taken up
 // front (held while waiting).
+//
+// input_waiting() tells whether the peer's bytes wait for a read already pending (the kernel's
+// FIONREAD, plus OpenSSL's buffer for a tls_socket): the liveness policies ask it before judging a
+// peer silent. Reads count themselves in flight for it (an increment and a decrement; no system call).
 #ifndef HEARTWHEEL_NET_LIVENESS_STREAM_HPP
 #define HEARTWHEEL_NET_LIVENESS_STREAM_HPP
 
@@ -35,6 +39,7 @@
 #include <asio/ssl/stream.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <system_error>
 #include <type_traits>
@@ -108,6 +113,21 @@ public:
             io_op<ConstBuffers, true>{core_, &next_, buffers}, token, next_);
     }
 
+    /// Whether bytes from the peer wait unread while a read is pending: in the kernel's receive
+    /// queue (FIONREAD) or, for a tls_socket, decrypted inside OpenSSL. One system call; meant for
+    /// rare judgements, not per read. False when no read is pending (an application that stopped
+    /// reading does not keep its peer alive by the bytes it leaves unread).
+    bool input_waiting() {
+        if (core_->reads == 0) return false;
+        if constexpr (detail::is_tls_socket<NextLayer>) {
+            if (next_.has_pending()) return true;
+        } else if constexpr (detail::is_tls_stream<NextLayer>::value) {
+            if (::SSL_pending(next_.native_handle()) > 0) return true;
+        }
+        std::error_code ec;
+        return next_.lowest_layer().is_open() && next_.lowest_layer().available(ec) > 0 && !ec;
+    }
+
     /// Reads at least one byte without holding a buffer while it waits (see the top of this file).
     /// Completes void(error_code, read_chunk): the bytes, recorded as activity; on an error the
     /// chunk is empty. Bytes already read when an error follows are delivered first (the error
@@ -121,6 +141,7 @@ private:
     /// What an operation needs after it started: the observer, or nullptr once the stream is gone.
     struct core {
         stream_observer* observer;
+        std::uint32_t reads = 0;   ///< reads (read_some, receive) started and not yet completed
         bool more_waiting = false; ///< the last receive filled its chunk: read before waiting
         char probe = 0;            ///< TLS: the one byte a receive waits with
         std::error_code outcome(std::error_code ec) const noexcept {
@@ -146,9 +167,11 @@ private:
                     c->observer->on_write_started();
                     return next->async_write_some(buffers, std::move(self));
                 } else {
+                    ++c->reads;
                     return next->async_read_some(buffers, std::move(self));
                 }
             }
+            if constexpr (!Write) --c->reads;
             if (n > 0 && c->observer) {
                 if constexpr (Write) c->observer->on_bytes_written(n, asio::buffer_size(buffers));
                 else c->observer->on_bytes_read(n);
@@ -169,6 +192,7 @@ private:
             switch (at) {
             case step::start:
                 if (auto closed = c->observer->close_error()) return self.complete(closed, read_chunk{});
+                ++c->reads; // until finish()
                 if constexpr (detail::waits_for_readiness<NextLayer>) {
                     if (c->more_waiting) {
                         // Bytes are likely there: read them on a later turn of the executor, not
@@ -245,6 +269,7 @@ private:
 
         template <class Self>
         void finish(Self& self, std::error_code ec, std::size_t n) {
+            --c->reads;
             chunk.set_size(chunk.size() + n);
             if (chunk.empty()) {
                 chunk.reset(); // an error brings no bytes: the chunk goes back
