@@ -191,6 +191,10 @@ private:
         }
     }
 
+    /// The server sent its first bytes: it is alive, not just its kernel (the backoff's stability
+    /// is timed from here).
+    void proven() { reconnector_.proven(); }
+
     void send_request() {
         if (!open_ || !link_ || link_->full()) return;
         auto& s = c_.stats();
@@ -324,6 +328,7 @@ void client_connection::make_link(Stream stream) {
 
 void client_connection::handle(std::string_view line) {
     auto& s = c_.stats();
+    proven();
     const auto p = parse_line(line);
     if (p.kind == line_kind::ping) {
         ++s.pings_received;

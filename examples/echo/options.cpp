@@ -144,6 +144,16 @@ spec live_min(std::string flag, std::string field, std::string help, net::scaled
                 target = net::scaled_min{to_duration(v, who), 0.0};
             }};
 }
+spec live_trigger(std::string flag, std::string field, std::string help, net::heartbeat_trigger& target) {
+    return {flag, help, net::to_string(target), field, false, [&target](const raw_value& v, const std::string& who) {
+                need(v, who, {raw_value::toml_string}, "a string: inbound or outbound");
+                try {
+                    target = net::parse_heartbeat_trigger(v.text, who);
+                } catch (const net::config_error& e) {
+                    throw usage_error(e.what());
+                }
+            }};
+}
 spec yesno_opt(std::string flag, std::string help, bool& target) {
     return {flag, help, target ? "yes" : "no", "", false,
             [&target](const raw_value& v, const std::string& who) { target = to_bool(v, who); }};
@@ -293,7 +303,10 @@ server_options parse_server_options(int argc, const char* const* argv) {
         live_ms("reader-idle", "idle.reader_idle", "close after this long without a data line (0 = off)", l.idle.reader_idle),
         live_ms("writer-idle", "idle.writer_idle", "close after this long without writing (0 = off)", l.idle.writer_idle),
         live_ms("all-idle", "idle.all_idle", "close after this long without reading or writing (0 = off)", l.idle.all_idle),
-        live_ms("heartbeat-interval", "heartbeat.interval", "send PING after this long with nothing sent (0 = off)", l.heartbeat.interval),
+        live_ms("heartbeat-interval", "heartbeat.interval", "send PING after this long of silence (--heartbeat-trigger; 0 = off)",
+                l.heartbeat.interval),
+        live_trigger("heartbeat-trigger", "heartbeat.trigger",
+                     "the silence a PING follows: inbound (nothing received) or outbound (nothing sent)", l.heartbeat.trigger),
         live_ms("heartbeat-timeout", "heartbeat.timeout", "a PING with nothing received within this is a miss", l.heartbeat.timeout),
         live_count("heartbeat-misses", "heartbeat.misses", "close after this many consecutive misses", l.heartbeat.misses),
         live_frac("heartbeat-jitter", "heartbeat.jitter", "randomize each interval by up to this fraction", l.heartbeat.jitter),
@@ -388,7 +401,10 @@ client_options parse_client_options(int argc, const char* const* argv) {
         switch_opt("insecure", "do not verify the server's certificate", o.insecure),
         live_ms("request-timeout", "request.timeout", "an echo later than this counts as a timeout (0 = off)", l.request.timeout),
         live_ms("reader-idle", "idle.reader_idle", "close (and reconnect) after this long without a byte from the server (0 = off)", l.idle.reader_idle),
-        live_ms("heartbeat-interval", "heartbeat.interval", "send PING after this long with nothing sent (0 = off)", l.heartbeat.interval),
+        live_ms("heartbeat-interval", "heartbeat.interval", "send PING after this long of silence (--heartbeat-trigger; 0 = off)",
+                l.heartbeat.interval),
+        live_trigger("heartbeat-trigger", "heartbeat.trigger",
+                     "the silence a PING follows: inbound (nothing received) or outbound (nothing sent)", l.heartbeat.trigger),
         live_ms("heartbeat-timeout", "heartbeat.timeout", "a PING with nothing received within this is a miss", l.heartbeat.timeout),
         live_count("heartbeat-misses", "heartbeat.misses", "close (and reconnect) after this many consecutive misses", l.heartbeat.misses),
         yesno_opt("reconnect", "reconnect with backoff when closed", o.reconnect),

@@ -93,6 +93,10 @@ std::map<std::string, key_table> tables_of(liveness_config& c) {
                   {"all_idle", ms(c.idle.all_idle)}, {"write_progress_is_activity", flag(c.idle.write_progress_is_activity)}}},
         {"timeouts", {{"read_timeout", ms(c.timeouts.read_timeout)}, {"write_timeout", ms(c.timeouts.write_timeout)}}},
         {"heartbeat", {{"interval", ms(c.heartbeat.interval)}, {"timeout", ms(c.heartbeat.timeout)},
+                       {"trigger", [&c](const toml::node& n, const std::string& k) {
+                            if (!n.is_string()) throw config_error(k, text_of(n), "\"inbound\" or \"outbound\"", "not valid");
+                            c.heartbeat.trigger = parse_heartbeat_trigger(*n.value<std::string>(), k);
+                        }},
                        {"misses", u32(c.heartbeat.misses)}, {"jitter", num(c.heartbeat.jitter)},
                        {"rtt_factor", num(c.heartbeat.rtt_factor)}}},
         {"request", {{"timeout", ms(c.request.timeout)}, {"max_outstanding", u32(c.request.max_outstanding)}}},

@@ -113,8 +113,18 @@ void idle_policy::validate(const std::string& p) const {
     check_ms(p, "all_idle", all_idle, 0, max_ms);
 }
 
+const char* to_string(heartbeat_trigger t) noexcept { return t == heartbeat_trigger::outbound ? "outbound" : "inbound"; }
+
+heartbeat_trigger parse_heartbeat_trigger(std::string_view name, const std::string& field) {
+    if (name == "inbound") return heartbeat_trigger::inbound;
+    if (name == "outbound") return heartbeat_trigger::outbound;
+    throw config_error(field, "\"" + std::string(name) + "\"", "inbound or outbound", "not valid");
+}
+
 void heartbeat_policy::validate(const std::string& p) const {
     check_ms(p, "interval", interval, 0, max_ms);
+    if (trigger != heartbeat_trigger::inbound && trigger != heartbeat_trigger::outbound)
+        throw config_error(field_name(p, "trigger"), std::to_string(static_cast<int>(trigger)), "inbound or outbound", "not valid");
     check_count(p, "misses", misses, 1, 1000);
     check_fraction(p, "jitter", jitter, 0.0, 0.5);
     check_fraction(p, "rtt_factor", rtt_factor, 0.0, 100.0);

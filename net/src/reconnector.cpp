@@ -18,7 +18,12 @@ void reconnector::fire_attempt() {
 }
 
 void reconnector::connected() {
+    stable_timer_.cancel();
     phase_ = phase::connected;
+}
+
+void reconnector::proven() {
+    if (phase_ != phase::connected || stable_timer_.pending()) return; // not connected, or proven already
     svc_.schedule(stable_timer_, svc_.deadline_after(std::chrono::duration_cast<duration>(backoff_.policy().stable_after)));
 }
 

@@ -1180,6 +1180,72 @@ class Client(unittest.TestCase):
                 self.assertEqual(s["responses"], 0)
                 self.assertLess(time.monotonic() - start, 10)
 
+    def test_busy_client_detects_a_frozen_server_by_inbound_silence(self):
+        """The client sends a request every 100 ms to a server that is then stopped (SIGSTOP: its
+        kernel still takes the bytes). With the default inbound trigger the pings follow what the
+        client stopped receiving, so it closes the link heartbeat-timeout at the formula's time:
+        last byte received + interval + (misses - 1) * max(interval, timeout) + timeout = 1.5 s
+        after the freeze (interval = timeout = 500 ms, 2 misses), never before. With the outbound
+        trigger its own requests keep putting the ping off and it never notices."""
+        for trigger in ("inbound", "outbound"):
+            with Server() as srv:
+                client = subprocess.Popen([CLIENT, "--quiet", "--verbose", "--connect", f"127.0.0.1:{srv.port}",
+                                           "--send-interval", "100", "--heartbeat-interval", "500",
+                                           "--heartbeat-timeout", "500", "--heartbeat-misses", "2",
+                                           "--heartbeat-trigger", trigger, "--duration", "4500"],
+                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                closed_at = []
+
+                def watch():
+                    for line in client.stderr:
+                        if "closed: heartbeat-timeout" in line:
+                            closed_at.append(time.monotonic())
+
+                watcher = threading.Thread(target=watch)
+                watcher.start()
+                time.sleep(1.0)
+                srv.proc.send_signal(signal.SIGSTOP)
+                frozen = time.monotonic()
+                try:
+                    out, _ = client.communicate(timeout=30)
+                finally:
+                    srv.proc.send_signal(signal.SIGCONT)
+                watcher.join(timeout=5)
+                summary = json.loads(out.strip().splitlines()[-1])
+                if trigger == "outbound":
+                    self.assertEqual(closed_at, [], summary)
+                    continue
+                self.assertEqual(len(closed_at), 1, summary)
+                after = closed_at[0] - frozen
+                print(f"busy client, frozen server: closed heartbeat-timeout {after:.3f} s after the freeze "
+                      f"(formula 1.5 s from the last byte received)")
+                self.assertGreaterEqual(after, 1.5 - 0.1)  # the last echo came at most one send interval earlier
+                self.assertLess(after, 1.5 + (1.5 if SANITIZED else 0.5))
+                self.assertGreaterEqual(summary["requests"], 20)  # it kept sending until the close (10 per second)
+
+    def test_backoff_keeps_growing_against_a_frozen_server(self):
+        """A stopped server's kernel still completes every TCP handshake. The client's backoff resets
+        only once the peer itself has sent bytes (reconnector::proven), so against the frozen server
+        each connect-then-heartbeat-death is a failure and the delays keep growing; before, each
+        link lived past --stable-after and the backoff reset to its first delay every time."""
+        with Server() as srv:
+            client = subprocess.Popen([CLIENT, "--quiet", "--verbose", "--connect", f"127.0.0.1:{srv.port}",
+                                       "--send-interval", "100", "--heartbeat-interval", "200", "--heartbeat-timeout",
+                                       "200", "--heartbeat-misses", "1", "--reconnect", "yes", "--backoff-initial", "100",
+                                       "--backoff-multiplier", "2", "--backoff-jitter", "0", "--stable-after", "300",
+                                       "--duration", "5000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            time.sleep(1.0)  # proven: the server echoes
+            srv.proc.send_signal(signal.SIGSTOP)
+            try:
+                out, err = client.communicate(timeout=30)
+            finally:
+                srv.proc.send_signal(signal.SIGCONT)
+        delays = [int(l.split("reconnecting in ")[1].split()[0]) for l in err.splitlines() if "reconnecting in" in l]
+        print(f"reconnect delays against a frozen server: {delays} ms")
+        self.assertGreaterEqual(len(delays), 4, err)
+        self.assertEqual(delays[0], 100)  # the first link was proven and stable: reset
+        self.assertEqual(delays[1:4], [200, 400, 800], err)  # then never proven: growing
+
     def test_outstanding_requests_fail_at_once_on_close(self):
         """A peer that takes requests, never answers, and hangs up after 400 ms: every outstanding
         request fails with the close (the 10 s request timeout never comes into play)."""

@@ -159,6 +159,7 @@ BOOST_AUTO_TEST_CASE(heartbeat_pings_after_outbound_silence_and_closes_after_mis
     manual_service svc;
     hb_log log(svc);
     heartbeat_policy p;
+    p.trigger = heartbeat_trigger::outbound; // timed by writes (the inbound default: below)
     p.interval = 100ms;
     p.timeout = 40ms;
     p.misses = 3;
@@ -175,6 +176,41 @@ BOOST_AUTO_TEST_CASE(heartbeat_pings_after_outbound_silence_and_closes_after_mis
     BOOST_TEST((log.pings == std::vector<duration>{150ms, 250ms, 350ms}));
     BOOST_TEST_REQUIRE(log.dead.has_value());
     BOOST_TEST((*log.dead == 390ms)); // (misses - 1) * interval + timeout after the first ping
+}
+
+BOOST_AUTO_TEST_CASE(heartbeat_inbound_trigger_pings_after_inbound_silence_while_we_keep_sending) {
+    // The default trigger (gRPC's keepalive): a busy sender whose peer froze still pings it and
+    // finds it dead; reads, not writes, put the ping off.
+    manual_service svc;
+    hb_log log(svc);
+    heartbeat_policy p; // trigger inbound: the default
+    p.interval = 100ms;
+    p.timeout = 40ms;
+    p.misses = 2;
+    auto hb = make_hb(svc, log, p);
+    svc.step_by(50ms);
+    hb.on_read(svc.stamp()); // a byte received at 50: the first ping moves to 150
+    for (int i = 0; i < 40; ++i) {
+        svc.step_by(10ms);
+        hb.on_write(svc.stamp()); // we send every 10 ms; the peer says nothing more
+    }
+    BOOST_TEST((log.pings == std::vector<duration>{150ms, 250ms}));
+    BOOST_TEST((log.misses == std::vector<duration>{190ms, 290ms}));
+    BOOST_TEST_REQUIRE(log.dead.has_value());
+    BOOST_TEST((*log.dead == 290ms)); // P + (misses - 1) * interval + timeout, P = last byte received + interval
+
+    // The outbound trigger, the same traffic: the writes keep putting the ping off, so the frozen
+    // peer is never pinged (why inbound is the default).
+    manual_service svc2;
+    hb_log log2(svc2);
+    p.trigger = heartbeat_trigger::outbound;
+    auto hb2 = make_hb(svc2, log2, p);
+    for (int i = 0; i < 45; ++i) {
+        svc2.step_by(10ms);
+        hb2.on_write(svc2.stamp());
+    }
+    BOOST_TEST(log2.pings.empty());
+    BOOST_TEST(!log2.dead.has_value());
 }
 
 // timeout == interval: the next ping falls due in the same tick as the last one's judgement. The
@@ -205,6 +241,7 @@ BOOST_AUTO_TEST_CASE(heartbeat_answered_pings_keep_it_alive_and_give_rtt) {
     manual_service svc;
     hb_log log(svc);
     heartbeat_policy p;
+    p.trigger = heartbeat_trigger::outbound; // timed by writes (the inbound default: below)
     p.interval = 100ms;
     p.timeout = 50ms;
     p.misses = 2;
@@ -226,6 +263,7 @@ BOOST_AUTO_TEST_CASE(heartbeat_any_read_resets_misses) {
     manual_service svc;
     hb_log log(svc);
     heartbeat_policy p;
+    p.trigger = heartbeat_trigger::outbound; // timed by writes (the inbound default: below)
     p.interval = 100ms;
     p.timeout = 50ms;
     p.misses = 2;
@@ -289,6 +327,7 @@ BOOST_AUTO_TEST_CASE(heartbeat_answered_ping_frees_the_next_one) {
     manual_service svc;
     hb_log log(svc);
     heartbeat_policy p;
+    p.trigger = heartbeat_trigger::outbound; // timed by writes (the inbound default: below)
     p.interval = 100ms;
     p.timeout = 300ms;
     p.misses = 1;
@@ -341,6 +380,7 @@ BOOST_AUTO_TEST_CASE(heartbeat_miss_judged_no_earlier_than_the_rtt_floor) {
         manual_service svc;
         hb_log log(svc);
         heartbeat_policy p;
+        p.trigger = heartbeat_trigger::outbound; // timed by writes
         p.interval = 100ms;
         p.timeout = 50ms;
         p.misses = 1;

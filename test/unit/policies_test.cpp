@@ -92,13 +92,41 @@ BOOST_AUTO_TEST_CASE(reconnector_grows_on_failure_and_resets_only_after_stable) 
     r.reconnect_now();
     BOOST_TEST((attempts.back() == 360ms));
     r.connected();
-    svc.step_by(500ms); // stable: the backoff resets
+    svc.step_by(600ms); // connected, but the peer never proved itself: not stable
+    BOOST_TEST((r.state() == reconnector::phase::connected));
+    r.proven();
+    svc.step_by(499ms);
+    r.proven(); // once: stability is timed from the first proof
+    BOOST_TEST((r.state() == reconnector::phase::connected));
+    svc.step_by(1ms); // stable_after from the proof: the backoff resets
     BOOST_TEST((r.state() == reconnector::phase::stable));
     r.disconnected();
     BOOST_TEST((r.last_delay() == 100ms));
     r.stop();
     svc.step_by(1s);
     BOOST_TEST(attempts.size() == 4u); // nothing after stop
+}
+
+BOOST_AUTO_TEST_CASE(reconnector_backoff_grows_against_a_peer_that_only_its_kernel_answers) {
+    // A frozen server: every connect succeeds (its kernel answers), nothing ever arrives, and each
+    // link is dropped by the client's liveness after 2 s. Without proof the backoff keeps growing.
+    manual_service svc;
+    backoff_policy p;
+    p.initial = 100ms;
+    p.multiplier = 2.0;
+    p.max = 100s;
+    p.stable_after = 500ms;
+    reconnector r(svc, p, [] {}, [] { return 0.5; });
+    r.start();
+    std::vector<milliseconds> delays;
+    for (int i = 0; i < 5; ++i) {
+        r.connected();
+        svc.step_by(2s);
+        r.disconnected();
+        delays.push_back(r.last_delay());
+        svc.step_by(r.last_delay());
+    }
+    BOOST_TEST((delays == std::vector<milliseconds>{100ms, 200ms, 400ms, 800ms, 1600ms}));
 }
 
 BOOST_AUTO_TEST_CASE(connection_limits_handshake_age_and_drain) {
@@ -273,6 +301,7 @@ interval = 10000
 timeout = 5000
 misses = 4
 jitter = 0.1
+trigger = "outbound"
 [backoff]
 strategy = "decorrelated"
 max = 60000
@@ -281,6 +310,8 @@ max = 60000
     BOOST_TEST(!c.idle.write_progress_is_activity);
     BOOST_TEST(c.heartbeat.misses == 4u);
     BOOST_TEST(c.heartbeat.jitter == 0.1);
+    BOOST_TEST((c.heartbeat.trigger == heartbeat_trigger::outbound));
+    BOOST_TEST((liveness_config{}.heartbeat.trigger == heartbeat_trigger::inbound)); // the default
     BOOST_TEST((c.backoff.strategy == backoff_strategy::decorrelated));
     BOOST_TEST(c.backoff.max.count() == 60000);
     auto error_of = [](const char* text) -> std::string {
@@ -296,6 +327,9 @@ max = 60000
     BOOST_TEST(error_of("[idle]\nreader_idle = true").find("idle.reader_idle") != std::string::npos);
     BOOST_TEST(error_of("[heartbeat]\ninterval = 1000\nmisses = 0").find("heartbeat.misses = 0") != std::string::npos);
     BOOST_TEST(error_of("[backoff]\nstrategy = \"random\"").find("grpc, full, equal or decorrelated") != std::string::npos);
+    BOOST_TEST(error_of("[heartbeat]\ntrigger = \"sideways\"") ==
+               "heartbeat.trigger = \"sideways\" is not valid: accepted inbound or outbound (in config)");
+    BOOST_TEST(error_of("[heartbeat]\ntrigger = 1").find("heartbeat.trigger") != std::string::npos);
     BOOST_TEST(error_of("[nonsense]\nx = 1").find("nonsense") != std::string::npos);
     BOOST_TEST(error_of("[idle\nx=").find("valid TOML") != std::string::npos);
     BOOST_CHECK_THROW(load_liveness_config("/nonexistent/heartwheel.toml"), config_error);

@@ -1,7 +1,9 @@
-// heartwheel/net/heartbeat.hpp — ping after outbound silence, close after consecutive missed answers.
+// heartwheel/net/heartbeat.hpp — ping after silence, close after consecutive missed answers.
 //
-// The ping schedule follows writes: after `interval` (± jitter) with nothing sent, send_ping() runs
-// (the application writes its own bytes; the library is protocol-agnostic). Liveness follows reads
+// The ping schedule follows the policy's trigger: after `interval` (± jitter) with nothing received
+// (inbound, the default: gRPC's keepalive, which finds a frozen peer even while we keep sending) or
+// with nothing sent (outbound: Netty's writer-idle ping), send_ping() runs (the application writes
+// its own bytes; the library is protocol-agnostic). A ping restarts the interval either way. Liveness follows reads
 // (gRPC's rule): if nothing at all is read within `timeout` after a ping, that ping is missed; a
 // read at any time resets the count; at the `misses`-th consecutive miss it stops and on_dead() runs. on_pong()
 // gives a round-trip sample. A miss is counted only when no byte can have arrived after the ping,
@@ -10,7 +12,8 @@
 // The timeout is independent of the interval (Dubbo's default is three intervals; gRPC's keepalive
 // timeout and time are separate knobs). One ping is outstanding at a time: a ping that falls due
 // while the previous one is neither answered (on_pong) nor judged goes out right after it is, so
-// against a silent peer whose first ping went out at P (interval after the last write):
+// against a silent peer whose first ping went out at P (interval after the last byte received,
+// inbound; after the last write, outbound):
 //   pings at P, P + s, P + 2s, ...   with s = max(interval, timeout)
 //   death at P + (misses - 1) * s + timeout
 // i.e. P + (misses - 1) * interval + timeout when timeout <= interval, and P + misses * timeout when
@@ -62,8 +65,13 @@ public:
     heartbeat(const heartbeat&) = delete;
     heartbeat& operator=(const heartbeat&) = delete;
 
-    void on_read(time_point stamp) noexcept { last_read_ = stamp > last_read_ ? stamp : last_read_; }
-    void on_write(time_point stamp) noexcept { pinger_.touch(stamp); }
+    void on_read(time_point stamp) noexcept {
+        last_read_ = stamp > last_read_ ? stamp : last_read_;
+        if (policy_.trigger == heartbeat_trigger::inbound) pinger_.touch(stamp);
+    }
+    void on_write(time_point stamp) noexcept {
+        if (policy_.trigger == heartbeat_trigger::outbound) pinger_.touch(stamp);
+    }
     /// The answer to our ping arrived (also call on_read for its bytes): records a round trip.
     void on_pong(time_point stamp);
 

@@ -57,8 +57,18 @@ struct idle_policy {
 /// Application-level ping/pong. After `interval` with nothing sent, send a ping; if nothing at all is
 /// received within `timeout` after it, that is a miss; close at the `misses`-th consecutive miss.
 /// The peer is thus declared dead after (misses - 1) * interval + timeout of silence.
+/// What silence a ping follows. inbound: nothing received for `interval` (gRPC's keepalive: a
+/// frozen peer is found even while we keep sending); outbound: nothing sent for `interval` (Netty's
+/// writer-idle ping, the only behaviour before; kept for compatibility).
+enum class heartbeat_trigger { inbound, outbound };
+/// "inbound", "outbound".
+const char* to_string(heartbeat_trigger t) noexcept;
+/// Parses "inbound" or "outbound"; anything else is a config_error naming `field`.
+heartbeat_trigger parse_heartbeat_trigger(std::string_view name, const std::string& field);
+
 struct heartbeat_policy {
     milliseconds interval{0}; ///< 0 disables heartbeats
+    heartbeat_trigger trigger = heartbeat_trigger::inbound;
     milliseconds timeout{10'000};
     std::uint32_t misses = 3;
     double jitter = 0.0; ///< the interval varies by up to ±jitter (fraction) per ping

@@ -1,9 +1,13 @@
 // heartwheel/net/reconnector.hpp — when to try connecting again, on the wheel.
 //
 // The application owns the connecting; the reconnector owns the timing. It calls attempt() to start
-// a connection attempt; the application reports connected(), failed() or disconnected(). A failed
-// attempt, or a connection that drops before `stable_after`, waits backoff.next() and tries again; a
-// connection that stayed up `stable_after` resets the backoff. reconnect_now() cuts a wait short.
+// a connection attempt; the application reports connected(), proven(), failed() or disconnected().
+// A failed attempt, or a connection that drops before it proved stable, waits backoff.next() and
+// tries again. Stability is proven by the peer, not by the kernel: a frozen server's kernel still
+// completes TCP handshakes, so connected() alone proves nothing. The application calls proven() when
+// the peer shows it is alive — its first bytes received, or the application's own handshake or first
+// response — and a connection that stays up `stable_after` from then resets the backoff. A peer that
+// never proves itself keeps growing the backoff at every drop. reconnect_now() cuts a wait short.
 // Nothing runs after stop() or destruction. With counters, every attempt after the first counts as a
 // reconnect attempt and every failed() as a reconnect failure.
 #ifndef HEARTWHEEL_NET_RECONNECTOR_HPP
@@ -30,7 +34,8 @@ public:
                 backoff::random_source rnd = {}, liveness_counters* counters = nullptr);
 
     void start();                ///< first attempt now
-    void connected();            ///< the attempt succeeded; stability is timed from now
+    void connected();            ///< the attempt succeeded (the kernel's word: not yet stable)
+    void proven();               ///< the peer showed it is alive; stability is timed from the first call
     void failed();               ///< the attempt failed: wait, then try again
     void disconnected();         ///< an established connection dropped
     void reconnect_now();        ///< cut the current wait short
@@ -40,7 +45,6 @@ public:
     std::uint64_t attempts() const noexcept { return attempts_; }
     milliseconds last_delay() const noexcept { return last_delay_; }
     milliseconds connect_timeout() const { return backoff_.connect_timeout(); }
-    backoff& policy_state() noexcept { return backoff_; }
     void on_wait(on_wait_fn fn) { on_wait_ = std::move(fn); }
 
 private:
