@@ -229,7 +229,9 @@ field_sources parse(const std::string& name, const std::string& about, std::vect
                 os << "--config " << config_path << ": invalid TOML at line " << e.source().begin.line << ": " << e.description();
                 throw usage_error(os.str());
             }
-            net::apply_liveness_tables(live, file, config_path, net::other_keys::ignore);
+            std::vector<std::string> own; // the binary's own keys, one per flag
+            for (const auto& s : specs) own.push_back(key_of(s.flag));
+            net::apply_liveness_tables(live, file, config_path, own);
         } catch (const net::config_error& e) {
             throw usage_error(e.what());
         }
@@ -240,9 +242,6 @@ field_sources parse(const std::string& name, const std::string& about, std::vect
                     sources[key + "." + std::string(field.str())] = key + "." + std::string(field.str()) + " (in " + config_path + ")";
                 continue;
             }
-            bool known = false;
-            for (const auto& s : specs) known = known || key_of(s.flag) == key;
-            if (!known) throw usage_error("--config " + config_path + ": unknown key '" + key + "'");
         }
     }
     for (auto& s : specs) {

@@ -23,7 +23,7 @@ milliseconds backoff::next() {
     const double base = std::min(current_ms_, cap);
     double delay = base;
     switch (policy_.strategy) {
-    case backoff_strategy::grpc: delay = base * (1.0 + policy_.jitter * (2.0 * rnd_() - 1.0)); break;
+    case backoff_strategy::grpc: delay = std::min(cap, base * (1.0 + policy_.jitter * (2.0 * rnd_() - 1.0))); break;
     case backoff_strategy::full: delay = uniform(0.0, base); break;
     case backoff_strategy::equal: delay = base / 2.0 + uniform(0.0, base / 2.0); break;
     case backoff_strategy::decorrelated:

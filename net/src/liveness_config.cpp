@@ -1,5 +1,7 @@
 // liveness_config.cpp — TOML tables to policy structs, with errors that name the key and the source.
 #include <heartwheel/net/liveness_config.hpp>
+
+#include <algorithm>
 #include <heartwheel/net/liveness_toml.hpp>
 
 #include <sys/stat.h>
@@ -26,7 +28,7 @@ std::string text_of(const toml::node& n) {
     return os.str();
 }
 
-std::int64_t as_int(const toml::node& n, const std::string& key, const char* what) {
+std::int64_t as_int(const toml::node& n, const std::string& key, const std::string& what) {
     if (auto v = n.value_exact<std::int64_t>()) return *v;
     throw config_error(key, text_of(n), what, "not valid");
 }
@@ -54,10 +56,12 @@ setter secs(std::chrono::seconds& f) {
         f = std::chrono::duration_cast<std::chrono::seconds>(v);
     };
 }
-setter u32(std::uint32_t& f) {
-    return [&f](const toml::node& n, const std::string& k) {
-        const auto v = as_int(n, k, "a non-negative integer");
-        if (v < 0 || v > 0xffffffffLL) throw config_error(k, std::to_string(v), "0..4294967295");
+/// A count with the policy's own range (the one its validate() checks), so a value that does not
+/// even fit the field names the range that matters.
+setter u32(std::uint32_t& f, std::uint32_t lo, std::uint32_t hi) {
+    return [&f, lo, hi](const toml::node& n, const std::string& k) {
+        const auto v = as_int(n, k, "an integer " + std::to_string(lo) + ".." + std::to_string(hi));
+        if (v < lo || v > hi) throw config_error(k, std::to_string(v), std::to_string(lo) + ".." + std::to_string(hi));
         f = static_cast<std::uint32_t>(v);
     };
 }
@@ -97,9 +101,9 @@ std::map<std::string, key_table> tables_of(liveness_config& c) {
                             if (!n.is_string()) throw config_error(k, text_of(n), "\"inbound\" or \"outbound\"", "not valid");
                             c.heartbeat.trigger = parse_heartbeat_trigger(*n.value<std::string>(), k);
                         }},
-                       {"misses", u32(c.heartbeat.misses)}, {"jitter", num(c.heartbeat.jitter)},
+                       {"misses", u32(c.heartbeat.misses, heartbeat_policy::misses_min, heartbeat_policy::misses_max)}, {"jitter", num(c.heartbeat.jitter)},
                        {"rtt_factor", num(c.heartbeat.rtt_factor)}}},
-        {"request", {{"timeout", ms(c.request.timeout)}, {"max_outstanding", u32(c.request.max_outstanding)}}},
+        {"request", {{"timeout", ms(c.request.timeout)}, {"max_outstanding", u32(c.request.max_outstanding, request_policy::max_outstanding_min, request_policy::max_outstanding_max)}}},
         {"backoff", {{"initial", ms(c.backoff.initial)}, {"multiplier", num(c.backoff.multiplier)},
                      {"jitter", num(c.backoff.jitter)}, {"max", ms(c.backoff.max)},
                      {"min_connect_timeout", ms(c.backoff.min_connect_timeout)}, {"stable_after", ms(c.backoff.stable_after)},
@@ -110,7 +114,7 @@ std::map<std::string, key_table> tables_of(liveness_config& c) {
         {"limits", {{"handshake_timeout", ms(c.limits.handshake_timeout)}, {"max_age", ms(c.limits.max_age)},
                     {"max_age_jitter", num(c.limits.max_age_jitter)}, {"drain_grace", ms(c.limits.drain_grace)}}},
         {"keepalive", {{"enabled", flag(c.keepalive.enabled)}, {"idle", secs(c.keepalive.idle)},
-                       {"interval", secs(c.keepalive.interval)}, {"count", u32(c.keepalive.count)},
+                       {"interval", secs(c.keepalive.interval)}, {"count", u32(c.keepalive.count, 0, keepalive_options::count_max)},
                        {"user_timeout", ms(c.keepalive.user_timeout)}}},
         {"overload", {{"threshold", num(c.overload.threshold)}, {"reader_idle_min", min_of(c.overload.reader_idle)},
                       {"writer_idle_min", min_of(c.overload.writer_idle)}, {"all_idle_min", min_of(c.overload.all_idle)},
@@ -194,7 +198,8 @@ bool is_liveness_table(std::string_view name) noexcept {
     return false;
 }
 
-void apply_liveness_tables(liveness_config& c, const toml::table& doc, std::string_view source, other_keys others) {
+void apply_liveness_tables(liveness_config& c, const toml::table& doc, std::string_view source,
+                           const std::vector<std::string>& own_keys) {
     const std::string src(source);
     const auto tables = tables_of(c);
     try {
@@ -202,8 +207,10 @@ void apply_liveness_tables(liveness_config& c, const toml::table& doc, std::stri
             const std::string table(name.str());
             auto it = tables.find(table);
             if (it == tables.end()) {
-                if (others == other_keys::ignore) continue;
-                throw config_error(table, "(unknown table)", table_names, "not valid");
+                if (std::find(own_keys.begin(), own_keys.end(), table) != own_keys.end()) continue;
+                std::string accepted = table_names;
+                for (const auto& k : own_keys) accepted += ", " + k;
+                throw config_error(table, "(unknown key)", accepted, "not valid");
             }
             if (!node.is_table()) throw config_error(table, text_of(node), std::string("a table [") + table + "]", "not valid");
             const auto& t = *node.as_table();
@@ -219,9 +226,10 @@ void apply_liveness_tables(liveness_config& c, const toml::table& doc, std::stri
     }
 }
 
-liveness_config parse_liveness_config(const toml::table& doc, std::string_view source, other_keys others) {
+liveness_config parse_liveness_config(const toml::table& doc, std::string_view source,
+                                      const std::vector<std::string>& own_keys) {
     liveness_config c;
-    apply_liveness_tables(c, doc, source, others);
+    apply_liveness_tables(c, doc, source, own_keys);
     try {
         c.validate();
     } catch (const config_error& e) {

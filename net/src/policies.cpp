@@ -125,7 +125,7 @@ void heartbeat_policy::validate(const std::string& p) const {
     check_ms(p, "interval", interval, 0, max_ms);
     if (trigger != heartbeat_trigger::inbound && trigger != heartbeat_trigger::outbound)
         throw config_error(field_name(p, "trigger"), std::to_string(static_cast<int>(trigger)), "inbound or outbound", "not valid");
-    check_count(p, "misses", misses, 1, 1000);
+    check_count(p, "misses", misses, misses_min, misses_max);
     check_fraction(p, "jitter", jitter, 0.0, 0.5);
     check_fraction(p, "rtt_factor", rtt_factor, 0.0, 100.0);
     if (!enabled()) return;
@@ -135,7 +135,7 @@ void heartbeat_policy::validate(const std::string& p) const {
 
 void request_policy::validate(const std::string& p) const {
     check_ms(p, "timeout", timeout, 0, max_ms);
-    check_count(p, "max_outstanding", max_outstanding, 1, 1u << 24);
+    check_count(p, "max_outstanding", max_outstanding, max_outstanding_min, max_outstanding_max);
 }
 
 void timeout_policy::validate(const std::string& p) const {
@@ -208,7 +208,7 @@ void overload_policy::validate(const std::string& p) const {
 void keepalive_options::validate(const std::string& p) const {
     check_count(p, "idle", static_cast<std::uint64_t>(idle.count()), 0, 32767);
     check_count(p, "interval", static_cast<std::uint64_t>(interval.count()), 0, 32767);
-    check_count(p, "count", count, 0, 127);
+    check_count(p, "count", count, 0, count_max);
     check_ms(p, "user_timeout", user_timeout, 0, 0x7fffffff);
     if (!enabled || user_timeout.count() == 0) return;
     const std::chrono::seconds probe = interval.count() > 0 ? interval : system_default_interval;

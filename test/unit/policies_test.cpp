@@ -37,6 +37,10 @@ BOOST_AUTO_TEST_CASE(grpc_backoff_sequence_and_cap) {
     b.reset();
     BOOST_TEST(b.next().count() == 1000);
     BOOST_TEST(b.connect_timeout().count() == 20000);
+    backoff high(p, [] { return 0.999; }); // the jitter's top: +20 % (gRPC's own rule goes past max)
+    long long longest = 0;
+    for (int i = 0; i < 20; ++i) longest = std::max<long long>(longest, high.next().count());
+    BOOST_TEST(longest == 120000); // max is a hard cap
 }
 
 BOOST_AUTO_TEST_CASE(jitter_strategies_stay_in_bounds) {
@@ -326,6 +330,9 @@ max = 60000
     BOOST_TEST(error_of("[idle]\nreader_idle = \"100\"").find("with a unit") != std::string::npos); // a string needs its unit
     BOOST_TEST(error_of("[idle]\nreader_idle = true").find("idle.reader_idle") != std::string::npos);
     BOOST_TEST(error_of("[heartbeat]\ninterval = 1000\nmisses = 0").find("heartbeat.misses = 0") != std::string::npos);
+    // A value that does not even fit the field names the policy's range, not the field type's.
+    BOOST_TEST(error_of("[heartbeat]\nmisses = -1") == "heartbeat.misses = -1 is out of range: accepted 1..1000 (in config)");
+    BOOST_TEST(error_of("[request]\nmax_outstanding = 99999999999").find("1..16777216") != std::string::npos);
     BOOST_TEST(error_of("[backoff]\nstrategy = \"random\"").find("grpc, full, equal or decorrelated") != std::string::npos);
     BOOST_TEST(error_of("[heartbeat]\ntrigger = \"sideways\"") ==
                "heartbeat.trigger = \"sideways\" is not valid: accepted inbound or outbound (in config)");
@@ -417,17 +424,22 @@ reader_idle = "1m"
 [liveness.heartbeat]
 interval = "3s"
 )");
-    const auto c = parse_liveness_config(doc, "app.toml", other_keys::ignore);
+    const auto c = parse_liveness_config(doc, "app.toml", {"server", "liveness"});
     BOOST_TEST(c.heartbeat.interval.count() == 10000);
     BOOST_TEST(c.idle.reader_idle.count() == 60000);
     const auto nested = parse_liveness_config(*doc["liveness"].as_table(), "app.toml [liveness]");
     BOOST_TEST(nested.heartbeat.interval.count() == 3000);
-    const auto msg = error_text([&] { parse_liveness_config(doc, "app.toml"); }); // rejecting others
-    BOOST_TEST(has(msg, "unknown table"));
+    const auto msg = error_text([&] { parse_liveness_config(doc, "app.toml"); }); // no keys of its own
+    BOOST_TEST(has(msg, "(unknown key) is not valid")); // [server] or [liveness], whichever comes first
     BOOST_TEST(has(msg, "app.toml"));
+    // A misspelled liveness table is refused, naming it and what is accepted, the application's own too.
+    const toml::table typo = toml::parse("[server]\nport = 7000\n[heartbaet]\ninterval = \"10s\"\n");
+    const auto t = error_text([&] { parse_liveness_config(typo, "app.toml", {"server"}); });
+    BOOST_TEST(t == "heartbaet = (unknown key) is not valid: accepted idle, timeouts, heartbeat, request, backoff, "
+                    "limits, keepalive, overload, server (in app.toml)");
     liveness_config over; // applied over values already set
     over.heartbeat.misses = 7;
-    apply_liveness_tables(over, doc, "app.toml", other_keys::ignore);
+    apply_liveness_tables(over, doc, "app.toml", {"server", "liveness"});
     BOOST_TEST(over.heartbeat.misses == 7u);
     BOOST_TEST(over.heartbeat.interval.count() == 10000);
     BOOST_TEST(is_liveness_table("heartbeat"));

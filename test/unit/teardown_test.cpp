@@ -8,11 +8,13 @@
 
 #include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/error.hpp>
+#include <heartwheel/net/connection.hpp>
 #include <heartwheel/net/request_tracker.hpp>
 
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
 #include <asio/use_awaitable.hpp>
 
 #include <memory>
@@ -95,4 +97,48 @@ BOOST_AUTO_TEST_CASE(stopped_wheel_completes_pending_requests) {
     io.poll();
     BOOST_TEST((got == heartwheel::errc::wheel_stopped));
     BOOST_TEST(conn.requests.outstanding() == 0u);
+}
+
+// A session that owns its connection and is its handler (the shape the connection's docs show): a
+// cycle until the connection closes. An application that stops the io_context with such sessions
+// open (a read pending, heartbeats on) must not leak them: the io_context's shutdown makes each open
+// connection let go of its handler. LeakSanitizer (ASan build) checks that nothing is left either.
+namespace {
+struct session final : net::connection_handler, std::enable_shared_from_this<session> {
+    explicit session(bool& gone) : gone(gone) {}
+    ~session() override { gone = true; }
+    void start() {
+        c->stream().async_receive([self = shared_from_this()](std::error_code ec, net::read_chunk) {
+            if (!ec) self->start();
+        });
+    }
+    void send_ping() override { c->send("PING\n"); }
+    std::shared_ptr<net::connection<asio::ip::tcp::socket>> c;
+    bool& gone;
+};
+} // namespace
+
+BOOST_AUTO_TEST_CASE(sessions_that_are_their_connections_handler_are_freed_by_io_stop) {
+    bool gone[3] = {false, false, false};
+    {
+        asio::io_context io;
+        auto wheel = std::make_unique<heartwheel::asio_wheel>(io.get_executor());
+        asio::ip::tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
+        std::vector<asio::ip::tcp::socket> peers;
+        net::liveness_config cfg;
+        cfg.heartbeat.interval = 10min;
+        cfg.idle.reader_idle = 10min;
+        for (bool& g : gone) {
+            peers.emplace_back(io).connect(acceptor.local_endpoint());
+            auto s = std::make_shared<session>(g);
+            s->c = std::make_shared<net::connection<asio::ip::tcp::socket>>(acceptor.accept(), *wheel,
+                                                                           net::wheel_liveness(*wheel, cfg), s);
+            s->start();
+        }
+        io.run_for(20ms);
+        for (bool g : gone) BOOST_TEST_REQUIRE(!g); // open: kept by their pending reads and the cycle
+        io.stop();
+        wheel.reset(); // the wheel goes first, then the io_context
+    }
+    for (bool g : gone) BOOST_TEST(g);
 }

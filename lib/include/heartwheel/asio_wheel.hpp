@@ -89,8 +89,8 @@ public:
     void touch(timer_node& t, time_point deadline);
 
     // --- callback handles ---------------------------------------------------------------------------
-    timer_handle schedule_after(duration delay, std::function<void()> fn);
-    timer_handle schedule_every(duration period, std::function<void()> fn,
+    [[nodiscard]] timer_handle schedule_after(duration delay, std::function<void()> fn);
+    [[nodiscard]] timer_handle schedule_every(duration period, std::function<void()> fn,
                                 missed_tick policy = missed_tick::burst);
 
     // --- asynchronous wait, any completion token: void(std::error_code) ---------------------------

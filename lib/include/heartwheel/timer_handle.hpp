@@ -29,7 +29,9 @@ private:
 
 } // namespace detail
 
-class timer_handle {
+/// Owns its timer: a discarded handle cancels the timer at once, so every call that returns one is
+/// [[nodiscard]] (the class is: a compiler warns wherever a returned handle is dropped).
+class [[nodiscard]] timer_handle {
 public:
     timer_handle() = default;
     explicit timer_handle(std::function<void()> callback)

@@ -16,7 +16,7 @@ int main() {
     namespace net = heartwheel::net;
     const auto from_text = net::parse_liveness_config("[heartbeat]\ninterval = \"5ms\"\ntimeout = \"20ms\"\n");
     const toml::table doc = toml::parse("[app]\nname = \"kv\"\n[idle]\nreader_idle = \"30s\"\n");
-    const auto from_doc = net::parse_liveness_config(doc, "app.toml", net::other_keys::ignore);
+    const auto from_doc = net::parse_liveness_config(doc, "app.toml", {"app"});
     if (from_text.heartbeat.interval.count() != 5 || from_doc.idle.reader_idle.count() != 30000) return 1;
 
     asio::io_context io;

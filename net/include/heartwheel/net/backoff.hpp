@@ -1,7 +1,8 @@
 // heartwheel/net/backoff.hpp — reconnect delays: gRPC's connection backoff and AWS's jitter family.
 //
 // next() returns the delay before the next attempt and grows the backoff:
-//  grpc:         min(initial * multiplier^k, max) * (1 ± jitter)       (gRPC connection-backoff.md)
+//  grpc:         min(min(initial * multiplier^k, max) * (1 ± jitter), max)   (gRPC connection-backoff.md,
+//                but `max` is a hard cap here: at the cap the jitter only shortens, never lengthens)
 //  full:         uniform(0, min(initial * multiplier^k, max))
 //  equal:        b/2 + uniform(0, b/2), b = min(initial * multiplier^k, max)
 //  decorrelated: min(max, uniform(initial, 3 * previous delay))

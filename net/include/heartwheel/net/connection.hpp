@@ -30,7 +30,9 @@
 // session — until it is closed, then lets go. connection_hooks wraps lambdas for small programs.
 // Teardown order: connections (and the application objects holding them) before their wheel, the
 // wheel before its io_context; a connection's pending operations and requests complete or are
-// destroyed with it (no leak).
+// destroyed with it (no leak). An application that leaves with io.stop() while sessions that own
+// their connection are its handlers (a cycle until the close) leaks nothing either: the io_context's
+// shutdown makes every connection still open let go of its handler (detail::teardown_registry).
 //
 // The Liveness parameter is what times the connection: connection_liveness on a wheel by default; the
 // echo server's per-socket steady_timer baseline plugs in the same way. It is made by a factory called
@@ -41,6 +43,7 @@
 
 #include <heartwheel/net/close_reason.hpp>
 #include <heartwheel/net/connection_liveness.hpp>
+#include <heartwheel/net/detail/teardown_registry.hpp>
 #include <heartwheel/net/errc.hpp>
 #include <heartwheel/net/keepalive.hpp>
 #include <heartwheel/net/liveness_stream.hpp>
@@ -130,7 +133,8 @@ inline auto wheel_liveness(timer_service& svc, const liveness_config& config, li
 template <class NextLayer, class Liveness = connection_liveness>
 class connection final : public std::enable_shared_from_this<connection<NextLayer, Liveness>>,
                          private stream_observer,
-                         private liveness_handler {
+                         private liveness_handler,
+                         private detail::teardown_registry::entry {
 public:
     using stream_type = liveness_stream<NextLayer>;
     using executor_type = typename NextLayer::executor_type;
@@ -147,8 +151,13 @@ public:
                connection_options options = {})
         : stream_(*this, std::move(next)), svc_(svc), handler_(std::move(handler)), counters_(counters),
           linger_ms_(options.linger), out_(options.queue), live_(make_liveness(static_cast<liveness_handler&>(*this))),
-          reads_are_idle_activity_(options.reads_are_idle_activity), close_on_idle_(options.close_on_idle) {}
-    ~connection() { live_->close(); }
+          reads_are_idle_activity_(options.reads_are_idle_activity), close_on_idle_(options.close_on_idle) {
+        detail::teardown_registry::of(stream_.get_executor()).add(*this);
+    }
+    ~connection() {
+        detail::teardown_registry::of(stream_.get_executor()).remove(*this);
+        live_->close();
+    }
     connection(const connection&) = delete;
     connection& operator=(const connection&) = delete;
 
@@ -258,6 +267,10 @@ private:
     }
     bool close_on_idle() const noexcept override { return close_on_idle_; }
     asio::any_io_executor completion_executor() override { return stream_.get_executor(); }
+    // The io_context shuts down with this connection open: break a session <-> connection cycle.
+    void on_context_shutdown() noexcept override {
+        const auto handler = std::exchange(handler_, nullptr); // may destroy *this as it goes
+    }
     bool input_waiting() override { return !closing_ && stream_.input_waiting(); }
 
     void begin_close(close_reason why, bool last_words) {

@@ -71,6 +71,7 @@ struct heartbeat_policy {
     heartbeat_trigger trigger = heartbeat_trigger::inbound;
     milliseconds timeout{10'000};
     std::uint32_t misses = 3;
+    static constexpr std::uint32_t misses_min = 1, misses_max = 1000;
     double jitter = 0.0; ///< the interval varies by up to ±jitter (fraction) per ping
     /// k: a ping is judged no earlier than k * (srtt + 4 * rttvar) after it (RFC 6298's estimator
     /// over the pong round trips; QUIC uses 3). 0 disables the floor. Never shortens `timeout`.
@@ -83,6 +84,7 @@ struct heartbeat_policy {
 struct request_policy {
     milliseconds timeout{0}; ///< 0: requests never time out
     std::uint32_t max_outstanding = 65536;
+    static constexpr std::uint32_t max_outstanding_min = 1, max_outstanding_max = 1u << 24;
     void validate(const std::string& prefix = "request") const;
 };
 
@@ -154,6 +156,7 @@ struct keepalive_options {
     std::chrono::seconds idle{0};     ///< TCP_KEEPIDLE
     std::chrono::seconds interval{0}; ///< TCP_KEEPINTVL
     std::uint32_t count = 0;          ///< TCP_KEEPCNT
+    static constexpr std::uint32_t count_max = 127;
     milliseconds user_timeout{0};     ///< TCP_USER_TIMEOUT
     /// Linux's default TCP_KEEPINTVL (net.ipv4.tcp_keepalive_intvl), used when interval is 0.
     static constexpr std::chrono::seconds system_default_interval{75};

@@ -1,0 +1,79 @@
+// heartwheel/net/detail/teardown_registry.hpp — the connections of one execution context, told when
+// it shuts down.
+//
+// A session that owns its connection and is that connection's handler is a reference cycle, broken
+// by the connection when it closes. An application that leaves with io.stop() never closes them, and
+// the cycle would outlive the io_context (a leak LeakSanitizer reports). So each connection enters
+// this Asio service of its executor's context; the context's shutdown (its destructor, before any
+// pending operation is destroyed: this service is made after the sockets' own) tells every connection
+// still registered to let go of its handler, and the cycle is gone with the pending operations.
+//
+// Invariants: an entry is linked while registered; shutdown() unlinks each entry before calling it
+// (so a connection destroyed by the call, or later, finds itself unlinked) and never calls out with
+// the mutex held (the context may run on several threads).
+#ifndef HEARTWHEEL_NET_DETAIL_TEARDOWN_REGISTRY_HPP
+#define HEARTWHEEL_NET_DETAIL_TEARDOWN_REGISTRY_HPP
+
+#include <heartwheel/detail/list_hook.hpp>
+
+#include <asio/execution/context.hpp>
+#include <asio/execution_context.hpp>
+#include <asio/query.hpp>
+
+#include <mutex>
+
+namespace heartwheel::net::detail {
+
+class teardown_registry final : public asio::execution_context::service {
+public:
+    /// What a registered object does when its context shuts down.
+    class entry : public heartwheel::detail::list_hook {
+    public:
+        virtual void on_context_shutdown() noexcept = 0;
+
+    protected:
+        ~entry() = default;
+    };
+
+    inline static asio::execution_context::id id;
+
+    explicit teardown_registry(asio::execution_context& ctx) : asio::execution_context::service(ctx) {}
+
+    /// The registry of `ex`'s execution context (made on first use).
+    template <class Executor>
+    static teardown_registry& of(const Executor& ex) {
+        return asio::use_service<teardown_registry>(asio::query(ex, asio::execution::context));
+    }
+
+    void add(entry& e) {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        if (!closed_) list_.push_back(e);
+    }
+    void remove(entry& e) noexcept {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        if (e.linked()) e.unlink();
+    }
+
+private:
+    void shutdown() override {
+        for (;;) {
+            entry* e = nullptr;
+            {
+                const std::lock_guard<std::mutex> lock(mutex_);
+                closed_ = true;
+                if (list_.empty()) return;
+                e = static_cast<entry*>(list_.front());
+                e->unlink();
+            }
+            e->on_context_shutdown(); // may destroy the entry's owner
+        }
+    }
+
+    std::mutex mutex_;
+    heartwheel::detail::list_head list_;
+    bool closed_ = false;
+};
+
+} // namespace heartwheel::net::detail
+
+#endif
