@@ -144,6 +144,16 @@ spec live_min(std::string flag, std::string field, std::string help, net::scaled
                 target = net::scaled_min{to_duration(v, who), 0.0};
             }};
 }
+spec live_size(std::string flag, std::string field, std::string help, std::size_t& target) {
+    return {flag, help, net::size_text(target), field, false, [&target](const raw_value& v, const std::string& who) {
+                need(v, who, {raw_value::toml_string, raw_value::toml_integer}, "a size: bytes, or with a unit (\"8MiB\")");
+                try {
+                    target = net::parse_size(v.text, who);
+                } catch (const net::config_error& e) {
+                    throw usage_error(e.what());
+                }
+            }};
+}
 spec live_trigger(std::string flag, std::string field, std::string help, net::heartbeat_trigger& target) {
     return {flag, help, net::to_string(target), field, false, [&target](const raw_value& v, const std::string& who) {
                 need(v, who, {raw_value::toml_string}, "a string: inbound or outbound");
@@ -321,6 +331,13 @@ server_options parse_server_options(int argc, const char* const* argv) {
         own_count("max-line", "longest line in bytes before the newline", o.max_line, 1, 16 * 1024 * 1024, " (bytes)"),
         own_count("max-connections", "beyond this a new connection gets BYE busy", o.max_connections, 1, 10'000'000),
         live_ms("max-age", "limits.max_age", "close connections older than this, with ±10% jitter (0 = off)", l.limits.max_age),
+        live_size("output-high-water", "output.high_water", "stop reading a connection with more than this queued for it", l.output.high_water),
+        live_size("output-low-water", "output.low_water", "read it again at or below this", l.output.low_water),
+        live_size("output-hard-limit", "output.hard_limit", "close slow-consumer at once past this queued (0 = off)", l.output.hard_limit),
+        live_size("output-soft-limit", "output.soft_limit", "close slow-consumer above this for --output-soft-limit-time (0 = off)",
+                  l.output.soft_limit),
+        live_ms("output-soft-limit-time", "output.soft_limit_time", "how long a connection may stay above --output-soft-limit",
+                l.output.soft_limit_time),
         switch_opt("tls", "serve TLS (needs --cert and --key)", o.tls),
         text_opt("cert", "PEM certificate chain for --tls", o.cert),
         text_opt("key", "PEM private key for --tls", o.key),

@@ -56,6 +56,7 @@ public:
         auto self = this->shared_from_this(); // the connection holds the session until it closes
         heartwheel::net::connection_options opts;
         opts.reads_are_idle_activity = false; // a data line is activity, a PONG is not
+        opts.output = w_.options.live.output; // slow consumers: water marks, hard and soft limits
         conn_ = std::make_shared<connection_type>(std::move(stream), w_.wheel, std::forward<MakeLiveness>(make_liveness),
                                                   self, &w_.live_counters, opts);
         conn_->apply_socket_options(w_.options.live.keepalive);

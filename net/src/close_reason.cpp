@@ -13,6 +13,7 @@ namespace {
 constexpr const char* builtin_names[builtin_close_reasons] = {
     "reader-idle", "writer-idle", "all-idle", "heartbeat-timeout", "read-timeout", "write-timeout",
     "handshake-timeout", "handshake-failed", "max-age", "shutdown", "peer-closed", "io-error",
+    "slow-consumer",
 };
 
 // Names are written once, before the count that publishes them (release); readers load the count

@@ -19,7 +19,7 @@ namespace {
 
 using setter = std::function<void(const toml::node&, const std::string& key)>;
 
-constexpr const char* table_names = "idle, timeouts, heartbeat, request, backoff, limits, keepalive, overload";
+constexpr const char* table_names = "idle, timeouts, heartbeat, request, backoff, limits, keepalive, overload, output";
 
 std::string text_of(const toml::node& n) {
     if (auto s = n.value_exact<std::string>()) return "\"" + *s + "\"";
@@ -63,6 +63,15 @@ setter u32(std::uint32_t& f, std::uint32_t lo, std::uint32_t hi) {
         const auto v = as_int(n, k, "an integer " + std::to_string(lo) + ".." + std::to_string(hi));
         if (v < lo || v > hi) throw config_error(k, std::to_string(v), std::to_string(lo) + ".." + std::to_string(hi));
         f = static_cast<std::uint32_t>(v);
+    };
+}
+// A byte size: an integer number of bytes, or a string with a unit ("8MiB").
+setter bytes(std::size_t& f) {
+    return [&f](const toml::node& n, const std::string& k) {
+        if (auto s = n.value_exact<std::string>()) return void(f = parse_size(*s, k));
+        const auto v = as_int(n, k, "a size: bytes, or a string with a unit (\"8MiB\")");
+        if (v < 0) throw config_error(k, std::to_string(v), "0.." + size_text(output_policy::size_max));
+        f = static_cast<std::size_t>(v);
     };
 }
 setter num(double& f) {
@@ -111,6 +120,9 @@ std::map<std::string, key_table> tables_of(liveness_config& c) {
                           if (!n.is_string()) throw config_error(k, text_of(n), "grpc, full, equal or decorrelated", "not valid");
                           c.backoff.strategy = parse_backoff_strategy(*n.value<std::string>(), k);
                       }}}},
+        {"output", {{"high_water", bytes(c.output.high_water)}, {"low_water", bytes(c.output.low_water)},
+                    {"hard_limit", bytes(c.output.hard_limit)}, {"soft_limit", bytes(c.output.soft_limit)},
+                    {"soft_limit_time", ms(c.output.soft_limit_time)}}},
         {"limits", {{"handshake_timeout", ms(c.limits.handshake_timeout)}, {"max_age", ms(c.limits.max_age)},
                     {"max_age_jitter", num(c.limits.max_age_jitter)}, {"drain_grace", ms(c.limits.drain_grace)}}},
         {"keepalive", {{"enabled", flag(c.keepalive.enabled)}, {"idle", secs(c.keepalive.idle)},
@@ -177,6 +189,7 @@ void liveness_config::validate() const {
     limits.validate();
     keepalive.validate();
     overload.validate();
+    output.validate();
     // An absolute min above the timeout it scales is a mistake (it would never scale).
     const std::tuple<const char*, const char*, const scaled_min*, milliseconds> scaled[] = {
         {"overload.reader_idle_min", "idle.reader_idle", &overload.reader_idle, idle.reader_idle},
@@ -193,7 +206,7 @@ void liveness_config::validate() const {
 }
 
 bool is_liveness_table(std::string_view name) noexcept {
-    for (const char* t : {"idle", "timeouts", "heartbeat", "request", "backoff", "limits", "keepalive", "overload"})
+    for (const char* t : {"idle", "timeouts", "heartbeat", "request", "backoff", "limits", "keepalive", "overload", "output"})
         if (name == t) return true;
     return false;
 }

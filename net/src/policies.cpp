@@ -31,6 +31,11 @@ void check_fraction(const std::string& prefix, const char* name, double v, doubl
         throw config_error(field_name(prefix, name), num_text(v), num_text(lo) + ".." + num_text(hi));
 }
 
+void check_size(const std::string& prefix, const char* name, std::size_t v, std::size_t lo) {
+    if (v < lo || v > output_policy::size_max)
+        throw config_error(field_name(prefix, name), size_text(v), size_text(lo) + ".." + size_text(output_policy::size_max));
+}
+
 void check_count(const std::string& prefix, const char* name, std::uint64_t v, std::uint64_t lo, std::uint64_t hi) {
     if (v < lo || v > hi)
         throw config_error(field_name(prefix, name), std::to_string(v), std::to_string(lo) + ".." + std::to_string(hi));
@@ -131,6 +136,56 @@ void heartbeat_policy::validate(const std::string& p) const {
     if (!enabled()) return;
     // Independent of the interval: one ping is outstanding at a time (see heartbeat.hpp).
     check_ms(p, "timeout", timeout, 1, max_ms);
+}
+
+void output_policy::validate(const std::string& p) const {
+    check_size(p, "high_water", high_water, 1);
+    check_size(p, "low_water", low_water, 0);
+    if (low_water > high_water)
+        throw config_error(field_name(p, "low_water"), size_text(low_water),
+                           "0.." + size_text(high_water) + " (at most " + p + ".high_water)");
+    check_size(p, "hard_limit", hard_limit, 0);
+    check_size(p, "soft_limit", soft_limit, 0);
+    if (hard_limit > 0 && soft_limit > hard_limit)
+        throw config_error(field_name(p, "soft_limit"), size_text(soft_limit),
+                           "0.." + size_text(hard_limit) + " (at most " + p + ".hard_limit)");
+    if (soft_limit > 0) check_ms(p, "soft_limit_time", soft_limit_time, 1, max_ms);
+}
+
+std::size_t parse_size(std::string_view text, const std::string& field) {
+    const std::string t(text);
+    std::size_t used = 0;
+    double v = -1;
+    try {
+        v = std::stod(t, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    std::string unit = t.substr(used);
+    while (!unit.empty() && unit.front() == ' ') unit.erase(0, 1);
+    struct u {
+        const char* name;
+        double bytes;
+    };
+    static constexpr u units[] = {{"", 1}, {"B", 1}, {"KiB", 1024.0}, {"MiB", 1024.0 * 1024}, {"GiB", 1024.0 * 1024 * 1024},
+                                  {"kB", 1e3}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}};
+    for (const auto& x : units)
+        if (used > 0 && unit == x.name && v >= 0) {
+            const double bytes = v * x.bytes;
+            if (bytes > static_cast<double>(output_policy::size_max))
+                throw config_error(field, t, "0.." + size_text(output_policy::size_max) + " bytes");
+            return static_cast<std::size_t>(bytes + 0.5);
+        }
+    throw config_error(field, "\"" + t + "\"",
+                       "a size: bytes, or a number with a unit (\"512KiB\", \"8MiB\", \"1GiB\", \"64kB\", \"8MB\")",
+                       "not valid");
+}
+
+std::string size_text(std::size_t bytes) {
+    if (bytes > 0 && bytes % (1u << 30) == 0) return std::to_string(bytes >> 30) + "GiB";
+    if (bytes > 0 && bytes % (1u << 20) == 0) return std::to_string(bytes >> 20) + "MiB";
+    if (bytes > 0 && bytes % (1u << 10) == 0) return std::to_string(bytes >> 10) + "KiB";
+    return std::to_string(bytes) + "B";
 }
 
 void request_policy::validate(const std::string& p) const {

@@ -20,8 +20,7 @@ std::size_t heap_bytes(const std::string& s) noexcept {
 } // namespace
 
 write_queue::write_queue(write_queue_limits limits)
-    : high_water_(narrow(limits.high_water)), low_water_(narrow(limits.low_water)),
-      chunk_bytes_(narrow(limits.chunk_bytes)), keep_capacity_(narrow(limits.keep_capacity)) {}
+    : chunk_bytes_(narrow(limits.chunk_bytes)), keep_capacity_(narrow(limits.keep_capacity)) {}
 
 write_queue::~write_queue() = default;
 
@@ -119,14 +118,6 @@ void write_queue::drop_pending() noexcept {
     std::string().swap(front_);
     queued_ = 0;
     offset_ = 0;
-}
-
-void write_queue::clear() noexcept {
-    std::string().swap(front_);
-    more_.reset();
-    offset_ = 0;
-    queued_ = 0;
-    in_flight_ = false;
 }
 
 } // namespace heartwheel::net

@@ -176,8 +176,8 @@ BOOST_FIXTURE_TEST_CASE(non_reading_peer_is_closed_by_the_write_timeout, fixture
     net::liveness_config cfg;
     cfg.timeouts.write_timeout = 200ms;
     net::connection_options opts;
-    opts.queue.high_water = 64 << 10;
-    opts.queue.low_water = 16 << 10;
+    opts.output.high_water = 64 << 10;
+    opts.output.low_water = 16 << 10;
     bool last_words = false;
     net::connection_hooks hooks;
     hooks.last_words = [&](net::close_reason) { last_words = true; };
@@ -196,6 +196,105 @@ BOOST_FIXTURE_TEST_CASE(non_reading_peer_is_closed_by_the_write_timeout, fixture
     BOOST_TEST((c->reason() == net::close_reason::write_timeout));
     BOOST_TEST(!last_words);
     BOOST_TEST(closes(net::close_reason::write_timeout) == 1u);
+}
+
+// A slow consumer fed by others (a fan-out server): send() is bounded whatever the producer. Past
+// the hard limit the queued bytes go at once, later sends are ignored, and the close follows on the
+// next turn (not inside send(): a broadcast loop stays valid), counted slow-consumer, with last words.
+BOOST_FIXTURE_TEST_CASE(hard_limit_closes_a_slow_consumer_outside_send, fixture) {
+    net::connection_options opts;
+    opts.output.high_water = 64 << 10;
+    opts.output.low_water = 16 << 10;
+    opts.output.hard_limit = 256 << 10;
+    opts.output.soft_limit = 0;
+    std::vector<std::string> words;
+    net::connection_hooks hooks;
+    auto c = make(accept_one(), net::liveness_config{}, hooks, opts);
+    hooks.last_words = [&, raw = c.get()](net::close_reason r) {
+        words.push_back(net::to_string(r));
+        raw->send("BYE\n");
+    };
+    c->set_hooks(hooks);
+    peer.set_option(asio::socket_base::receive_buffer_size(4096));
+    const std::string msg(4096, 'x');
+    std::size_t sent = 0;
+    while (!c->closing() && sent < (64u << 20)) { // a producer that ignores writable()
+        c->send(msg);
+        sent += msg.size();
+        BOOST_TEST_REQUIRE(!c->closing()); // never inside send()
+        if (c->output().queued() == 0 || c->output().memory() < (8u << 10)) break; // dropped: past the limit
+    }
+    BOOST_TEST(c->output().memory() < (128u << 10)); // the backlog went at once
+    for (int i = 0; i < 100; ++i) c->send(msg);        // ignored until the close
+    BOOST_TEST(c->output().memory() < (128u << 10));
+    run_until([&] { return c->closing(); });
+    BOOST_TEST((c->reason() == net::close_reason::slow_consumer));
+    BOOST_TEST((words == std::vector<std::string>{"slow-consumer"}));
+    BOOST_TEST(closes(net::close_reason::slow_consumer) == 1u);
+    BOOST_TEST(sent < (2u << 20)); // stopped near the hard limit, not after 64 MiB
+}
+
+// Above the soft limit for soft_limit_time: closed; a consumer that drains below it in time is kept.
+BOOST_FIXTURE_TEST_CASE(soft_limit_held_too_long_closes_drained_in_time_does_not, fixture) {
+    for (bool drains : {false, true}) {
+        if (peer.is_open()) peer.close();
+        net::connection_options opts;
+        opts.output.high_water = 64 << 10;
+        opts.output.low_water = 16 << 10;
+        opts.output.hard_limit = 0;
+        opts.output.soft_limit = 128 << 10;
+        opts.output.soft_limit_time = drains ? 2000ms : 150ms;
+        bool writable_again = false;
+        net::connection_hooks hooks;
+        hooks.on_writable = [&] { writable_again = true; };
+        auto c = make(accept_one(), net::liveness_config{}, hooks, opts);
+        const std::string msg(64 << 10, 'y'); // (default buffers: with tiny ones, loopback's window
+                                              // updates wait for the persist timer, seconds apart)
+        while (c->output().queued() <= (192u << 10)) { // the kernel's buffers full, then above the soft limit
+            c->send(msg);
+            poll();
+        }
+        BOOST_TEST(!c->writable());
+        if (drains) { // the peer reads everything, well inside the soft limit's time
+            std::vector<char> buf(4 << 20);
+            run_until([&] {
+                std::error_code ec;
+                peer.non_blocking(true);
+                while (peer.read_some(asio::buffer(buf), ec) > 0) {
+                }
+                return c->output().queued() == 0;
+            });
+            run_for(300ms);
+            BOOST_TEST(!c->closing());
+            BOOST_TEST(writable_again); // on_writable: drained to the low-water mark
+            BOOST_TEST(c->writable());
+        } else {
+            const auto start = std::chrono::steady_clock::now();
+            run_until([&] { return c->closing(); });
+            BOOST_TEST((std::chrono::steady_clock::now() - start >= 140ms)); // never before soft_limit_time
+            BOOST_TEST((c->reason() == net::close_reason::slow_consumer));
+        }
+    }
+    BOOST_TEST(closes(net::close_reason::slow_consumer) == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(output_policy_is_validated_with_its_keys) {
+    net::output_policy o;
+    o.low_water = o.high_water + 1;
+    try {
+        o.validate();
+        BOOST_FAIL("accepted low_water above high_water");
+    } catch (const net::config_error& e) {
+        BOOST_TEST(e.field() == "output.low_water");
+    }
+    o = {};
+    o.soft_limit = 16 << 20; // above the 8 MiB hard limit
+    BOOST_CHECK_THROW(o.validate(), net::config_error);
+    BOOST_TEST(net::parse_size("8MiB", "x") == (8u << 20));
+    BOOST_TEST(net::parse_size("64kB", "x") == 64000u);
+    BOOST_TEST(net::parse_size("100", "x") == 100u);
+    BOOST_CHECK_THROW(net::parse_size("8 parsecs", "x"), net::config_error);
+    BOOST_CHECK_THROW(net::parse_size("5GiB", "x"), net::config_error); // past 4 GiB - 1
 }
 
 // TLS: a peer that never starts the handshake is closed handshake-timeout, one that sends garbage

@@ -436,7 +436,7 @@ interval = "3s"
     const toml::table typo = toml::parse("[server]\nport = 7000\n[heartbaet]\ninterval = \"10s\"\n");
     const auto t = error_text([&] { parse_liveness_config(typo, "app.toml", {"server"}); });
     BOOST_TEST(t == "heartbaet = (unknown key) is not valid: accepted idle, timeouts, heartbeat, request, backoff, "
-                    "limits, keepalive, overload, server (in app.toml)");
+                    "limits, keepalive, overload, output, server (in app.toml)");
     liveness_config over; // applied over values already set
     over.heartbeat.misses = 7;
     apply_liveness_tables(over, doc, "app.toml", {"server", "liveness"});
@@ -519,11 +519,9 @@ BOOST_AUTO_TEST_CASE(request_and_reconnect_counters) {
 
 // The write queue: tiny messages coalesce into one write, bytes keep their order, a write in flight
 // never sees later appends and is at most one chunk of whole messages, memory is the bytes held (no
-// per-message overhead), and the watermarks bound what a reader may queue.
+// per-message overhead). The bounds on it are the connection's (connection_test).
 BOOST_AUTO_TEST_CASE(write_queue_coalesces_and_accounts_bytes) {
     write_queue_limits lim;
-    lim.high_water = 1000;
-    lim.low_water = 100;
     lim.chunk_bytes = 300;
     lim.keep_capacity = 4096;
     write_queue q(lim);
@@ -549,8 +547,7 @@ BOOST_AUTO_TEST_CASE(write_queue_coalesces_and_accounts_bytes) {
     for (const char* m : {"one\n", "two\n"}) q.append(m);
     q.append({big, "\n"});
     q.append("three\n");
-    BOOST_TEST(q.above_high_water());
-    BOOST_TEST(!q.below_low_water());
+    BOOST_TEST(q.queued() == 1015u); // "one\n" "two\n", 1,000 + "\n", "three\n"
     while (!q.empty()) {
         auto b = q.next_bytes();
         BOOST_TEST(b.size() <= std::max<std::size_t>(lim.chunk_bytes, big.size() + 1));
@@ -558,7 +555,7 @@ BOOST_AUTO_TEST_CASE(write_queue_coalesces_and_accounts_bytes) {
         q.consumed(b.size());
     }
     BOOST_TEST(all == "one\ntwo\n" + big + "\nthree\n");
-    BOOST_TEST(q.below_low_water());
+    BOOST_TEST(q.empty());
     BOOST_TEST(q.memory() <= lim.keep_capacity); // a burst does not pin its memory
     write_queue idle; // the default: an empty queue holds nothing
     idle.append("hello\n");

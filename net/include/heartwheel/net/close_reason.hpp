@@ -18,9 +18,10 @@ namespace heartwheel::net {
 enum class close_reason : std::uint8_t {
     reader_idle, writer_idle, all_idle, heartbeat_timeout, read_timeout, write_timeout,
     handshake_timeout, handshake_failed, max_age, shutdown, peer_closed, io_error,
+    slow_consumer, ///< more queued for the peer than its output_policy allows (it does not read)
 };
 /// The reasons above; applications' reasons follow them.
-inline constexpr std::size_t builtin_close_reasons = 12;
+inline constexpr std::size_t builtin_close_reasons = 13;
 /// Room for every reason, built in and defined (counters are arrays of this size).
 inline constexpr std::size_t max_close_reasons = 32;
 

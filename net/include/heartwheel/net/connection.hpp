@@ -53,7 +53,9 @@
 #include <asio/ip/tcp.hpp>
 #include <asio/ssl/stream.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -112,6 +114,10 @@ private:
 struct connection_options {
     /// How long last words may take to flush before the lowest layer is closed anyway.
     std::chrono::milliseconds linger{1000};
+    /// The output's bounds: water marks (writable(), on_writable, can_read) and the slow-consumer
+    /// hard and soft limits. Validated by the constructor (config_error).
+    output_policy output;
+    /// How the queue chunks its bytes.
     write_queue_limits queue;
     /// Whether every read that brings bytes is reader activity for idle detection (true), or the
     /// application judges messages itself with message_received() (false; bytes still prove
@@ -152,6 +158,13 @@ public:
         : stream_(*this, std::move(next)), svc_(svc), handler_(std::move(handler)), counters_(counters),
           linger_ms_(options.linger), out_(options.queue), live_(make_liveness(static_cast<liveness_handler&>(*this))),
           reads_are_idle_activity_(options.reads_are_idle_activity), close_on_idle_(options.close_on_idle) {
+        options.output.validate();
+        const auto& o = options.output; // at most 4 GiB - 1 each (validated): 32-bit counts
+        high_water_ = static_cast<std::uint32_t>(o.high_water);
+        low_water_ = static_cast<std::uint32_t>(o.low_water);
+        hard_limit_ = static_cast<std::uint32_t>(o.hard_limit);
+        soft_limit_ = static_cast<std::uint32_t>(o.soft_limit);
+        soft_limit_ms_ = static_cast<std::uint32_t>(std::min<std::int64_t>(o.soft_limit_time.count(), 0xffffffff));
         detail::teardown_registry::of(stream_.get_executor()).add(*this);
     }
     ~connection() {
@@ -200,19 +213,33 @@ public:
     /// Queues one message and writes it as soon as possible, coalesced with whatever else is queued
     /// (never split from itself when a close drops what is not yet written). Ignored once the
     /// connection is closed (and, while closing, after the last words).
+    ///
+    /// Bounded by options.output, whoever the producer is (in a fan-out server, other connections):
+    /// past hard_limit, or above soft_limit for soft_limit_time, the connection closes with
+    /// slow-consumer — not inside this call (a broadcast loop stays valid): what was queued is
+    /// dropped at once, later sends are ignored, and the close follows on the executor's next turn.
+    /// Producers that can wait ask writable() first and resume on on_writable().
     void send(std::string_view message) { send({message}); }
     /// Queues one message made of parts, e.g. send({line, "\n"}).
     void send(std::initializer_list<std::string_view> parts) {
-        if (closed_ || (closing_ && !in_last_words_)) return;
+        if (closed_ || ((closing_ || slow_) && !in_last_words_)) return;
         out_.append(parts);
-        if (!writing_) write();
+        const std::size_t q = out_.queued();
+        if (q > high_water_) {
+            was_above_ = true;
+            if (!in_last_words_) bound_output(q);
+        }
+        if (!writing_ && !slow_) write();
     }
+    /// Whether a producer may send now: no more than options.output.high_water queued (Netty's
+    /// Channel.isWritable). After false, on_writable() runs once it drains to low_water.
+    bool writable() const noexcept { return out_.queued() <= high_water_; }
     /// Whether the application should read more now: open and the write queue not above its
     /// high-water mark. After a false for a full queue, on_writable runs once it drains below the
     /// low-water mark (backpressure: a peer that does not read stops being read).
     bool can_read() noexcept {
         if (closing_) return false;
-        if (out_.above_high_water()) {
+        if (!writable()) {
             was_above_ = true;
             return false;
         }
@@ -281,6 +308,7 @@ private:
         live_->close();
         if (counters_) counters_->closed(why);
         out_.drop_pending(); // what was not yet written is not worth waiting for
+        soft_timer_ = {};
         if (!last_words) return finish_close();
         if (handler_) {
             hold_tail_for_fin(); // before the goodbye: send() writes at once when nothing is in flight
@@ -346,6 +374,25 @@ private:
         if (handler) handler->on_close(*reason_);
     }
 
+    // Above the high-water mark: the slow-consumer limits (see send()).
+    void bound_output(std::size_t queued) {
+        if (hard_limit_ > 0 && queued > hard_limit_) {
+            slow_ = true;
+            out_.drop_pending(); // the memory goes now, not after the close
+            asio::post(stream_.get_executor(), [self = this->shared_from_this()] {
+                self->close(close_reason::slow_consumer);
+            });
+        } else if (soft_limit_ > 0 && queued > soft_limit_ && !soft_timer_) {
+            soft_timer_ = heartwheel::timer_handle([weak = this->weak_from_this()] {
+                auto self = weak.lock();
+                if (!self) return;
+                if (self->out_.queued() > self->soft_limit_) self->close(close_reason::slow_consumer);
+                else self->soft_timer_ = {};
+            });
+            svc_.schedule(soft_timer_.node(), svc_.deadline_after(std::chrono::milliseconds(soft_limit_ms_)));
+        }
+    }
+
     void write() {
         writing_ = true;
         const std::string_view bytes = out_.next_bytes();
@@ -364,7 +411,8 @@ private:
         out_.consumed(n);
         if (!out_.empty()) return write();
         if (closing_) return half_close(); // the last words are out
-        if (was_above_ && out_.below_low_water()) {
+        if (soft_timer_ && out_.queued() <= soft_limit_) soft_timer_ = {}; // drained below the soft limit in time
+        if (was_above_ && out_.queued() <= low_water_) {
             was_above_ = false;
             if (handler_) handler_->on_writable();
         }
@@ -400,11 +448,14 @@ private:
     write_queue out_;
     std::unique_ptr<Liveness> live_;
     heartwheel::timer_handle linger_;
+    heartwheel::timer_handle soft_timer_; ///< armed while above the soft limit
+    std::uint32_t high_water_ = 0, low_water_ = 0, hard_limit_ = 0, soft_limit_ = 0, soft_limit_ms_ = 0;
     std::optional<close_reason> reason_;
     bool reads_are_idle_activity_, close_on_idle_;
     bool handshake_done_ = !is_tls;
     bool writing_ = false, closing_ = false, closed_ = false, in_last_words_ = false, half_closed_ = false;
     bool was_above_ = false;
+    bool slow_ = false; ///< past the hard limit: sends are dropped until the (posted) close
 };
 
 } // namespace heartwheel::net

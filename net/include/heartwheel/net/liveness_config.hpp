@@ -5,6 +5,7 @@
 //   [heartbeat]  interval = "10s"   timeout = 5000   misses = 3   jitter = 0.1
 //   [backoff]    strategy = "decorrelated"   max = "2m"
 //   [overload]   threshold = 0.8   reader_idle_min = "5s"   max_age_min = "25%"
+//   [output]     hard_limit = "8MiB"   soft_limit = "2MiB"   soft_limit_time = "10s"
 // A duration is a string with a unit ("500ms", "30s", "2m", "1h") or an integer in the field's unit:
 // milliseconds, except keepalive.idle and keepalive.interval (seconds). A string without a unit, a
 // number where a string belongs, unknown tables or keys and out-of-range values raise config_error
@@ -31,6 +32,7 @@ struct liveness_config {
     server_limits limits;
     keepalive_options keepalive;
     overload_policy overload;
+    output_policy output; ///< net::connection_options::output (the connection's queue, not its timers)
 
     void validate() const;
 };

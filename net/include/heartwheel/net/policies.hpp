@@ -9,6 +9,7 @@
 #define HEARTWHEEL_NET_POLICIES_HPP
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -110,6 +111,26 @@ struct backoff_policy {
     milliseconds stable_after{5'000};
     void validate(const std::string& prefix = "backoff") const;
 };
+
+/// A connection's output bound, against slow consumers (Redis's client-output-buffer-limit
+/// hard/soft/seconds, NATS's slow consumer, Netty's WriteBufferWaterMark). In a fan-out server the
+/// bytes for a peer come from other connections: only a bound on what is queued for it protects the
+/// server from one peer that never reads. Sizes count bytes queued and not yet taken by the kernel.
+struct output_policy {
+    std::size_t high_water = 1 << 20;  ///< above this the connection is not writable (producers hold; its own reads stop)
+    std::size_t low_water = 256 << 10; ///< writable again at or below this (on_writable)
+    std::size_t hard_limit = 8 << 20;  ///< queued past this: closed at once, slow-consumer (0: no limit)
+    std::size_t soft_limit = 2 << 20;  ///< queued above this for soft_limit_time: closed, slow-consumer (0: no limit)
+    milliseconds soft_limit_time{10'000};
+    static constexpr std::size_t size_max = 0xffffffffu; ///< 4 GiB - 1: the largest size any of these takes
+    void validate(const std::string& prefix = "output") const;
+};
+
+/// Parses a byte size: an integer (bytes) or a number with a unit, "512KiB", "8MiB", "1GiB" (1024s)
+/// or "64kB", "8MB", "1GB" (1000s), "100B". Raises config_error naming `field`.
+std::size_t parse_size(std::string_view text, const std::string& field);
+/// "8MiB", "256KiB", "1000B": the largest binary unit that divides it.
+std::string size_text(std::size_t bytes);
 
 /// Server-side limits on each connection.
 struct server_limits {

@@ -14,10 +14,10 @@
 //  - a drained queue keeps at most one chunk of `keep_capacity` for reuse (none by default), and
 //    nothing else: the first chunk lives in the queue object, and only a backlog of several chunks
 //    (or a kept spare) allocates the rest, released when the backlog is gone. An idle connection's
-//    queue is 64 bytes and holds no heap memory (the limits are kept as 32-bit counts).
-// Backpressure: above_high_water() tells the reader to stop; below_low_water() to resume (a gap
-// between the two avoids flapping). The write timeout is the connection's business: each completed
-// write_some with n > 0 is progress; a peer that does not read stops all progress, whatever is queued.
+//    queue holds no heap memory (the sizes are kept as 32-bit counts).
+// The bounds — backpressure's water marks, a slow consumer's hard and soft limits — are the
+// connection's policy (output_policy), judged against queued(); the write timeout is the
+// connection's business too: each completed write_some with n > 0 is progress.
 // Not thread-safe: one connection, one strand.
 #ifndef HEARTWHEEL_NET_WRITE_QUEUE_HPP
 #define HEARTWHEEL_NET_WRITE_QUEUE_HPP
@@ -33,8 +33,6 @@
 namespace heartwheel::net {
 
 struct write_queue_limits {
-    std::size_t high_water = 1 << 20;     ///< stop reading above this many queued bytes
-    std::size_t low_water = 256 << 10;    ///< resume reading at or below this
     std::size_t chunk_bytes = 64 << 10;   ///< a write carries at most this much (whole messages)
     /// A drained queue keeps a chunk of at most this capacity for reuse. 0 (the default): an empty
     /// queue holds no memory — idle connections are the common case; a busy one allocates a chunk
@@ -66,15 +64,11 @@ public:
     std::size_t queued() const noexcept { return queued_; }
     bool empty() const noexcept { return queued_ == 0; }
     std::size_t memory() const noexcept;
-    bool above_high_water() const noexcept { return queued_ > high_water_; }
-    bool below_low_water() const noexcept { return queued_ <= low_water_; }
 
     /// Drops everything not yet in flight (the rest of a write in flight cannot be taken back from
     /// the middle of a stream, and ends on a message boundary): what is appended next follows it
     /// directly. For "say goodbye now".
     void drop_pending() noexcept;
-    /// Drops everything and releases the memory. Not while a write is in flight (its buffer is in use).
-    void clear() noexcept;
 
 private:
     /// What only a backlog or a kept spare needs: allocated with the first of them, freed with the last.
@@ -92,7 +86,7 @@ private:
     std::unique_ptr<more> more_;
     std::size_t queued_ = 0;
     std::uint32_t offset_ = 0; ///< within front_, which is at most one chunk or one message
-    std::uint32_t high_water_, low_water_, chunk_bytes_, keep_capacity_;
+    std::uint32_t chunk_bytes_, keep_capacity_;
     bool in_flight_ = false;
 };
 

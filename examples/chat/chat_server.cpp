@@ -1,0 +1,145 @@
+// chat_server — embedding heartwheel in a fan-out server: every line a client sends goes to every
+// other client. The bytes queued for a peer come from the other connections, so only the
+// connection's output bound (net::output_policy: a hard limit, and a soft limit held for a time)
+// keeps one client that never reads from growing the server without end; past it the client is
+// closed "slow-consumer", and the healthy ones lose nothing. The liveness wiring is the block marked
+// "liveness"; everything else is the protocol.
+//
+//   any line      -> to every other client, as is
+//   PONG x        -> the answer to our "PING n" (not forwarded)
+//   the server says "BYE <reason>" before it closes (reader-idle, heartbeat-timeout, slow-consumer, ...)
+//   idle, heartbeat, output limits: from --config FILE (net's liveness tables: [idle], [heartbeat],
+//   [output], ...) or the defaults below.
+//
+// Usage: chat_server [--listen HOST:PORT] [--config FILE]; prints "listening on HOST:PORT" first, and
+// on SIGINT/SIGTERM "final closes=<reason>:<n>,... lines=<n>" and exits 0.
+#include <heartwheel/asio_wheel.hpp>
+#include <heartwheel/net/connection.hpp>
+#include <heartwheel/net/liveness_config.hpp>
+
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/experimental/as_tuple.hpp>
+#include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/read_until.hpp>
+#include <asio/signal_set.hpp>
+#include <asio/use_awaitable.hpp>
+
+#include <iostream>
+#include <memory>
+#include <set>
+#include <string>
+
+namespace net = heartwheel::net;
+using tcp = asio::ip::tcp;
+using connection = net::connection<tcp::socket>;
+constexpr auto use_tuple = asio::experimental::as_tuple(asio::use_awaitable);
+
+namespace {
+
+struct room {
+    std::set<std::shared_ptr<connection>> members;
+    std::uint64_t lines = 0;
+
+    void broadcast(const connection* from, std::string_view line) {
+        ++lines;
+        // send() never closes inside the call (a slow consumer's close is posted), so the set stays
+        // valid while we walk it.
+        for (const auto& m : members)
+            if (m.get() != from) m->send(line);
+    }
+};
+
+asio::awaitable<void> serve(std::shared_ptr<connection> c, room& r) {
+    std::string in;
+    for (;;) {
+        auto [ec, n] = co_await asio::async_read_until(c->stream(), asio::dynamic_buffer(in, 65536), '\n', use_tuple);
+        if (ec) { // closed by a policy (net::errc::timed_out), by the peer, or an I/O error
+            c->abort(ec == asio::error::eof ? net::close_reason::peer_closed : net::close_reason::io_error);
+            co_return;
+        }
+        const std::string_view line(in.data(), n);
+        if (line.rfind("PONG ", 0) == 0) {
+            c->liveness().on_pong();
+        } else {
+            c->message_received();
+            r.broadcast(c.get(), line);
+        }
+        in.erase(0, n);
+    }
+}
+
+asio::awaitable<void> listen(tcp::acceptor& acceptor, heartwheel::asio_wheel& wheel, const net::liveness_config& cfg,
+                             net::liveness_counters& counters, room& r) {
+    for (;;) {
+        auto [ec, socket] = co_await acceptor.async_accept(use_tuple);
+        if (ec) co_return;
+        // --- liveness: timed, pinging, bounded output, a goodbye, one count per close ---
+        net::connection_options opts;
+        opts.reads_are_idle_activity = false; // a chat line is activity, a PONG is not
+        opts.output = cfg.output;             // slow consumers: closed past the limits
+        auto c = std::make_shared<connection>(std::move(socket), wheel, net::wheel_liveness(wheel, cfg, &counters),
+                                              nullptr, &counters, opts);
+        net::connection_hooks hooks;
+        hooks.send_ping = [raw = c.get(), n = std::uint64_t{0}]() mutable { raw->send("PING " + std::to_string(++n) + "\n"); };
+        hooks.last_words = [raw = c.get()](net::close_reason why) { raw->send(std::string("BYE ") + net::to_string(why) + "\n"); };
+        hooks.on_close = [&r, weak = std::weak_ptr<connection>(c)](net::close_reason) { r.members.erase(weak.lock()); };
+        c->set_hooks(std::move(hooks));
+        c->apply_socket_options(cfg.keepalive);
+        // --- end of liveness ---
+        r.members.insert(c);
+        asio::co_spawn(acceptor.get_executor(), serve(std::move(c), r), asio::detached);
+    }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    std::string listen_on = "127.0.0.1:7200";
+    net::liveness_config cfg;
+    cfg.idle.reader_idle = std::chrono::minutes(5);
+    cfg.heartbeat.interval = std::chrono::seconds(30);
+    cfg.heartbeat.timeout = std::chrono::seconds(10);
+    try {
+        for (int i = 1; i < argc; ++i) {
+            const std::string a = argv[i];
+            if (a == "--listen" && i + 1 < argc) listen_on = argv[++i];
+            else if (a == "--config" && i + 1 < argc) cfg = net::load_liveness_config(argv[++i]);
+            else throw std::invalid_argument("unknown argument '" + a + "': accepted --listen HOST:PORT, --config FILE");
+        }
+    } catch (const std::exception& e) {
+        std::cerr << "chat_server: " << e.what() << '\n';
+        return 2;
+    }
+    const auto colon = listen_on.rfind(':');
+    asio::io_context io(1);
+    heartwheel::asio_wheel wheel(io.get_executor());
+    net::liveness_counters counters;
+    room r;
+    tcp::acceptor acceptor(io);
+    try {
+        const tcp::endpoint ep(asio::ip::make_address(listen_on.substr(0, colon)),
+                               static_cast<std::uint16_t>(std::stoi(listen_on.substr(colon + 1))));
+        acceptor.open(ep.protocol());
+        acceptor.set_option(asio::socket_base::reuse_address(true));
+        acceptor.bind(ep);
+        acceptor.listen();
+    } catch (const std::exception& e) {
+        std::cerr << "chat_server: cannot listen on " << listen_on << ": " << e.what() << '\n';
+        return 1;
+    }
+    std::cout << "listening on " << acceptor.local_endpoint().address().to_string() << ':'
+              << acceptor.local_endpoint().port() << std::endl;
+    asio::signal_set signals(io, SIGINT, SIGTERM);
+    signals.async_wait([&](std::error_code, int) { io.stop(); });
+    asio::co_spawn(io, listen(acceptor, wheel, cfg, counters, r), asio::detached);
+    io.run();
+    const auto s = counters.snapshot();
+    std::string closes;
+    for (std::size_t i = 0; i < s.closes.size(); ++i)
+        if (s.closes[i] > 0)
+            closes += (closes.empty() ? "" : ",") + std::string(net::to_string(static_cast<net::close_reason>(i))) + ':' +
+                      std::to_string(s.closes[i]);
+    std::cout << "final closes=" << (closes.empty() ? "none" : closes) << " lines=" << r.lines << std::endl;
+}
