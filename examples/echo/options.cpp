@@ -371,6 +371,12 @@ server_options parse_server_options(int argc, const char* const* argv) {
     if (!o.tls && (!o.cert.empty() || !o.key.empty())) throw usage_error("--cert/--key: only valid with --tls");
     derive_backoff(l.backoff, sources);
     validate_policies(l, sources);
+    // The echo of one longest line must fit under the slow-consumer limit, or a client sending such
+    // lines would be closed by its own echo.
+    if (l.output.hard_limit > 0 && o.max_line + 1 > l.output.hard_limit)
+        throw usage_error("--max-line " + std::to_string(o.max_line) + " needs --output-hard-limit of at least " +
+                          std::to_string(o.max_line + 1) + " bytes (or 0 = off): it is " + net::size_text(l.output.hard_limit) +
+                          ", so the echo of one such line would close its client slow-consumer");
     return o;
 }
 

@@ -80,7 +80,13 @@ std::error_code failure(SSL* ssl, int ret, tls_socket::want& w) {
 
 } // namespace
 
+// Every OpenSSL call that may touch the descriptor goes through one of the four functions below, and
+// each first checks that the socket is still open: OpenSSL holds the descriptor's number, and once the
+// socket is closed (a failed write on the same connection, say, while this operation's wait had
+// already completed) that number may belong to a new connection. A closed socket gets
+// bad_descriptor, and OpenSSL is not called.
 tls_socket::outcome tls_socket::handshake(handshake_type type) {
+    if (!socket_.is_open()) return {0, want::nothing, asio::error::bad_descriptor};
     ::ERR_clear_error();
     errno = 0;
     if (::SSL_in_before(ssl_) == 1) { // the first try only: setting the side again would restart it
@@ -103,6 +109,11 @@ tls_socket::outcome tls_socket::read(asio::mutable_buffer b) {
 }
 
 std::size_t tls_socket::read_ready(void* data, std::size_t size, want& w, std::error_code& ec) {
+    w = want::nothing;
+    if (!socket_.is_open()) {
+        ec = asio::error::bad_descriptor;
+        return 0;
+    }
     ::ERR_clear_error();
     errno = 0;
     std::size_t n = 0;
@@ -119,6 +130,7 @@ std::size_t tls_socket::read_ready(void* data, std::size_t size, want& w, std::e
 tls_socket::outcome tls_socket::write(asio::const_buffer b) {
     outcome o;
     if (b.size() == 0) return o;
+    if (!socket_.is_open()) return {0, want::nothing, asio::error::bad_descriptor};
     ::ERR_clear_error();
     errno = 0;
     const int ret = ::SSL_write_ex(ssl_, b.data(), b.size(), &o.n);
@@ -131,7 +143,7 @@ tls_socket::outcome tls_socket::write(asio::const_buffer b) {
 }
 
 bool tls_socket::send_close_notify() noexcept {
-    if (failed_ || ::SSL_is_init_finished(ssl_) != 1) return false;
+    if (failed_ || !socket_.is_open() || ::SSL_is_init_finished(ssl_) != 1) return false;
     ::ERR_clear_error();
     const int ret = ::SSL_shutdown(ssl_); // 0: ours is out, the peer's not yet read; 1: both
     ::ERR_clear_error(); // a shutdown that could not go out leaves nothing for the next call to see

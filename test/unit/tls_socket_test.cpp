@@ -17,7 +17,12 @@
 #include <asio/ssl/stream.hpp>
 #include <asio/write.hpp>
 
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <thread>
 #include <functional>
 #include <string>
 #include <vector>
@@ -225,4 +230,50 @@ BOOST_FIXTURE_TEST_CASE(a_client_verifies_the_server_name, fixture) {
             BOOST_TEST((client_ec.category() == asio::error::get_ssl_category()), client_ec.message());
         }
     }
+}
+
+// A read whose wait for readability has completed, and whose socket is then closed before the read
+// runs (the connection closes the socket when its write fails while the read is queued): OpenSSL
+// must not be called on the old descriptor number, which a new socket may hold by then (accept and
+// socketpair take the lowest free number). Found by an attack pass: SSL_read on the closed number
+// read a new client's ClientHello.
+BOOST_FIXTURE_TEST_CASE(no_io_on_a_descriptor_after_its_close, fixture) {
+    auto [server, client] = handshaken();
+    one_read r;
+    r.start(server); // waits for readability
+    io.restart();
+    io.run_for(20ms);
+    BOOST_TEST_REQUIRE(!r.done());
+    asio::write(client, asio::buffer(std::string("hello")));
+    for (int i = 0; i < 1000 && server.lowest_layer().available() == 0; ++i) std::this_thread::sleep_for(1ms);
+    BOOST_TEST_REQUIRE(server.lowest_layer().available() > 0u);
+    const int old_fd = server.lowest_layer().native_handle();
+    int pair[2] = {-1, -1};
+    int victim = -1;
+    // A wait for writability on the same socket: the reactor reports both in one pass and queues the
+    // write side's completion first (Asio performs write ops before read ops), so this closes the
+    // socket after the read's wait completed and before the read runs.
+    server.lowest_layer().async_wait(asio::socket_base::wait_write, [&](std::error_code) {
+        server.lowest_layer().close();
+        BOOST_TEST_REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair) == 0);
+        BOOST_TEST_REQUIRE((pair[0] == old_fd || pair[1] == old_fd)); // the number, reused
+        victim = pair[0] == old_fd ? pair[0] : pair[1];
+        const int other = victim == pair[0] ? pair[1] : pair[0];
+        BOOST_TEST_REQUIRE(::write(other, "victim's bytes", 14) == 14);
+    });
+    run_until([&] { return r.done(); });
+    BOOST_TEST((r.ec == asio::error::bad_descriptor || r.ec == asio::error::operation_aborted), r.ec.message());
+    int unread = 0;
+    BOOST_TEST_REQUIRE(::ioctl(victim, FIONREAD, &unread) == 0);
+    BOOST_TEST(unread == 14); // nothing read from the descriptor's new owner
+    // Nor by any later call: a write, a handshake, close_notify.
+    std::error_code wec = asio::error::would_block;
+    server.async_write_some(asio::buffer("x", 1), [&](std::error_code ec, std::size_t) { wec = ec; });
+    run_until([&] { return wec != asio::error::would_block; });
+    BOOST_TEST((wec == asio::error::bad_descriptor));
+    BOOST_TEST(!server.send_close_notify());
+    char peek[32];
+    BOOST_TEST(::recv(pair[0] == victim ? pair[1] : pair[0], peek, sizeof peek, MSG_DONTWAIT) < 0); // nothing written to it
+    ::close(pair[0]);
+    ::close(pair[1]);
 }

@@ -16,7 +16,9 @@
 // asio::ssl::error::stream_truncated, a socket error as itself. An operation that completes without
 // waiting is still completed through the executor, never inside its initiating call. One read and
 // one write may be pending at a time, each at most once (as with asio::ssl::stream); use from the
-// socket's executor only. `read_ready` is the piece liveness_stream's buffer-free receive is made of.
+// socket's executor only. Once the socket is closed (by anyone: lowest_layer().close()), no OpenSSL
+// call and no system call touches its old descriptor number again: every operation, including one
+// whose wait had already completed, ends with asio::error::bad_descriptor. `read_ready` is the piece liveness_stream's buffer-free receive is made of.
 #ifndef HEARTWHEEL_NET_TLS_SOCKET_HPP
 #define HEARTWHEEL_NET_TLS_SOCKET_HPP
 
