@@ -342,6 +342,8 @@ server_options parse_server_options(int argc, const char* const* argv) {
         text_opt("cert", "PEM certificate chain for --tls", o.cert),
         text_opt("key", "PEM private key for --tls", o.key),
         text_opt("tls-ciphers", "TLS 1.2 cipher suites, OpenSSL syntax (TLS 1.2 or later only)", o.tls_ciphers),
+        text_opt("tls-groups", "key-exchange groups, OpenSSL syntax (no finite-field groups by default: they cost the server "
+                               "hundreds of times more CPU per handshake)", o.tls_groups),
         live_ms("handshake-timeout", "limits.handshake_timeout", "TLS handshake must finish within this (0 = off)", l.limits.handshake_timeout),
         live_frac("overload-threshold", "overload.threshold",
                   "scale the timeouts given a --*-min once connections or descriptors in use pass this fraction of their limit",

@@ -230,6 +230,27 @@ class TlsPolicy(unittest.TestCase):
             with Server("--tls", "--cert", cert, "--key", key, "--tls-ciphers", "ECDHE+CHACHA20") as srv:
                 self.assertEqual(self.handshake(srv.port, "-tls1_2"), "ECDHE-ECDSA-CHACHA20-POLY1305")
 
+    def test_finite_field_groups_are_refused(self):
+        """Key-exchange amplification: a ClientHello offering only ffdhe groups (an ffdhe8192 key share
+        costs the server ~125 ms of CPU, x25519 ~0.4 ms) is refused; X25519 and P-256 are served;
+        --tls-groups overrides the list and a bad one stops the server at start."""
+        with tempdir() as d:
+            cert, key = make_cert(d)
+            with Server("--tls", "--cert", cert, "--key", key) as srv:
+                self.assertIsNone(self.handshake(srv.port, "-tls1_3", "-groups", "ffdhe2048:ffdhe8192"))
+                self.assertIsNone(self.handshake(srv.port, "-tls1_2", "-groups", "ffdhe2048:ffdhe8192"))
+                self.assertIsNotNone(self.handshake(srv.port, "-tls1_3", "-groups", "X25519"))
+                self.assertIsNotNone(self.handshake(srv.port, "-tls1_3", "-groups", "P-256"))
+                # (TLS 1.2 also needs the certificate's own curve, P-256, among the client's groups)
+                self.assertIsNotNone(self.handshake(srv.port, "-tls1_2", "-groups", "X25519:P-256"))
+            with Server("--tls", "--cert", cert, "--key", key, "--tls-groups", "P-384") as srv:
+                self.assertIsNone(self.handshake(srv.port, "-tls1_3", "-groups", "X25519"))
+                self.assertIsNotNone(self.handshake(srv.port, "-tls1_3", "-groups", "P-384"))
+            p = subprocess.run([SERVER, "--listen", "127.0.0.1:0", "--tls", "--cert", cert, "--key", key,
+                                "--tls-groups", "no-such-group"], capture_output=True, text=True, timeout=10)
+            self.assertEqual(p.returncode, 1)
+            self.assertIn("--tls-groups", p.stderr)
+
 
 class Limits(unittest.TestCase):
     def test_line_too_long(self):
