@@ -229,12 +229,24 @@ static std::size_t open_descriptors() {
     return fds > 0 ? fds - 1 : 0; // less the walk's own descriptor for the directory
 }
 
+// Open connections are accepted minus closed, from the same reading: a connection counts as closed
+// from the moment its close begins (its goodbye may linger for up to a second), so accepted = the
+// sum of closes + open holds in every stats line and scrape; the lingering ones are `closing`.
+server::connection_counts server::counts(const heartwheel::net::counters_snapshot& c) const {
+    const std::uint64_t closed = c.closes_total();
+    const std::uint64_t accepted = counters_.accepted.load(); // after the closes: never below them
+    const std::uint64_t open = accepted > closed ? accepted - closed : 0;
+    const std::uint64_t alive = counters_.active.load();
+    return {accepted, open, alive > open ? alive - open : 0};
+}
+
 std::string server::stats_line() const {
     const auto c = live_counters_.snapshot();
+    const auto n = counts(c);
     std::size_t wheel = 0;
     for (const auto& w : workers_) wheel += w->wheel_size.load(std::memory_order_relaxed);
     std::ostringstream os;
-    os << "connections=" << counters_.active.load() << " accepted=" << counters_.accepted.load() << " closes=";
+    os << "connections=" << n.open << " closing=" << n.closing << " accepted=" << n.accepted << " closes=";
     bool any = false;
     for (std::size_t i = 0; i < heartwheel::net::close_reason_count(); ++i) {
         if (!c.closes[i]) continue;
@@ -289,8 +301,10 @@ std::string server::prometheus_text() const {
            << name << "_sum " << sum_seconds << '\n'
            << name << "_count " << cumulative << '\n';
     };
-    metric("heartwheel_connections", "gauge", "Open connections.", counters_.active.load());
-    metric("heartwheel_accepted_total", "counter", "Accepted connections.", counters_.accepted.load());
+    const auto n = counts(c);
+    metric("heartwheel_connections", "gauge", "Open connections (accepted and not closed; see closing).", n.open);
+    metric("heartwheel_connections_closing", "gauge", "Closed connections still saying goodbye (lingering).", n.closing);
+    metric("heartwheel_accepted_total", "counter", "Accepted connections.", n.accepted);
     head("heartwheel_closes_total", "counter", "Connections closed, by reason (each exactly once).");
     for (std::size_t i = 0; i < heartwheel::net::close_reason_count(); ++i)
         os << "heartwheel_closes_total{reason=\"" << heartwheel::net::to_string(static_cast<close_reason>(i)) << "\"} " << c.closes[i] << '\n';

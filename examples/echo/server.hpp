@@ -39,6 +39,10 @@ public:
     void stop();
 
     std::string stats_line() const;
+    struct connection_counts {
+        std::uint64_t accepted, open, closing;
+    };
+    connection_counts counts(const heartwheel::net::counters_snapshot& c) const;
     std::string prometheus_text() const;
 
 private:

@@ -1069,6 +1069,31 @@ class Accounting(unittest.TestCase):
                 self.assertEqual(accepted, sum(closes.values()), (accepted, closes))
                 print(f"{'TLS' if tls else 'TCP'}: accepted {accepted} = closes {closes}")
 
+    def test_identity_holds_in_every_scrape_while_goodbyes_linger(self):
+        """20 silent clients are closed reader-idle and never close their side, so each goodbye lingers
+        up to a second. Scraped every 20 ms meanwhile: accepted = sum of closes + connections in every
+        scrape (the lingering ones count as closed, and show as heartwheel_connections_closing). The
+        sum used to exceed accepted by the lingering ones for about a second."""
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            mport = probe.getsockname()[1]
+        with Server("--metrics", f"127.0.0.1:{mport}", "--reader-idle", "300") as srv:
+            held = [Line(srv.port) for _ in range(20)]
+            seen_closing, scrapes = 0, 0
+            end = time.monotonic() + 2.0
+            while time.monotonic() < end:
+                samples = scrape_metrics(mport)
+                accepted, open_ = int(samples["heartwheel_accepted_total"]), int(samples["heartwheel_connections"])
+                closes = sum(int(v) for k, v in samples.items() if k.startswith("heartwheel_closes_total{"))
+                self.assertEqual(accepted, closes + open_, samples)
+                seen_closing = max(seen_closing, int(samples["heartwheel_connections_closing"]))
+                scrapes += 1
+                time.sleep(0.02)
+            self.assertEqual(seen_closing, 20)  # all lingering at once, at some scrape
+            for h in held:
+                h.close()
+            print(f"identity held in {scrapes} scrapes; up to {seen_closing} closing at once")
+
     def test_tcp(self):
         self.run_mix(tls=False)
 
