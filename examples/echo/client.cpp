@@ -38,6 +38,14 @@ void client_stats::add_rtt(std::uint32_t us) {
     if (j < cap) rtt_us[j] = us;
 }
 
+void client_stats::count_bye(std::string_view reason) {
+    std::string key(reason.substr(0, 64));
+    for (auto& ch : key) // the summary is JSON: no quotes, backslashes or control bytes in a key
+        if (ch == '"' || ch == '\\' || static_cast<unsigned char>(ch) < 0x20) ch = '?';
+    if (closed_by_server.size() >= max_reasons && closed_by_server.count(key) == 0) key = "(other)";
+    ++closed_by_server[key];
+}
+
 std::string client_stats::json() const {
     auto pct = [this](double p) -> double {
         if (rtt_us.empty()) return 0.0;
@@ -50,7 +58,7 @@ std::string client_stats::json() const {
     std::ostringstream os;
     os << "{\"connects\":" << connects << ",\"connect_failures\":" << connect_failures << ",\"reconnects\":" << reconnects
        << ",\"disconnects\":" << disconnects << ",\"requests\":" << requests << ",\"responses\":" << responses
-       << ",\"timeouts\":" << timeouts << ",\"failed_on_close\":" << failed_on_close << ",\"pings_received\":" << pings_received << ",\"pongs_sent\":" << pongs_sent
+       << ",\"timeouts\":" << timeouts << ",\"failed_on_close\":" << failed_on_close << ",\"protocol_errors\":" << protocol_errors << ",\"pings_received\":" << pings_received << ",\"pongs_sent\":" << pongs_sent
        << ",\"closed_by_server\":{";
     bool first = true;
     for (const auto& [reason, n] : closed_by_server) {
@@ -75,6 +83,9 @@ public:
     virtual void send(std::string_view line) = 0;
     virtual bool full() = 0; ///< the write queue is above its high-water mark
     virtual void close() = 0;
+    /// Closes for the client's own reason: FIN now, the link ends when the server's FIN comes or
+    /// after a second.
+    virtual void close_for(heartwheel::net::close_reason why) = 0;
     virtual heartwheel::net::connection_liveness& liveness() = 0;
 };
 
@@ -107,7 +118,10 @@ public:
     /// The link closed (for any reason; counted by its connection).
     void link_closed(const link_base* which, heartwheel::net::close_reason why) {
         if (which != link_.get()) return;
-        if (heartwheel::net::is_policy_reason(why)) {
+        using heartwheel::net::close_reason;
+        const bool ours = why != close_reason::peer_closed && why != close_reason::io_error && why != close_reason::shutdown &&
+                          why != close_reason::handshake_failed; // our policies', or the client's own reasons
+        if (ours) {
             ++c_.stats().closed_by_liveness[heartwheel::net::to_string(why)];
             if (c_.options().verbose) log() << "closed: " << heartwheel::net::to_string(why) << std::endl;
         }
@@ -195,6 +209,18 @@ private:
     /// is timed from here).
     void proven() { reconnector_.proven(); }
 
+    /// A server that takes requests and answers none (garbage, or nothing) is left after this many
+    /// in a row, and connected to again (with --reconnect yes).
+    static constexpr unsigned max_consecutive_timeouts = 3;
+    void request_timed_out() {
+        if (++consecutive_timeouts_ < max_consecutive_timeouts || !link_) return;
+        consecutive_timeouts_ = 0;
+        if (c_.options().verbose) log() << "closing: " << max_consecutive_timeouts << " requests in a row timed out" << std::endl;
+        link_->close_for(heartwheel::net::define_close_reason("request-timeouts"));
+    }
+    static heartwheel::net::close_reason server_said_bye() { return heartwheel::net::define_close_reason("server-bye"); }
+    static heartwheel::net::close_reason protocol_error() { return heartwheel::net::define_close_reason("protocol-error"); }
+
     void send_request() {
         if (!open_ || !link_ || link_->full()) return;
         auto& s = c_.stats();
@@ -204,12 +230,13 @@ private:
         ++s.requests;
         // The completion is posted, so it may run after this connection is gone (the client's
         // destructor drains them): it holds only what the client owns, never `this`.
-        requests_.track(id, [&s, verbose = c_.options().verbose, index = index_](std::error_code ec,
-                                                                                  heartwheel::net::request_state) {
+        requests_.track(id, [&s, verbose = c_.options().verbose, index = index_, weak = weak_from_this()](
+                                std::error_code ec, heartwheel::net::request_state) {
             if (ec == heartwheel::net::errc::connection_closed) ++s.failed_on_close;
             if (ec != heartwheel::net::errc::timed_out) return;
             ++s.timeouts;
             if (verbose) std::cerr << "client " << index << ": request timed out" << std::endl;
+            if (auto self = weak.lock()) self->request_timed_out();
         });
         requests_.mark_sent(id);
         link_->send(line);
@@ -246,6 +273,7 @@ private:
     std::shared_ptr<link_base> link_;
     heartwheel::timer_handle sender_, connect_deadline_;
     std::uint64_t seq_ = 0, generation_ = 0, ping_seq_ = 0;
+    unsigned consecutive_timeouts_ = 0;
     bool open_ = false, ever_connected_ = false;
 };
 
@@ -260,6 +288,9 @@ public:
         auto* self = this; // the hooks never outlive the connection, which this link owns
         hooks.send_ping = [self] { self->send("PING " + std::to_string(self->owner_->next_ping())); };
         hooks.on_close = [self](heartwheel::net::close_reason r) { self->owner_->link_closed(self, r); };
+        hooks.on_writable = [self] { // the server reads again: so do we
+            if (std::exchange(self->paused_, false)) self->read();
+        };
         conn_ = std::make_shared<connection_type>(std::move(stream), c.wheel(),
                                                   heartwheel::net::wheel_liveness(c.wheel(), c.options().live, &c.counters()),
                                                   nullptr, &c.counters());
@@ -292,13 +323,17 @@ public:
     void close() override {
         if (conn_) conn_->abort(heartwheel::net::close_reason::shutdown);
     }
+    void close_for(heartwheel::net::close_reason why) override { conn_->close(why); }
     heartwheel::net::connection_liveness& liveness() override { return conn_->liveness(); }
 
 private:
     // The read holds the link: its buffer (in_) must outlive the operation, which ends when the
     // connection closes.
     void read() {
-        asio::async_read_until(conn_->stream(), asio::dynamic_buffer(in_, 1 << 24), '\n',
+        // A line longer than any echo of ours (payload + its header) is not the protocol: the read
+        // fails and the link closes, instead of buffering a hostile server's endless line.
+        const std::size_t longest = std::max<std::size_t>(owner_->client().options().payload * 2, 4096) + 64;
+        asio::async_read_until(conn_->stream(), asio::dynamic_buffer(in_, longest), '\n',
                                [self = this->shared_from_this()](std::error_code ec, std::size_t n) {
                                    if (ec) {
                                        const bool eof = ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
@@ -308,13 +343,19 @@ private:
                                    const std::string line = self->in_.substr(0, n - 1);
                                    self->in_.erase(0, n);
                                    self->owner_->handle(line); // may close this link
-                                   if (!self->conn_->closing()) self->read();
+                                   if (self->conn_->closing()) return;
+                                   // Backpressure, as the server has it: a server that sends (PINGs, say)
+                                   // and never reads our answers is not read either, and its write
+                                   // timeout closes it (on_writable resumes a server that drains).
+                                   if (self->conn_->can_read()) self->read();
+                                   else self->paused_ = true;
                                });
     }
 
     std::shared_ptr<client_connection> owner_;
     std::shared_ptr<connection_type> conn_;
     std::string in_;
+    bool paused_ = false; ///< reading stopped for backpressure; on_writable resumes it
 };
 
 template <class Stream>
@@ -339,8 +380,9 @@ void client_connection::handle(std::string_view line) {
     } else if (p.kind == line_kind::pong) {
         if (link_) link_->liveness().on_pong(); // the answer to our own ping
     } else if (p.kind == line_kind::bye) {
-        ++s.closed_by_server[std::string(p.arg)];
+        s.count_bye(p.arg);
         if (c_.options().verbose) log() << "server said BYE " << p.arg << std::endl;
+        if (link_) link_->close_for(server_said_bye()); // the server is closing: do not wait for it
     } else if (line.rfind("REQ ", 0) == 0) {
         std::uint64_t id = 0;
         std::int64_t sent_ns = 0;
@@ -351,9 +393,14 @@ void client_connection::handle(std::string_view line) {
         auto r2 = std::from_chars(r1.ptr + 1, e, sent_ns);
         if (r2.ec != std::errc{}) return;
         if (!requests_.complete(id)) return; // already timed out
+        consecutive_timeouts_ = 0;
         ++s.responses;
         const auto rtt = heartwheel::clock::now().time_since_epoch().count() - sent_ns;
         s.add_rtt(static_cast<std::uint32_t>(std::clamp<std::int64_t>(rtt / 1000, 0, 0xffffffff)));
+    } else if (link_) { // not this protocol: a confused or hostile server; connect again (if asked to)
+        ++s.protocol_errors;
+        if (c_.options().verbose) log() << "protocol error: unexpected line from the server" << std::endl;
+        link_->close_for(protocol_error());
     }
 }
 

@@ -25,7 +25,11 @@ struct client_stats {
     std::uint64_t connects = 0, connect_failures = 0, reconnects = 0, requests = 0, responses = 0, timeouts = 0;
     std::uint64_t pings_received = 0, pongs_sent = 0, disconnects = 0;
     std::uint64_t failed_on_close = 0; ///< requests still outstanding when their connection closed
-    std::map<std::string, std::uint64_t> closed_by_server;
+    std::uint64_t protocol_errors = 0; ///< lines from the server that are not the protocol (the link closed)
+    std::map<std::string, std::uint64_t> closed_by_server; ///< BYE reasons: at most max_reasons keys, each cut to 64 bytes
+    static constexpr std::size_t max_reasons = 32;
+    /// Counts a server's BYE reason; a hostile server's unique reasons cannot grow the map without end.
+    void count_bye(std::string_view reason);
     std::map<std::string, std::uint64_t> closed_by_liveness; ///< our own policies' closes (reader-idle, ...)
     std::vector<std::uint32_t> rtt_us; ///< a uniform sample (reservoir) of echo round trips
     std::uint64_t rtt_seen = 0;

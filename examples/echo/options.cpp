@@ -412,6 +412,10 @@ std::vector<std::string> parse_sources(const std::string& text, const std::strin
 client_options parse_client_options(int argc, const char* const* argv) {
     client_options o;
     auto& l = o.live;
+    // Liveness on by default, as the server's: a server that stops answering is found by the
+    // heartbeat (after inbound silence), one that stops reading by the write timeout.
+    l.heartbeat.interval = milliseconds(30000);
+    l.timeouts.write_timeout = milliseconds(30000);
     std::string strategy = net::to_string(l.backoff.strategy), source;
     std::vector<spec> specs = {
         endpoint_opt("connect", "server address", o.connect),
@@ -431,6 +435,8 @@ client_options parse_client_options(int argc, const char* const* argv) {
                      "the silence a PING follows: inbound (nothing received) or outbound (nothing sent)", l.heartbeat.trigger),
         live_ms("heartbeat-timeout", "heartbeat.timeout", "a PING with nothing received within this is a miss", l.heartbeat.timeout),
         live_count("heartbeat-misses", "heartbeat.misses", "close (and reconnect) after this many consecutive misses", l.heartbeat.misses),
+        live_ms("write-timeout", "timeouts.write_timeout",
+                "close (and reconnect) when a write makes no progress for this long (0 = off)", l.timeouts.write_timeout),
         yesno_opt("reconnect", "reconnect with backoff when closed", o.reconnect),
         live_ms("backoff-initial", "backoff.initial", "first reconnect delay", l.backoff.initial),
         live_ms("backoff-max", "backoff.max", "largest reconnect delay", l.backoff.max),

@@ -1292,6 +1292,92 @@ class Client(unittest.TestCase):
         self.assertEqual(delays[0], 100)  # the first link was proven and stable: reset
         self.assertEqual(delays[1:4], [200, 400, 800], err)  # then never proven: growing
 
+    @staticmethod
+    def hostile_server(behave):
+        """A listening socket on a free port; each accepted connection runs behave(sock) in a thread."""
+        lsock = socket.socket()
+        lsock.bind(("127.0.0.1", 0))
+        lsock.listen(64)
+
+        def loop():
+            while True:
+                try:
+                    conn, _ = lsock.accept()
+                except OSError:
+                    return
+                threading.Thread(target=behave, args=(conn,), daemon=True).start()
+
+        threading.Thread(target=loop, daemon=True).start()
+        return lsock, lsock.getsockname()[1]
+
+    def test_client_is_bounded_against_a_hostile_server(self):
+        """A malicious server must not grow the client or keep it hanging: (1) PINGs flooded at a
+        client whose PONGs are never read: the client stops reading under backpressure and its write
+        timeout closes the link, memory bounded; (2) a BYE with a unique reason per line: the client
+        closes after the first and counts at most 32 reasons of at most 64 bytes; (3) garbage instead
+        of echoes: the link closes protocol-error and reconnects; (4) requests read and never
+        answered: after 3 timeouts in a row the link closes and reconnects."""
+        def ping_flood(conn):
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # and never reads the PONGs
+            try:
+                while True:
+                    conn.sendall(b"PING 1\n" * 8192)
+            except OSError:
+                pass
+
+        def unique_byes(conn):
+            try:
+                for i in range(200000):
+                    conn.sendall(b"BYE reason-%d-%s\n" % (i, b"z" * 200))
+            except OSError:
+                pass
+
+        def garbage(conn):
+            try:
+                while conn.recv(65536):
+                    conn.sendall(b"\x00\xffnot the protocol\n")
+            except OSError:
+                pass
+
+        def never_answers(conn):
+            try:
+                while conn.recv(65536):
+                    pass
+            except OSError:
+                pass
+
+        lsock, port = self.hostile_server(ping_flood)
+        client = subprocess.Popen([CLIENT, "--quiet", "--connect", f"127.0.0.1:{port}", "--send-interval", "0",
+                                   "--write-timeout", "1000", "--duration", "4000"], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        peak = 0.0
+        while client.poll() is None:
+            peak = max(peak, rss_mib(client.pid))
+            time.sleep(0.05)
+        s = self.summary(subprocess.CompletedProcess(client.args, client.returncode, client.stdout.read(),
+                                                     client.stderr.read()))
+        lsock.close()
+        self.assertEqual(s["closed_by_liveness"].get("write-timeout"), 1, s)
+        if not SANITIZED:
+            self.assertLess(peak, 64, "client RSS under a PING flood")  # was 403 MiB in 20 s
+        print(f"PING flood: client closed write-timeout, RSS peak {peak:.1f} MiB")
+
+        lsock, port = self.hostile_server(unique_byes)
+        s = self.summary(run_client("--connect", f"127.0.0.1:{port}", "--send-interval", "0", "--duration", "1500"))
+        lsock.close()
+        self.assertLessEqual(len(s["closed_by_server"]), 33, s)  # 32 reasons and "(other)"
+        self.assertTrue(all(len(k) <= 64 for k in s["closed_by_server"]), s)
+        self.assertEqual(s["closed_by_liveness"].get("server-bye"), 1, s)  # closed after the first BYE
+
+        for behave, reason in ((garbage, "protocol-error"), (never_answers, "request-timeouts")):
+            lsock, port = self.hostile_server(behave)
+            s = self.summary(run_client("--connect", f"127.0.0.1:{port}", "--send-interval", "50",
+                                        "--request-timeout", "200", "--reconnect", "yes", "--backoff-initial", "100",
+                                        "--backoff-max", "200", "--duration", "2500"))
+            lsock.close()
+            self.assertGreaterEqual(s["closed_by_liveness"].get(reason, 0), 2, s)
+            self.assertGreaterEqual(s["connects"], 2, s)
+
     def test_outstanding_requests_fail_at_once_on_close(self):
         """A peer that takes requests, never answers, and hangs up after 400 ms: every outstanding
         request fails with the close (the 10 s request timeout never comes into play)."""
