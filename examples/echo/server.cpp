@@ -246,7 +246,7 @@ std::string server::stats_line() const {
     std::size_t wheel = 0;
     for (const auto& w : workers_) wheel += w->wheel_size.load(std::memory_order_relaxed);
     std::ostringstream os;
-    os << "connections=" << n.open << " closing=" << n.closing << " accepted=" << n.accepted << " closes=";
+    os << "connections=" << n.open << " accepted=" << n.accepted << " closes=";
     bool any = false;
     for (std::size_t i = 0; i < heartwheel::net::close_reason_count(); ++i) {
         if (!c.closes[i]) continue;
@@ -259,7 +259,7 @@ std::string server::stats_line() const {
        << c.request_timeouts + c.closes[static_cast<std::size_t>(close_reason::write_timeout)]
        << " rtt_avg_ms=" << std::fixed << std::setprecision(3)
        << (c.rtt_samples ? static_cast<double>(c.rtt_total_us) / static_cast<double>(c.rtt_samples) / 1000.0 : 0.0)
-       << " wheel=" << wheel;
+       << " wheel=" << wheel << " closing=" << n.closing;
     if (options_.live.overload.any())
         os << " scale=" << scale()
            << " closes_while_scaled=" << c.closes_while_scaled;
