@@ -2,6 +2,7 @@
 #include <heartwheel/net/detail/unit_random.hpp>
 #include <heartwheel/net/heartbeat.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 namespace heartwheel::net {
@@ -26,6 +27,8 @@ duration heartbeat::jittered_interval() {
 }
 
 void heartbeat::send_ping() {
+    // When this ping fell due: the pinger's own deadline (its last activity's bound + the interval).
+    const time_point due = saturating_add(svc_.latest_possible(pinger_.last()), pinger_.timeout());
     if (checker_.pending()) {
         // The previous ping is neither answered nor judged: one ping is outstanding at a time, so
         // this one goes out when it is (judge_ping or on_pong).
@@ -38,10 +41,13 @@ void heartbeat::send_ping() {
     ping_sent_ = svc_.fresh_now();
     awaiting_pong_ = true;
     ++pings_;
-    const duration next = jittered_interval(); // the next ping: interval after this one
+    // The next ping: an interval after this one fell due, not after the tick that sent it ran, so
+    // rounding to ticks (and a late wake-up) does not add up ping after ping.
+    const time_point base = std::min(due, ping_sent_);
+    const duration next = jittered_interval();
     pinger_.set_timeout(next);
-    pinger_.touch(ping_sent_);
-    svc_.schedule(pinger_, saturating_add(ping_sent_, next));
+    pinger_.touch(base);
+    svc_.schedule(pinger_, saturating_add(base, next));
     // Judged at the first wake-up at or after the deadline: the tick holding it, when that tick's
     // wake-up comes after it (a ping leaves a little after its tick; the tick that judges it wakes
     // about as late), else judge_ping() waits for the deadline itself (schedule_exact).

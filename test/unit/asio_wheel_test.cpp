@@ -226,3 +226,33 @@ BOOST_AUTO_TEST_CASE(activity_clock_bounds_real_time) {
     BOOST_TEST((w.activity().latest_possible(s1) >= real_after));
     BOOST_TEST((w.activity().max_span() >= 2ms));
 }
+
+// One long batch (a burst of 2,000 connects, say) bounds only the stamps taken before it ended: a
+// later stamp's bound is its own batch's, not the longest ever (it used to be, for the process's
+// life, and every later heartbeat ran that much late).
+BOOST_AUTO_TEST_CASE(a_past_burst_does_not_delay_later_stamps) {
+    asio::io_context io;
+    asio_wheel w(io.get_executor());
+    heartwheel::time_point burst, burst_end, later, later_end;
+    asio::post(io, [&] {
+        burst = w.activity().stamp();
+        std::this_thread::sleep_for(30ms); // the burst's batch
+        burst_end = heartwheel::clock::now();
+    });
+    run_bounded(io);
+    for (int i = 0; i < 5; ++i) { // quick batches after it
+        asio::post(io, [&] {
+            later = w.activity().stamp();
+            later_end = heartwheel::clock::now();
+        });
+        io.restart();
+        run_bounded(io);
+    }
+    auto& a = w.activity();
+    BOOST_TEST((a.max_span() >= 30ms));
+    BOOST_TEST((a.latest_possible(burst) >= burst_end)); // never early, for the old stamp too
+    BOOST_TEST((a.latest_possible(later) >= later_end));
+    BOOST_TEST((a.latest_possible(later) - later < 30ms)); // not the burst's span
+    const auto exact = heartwheel::clock::now();           // a time no batch opened after
+    BOOST_TEST((a.latest_possible(exact) == exact));
+}

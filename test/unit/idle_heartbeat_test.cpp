@@ -213,6 +213,30 @@ BOOST_AUTO_TEST_CASE(heartbeat_inbound_trigger_pings_after_inbound_silence_while
     BOOST_TEST(!log2.dead.has_value());
 }
 
+BOOST_AUTO_TEST_CASE(heartbeat_pings_stay_on_their_grid_whatever_the_tick) {
+    // A 105 ms interval on a 10 ms tick, a silent peer: each ping fires at the tick after it fell
+    // due. The next is timed from when this one fell due, not from when its tick ran, so the rounding
+    // does not add up: the k-th ping goes out within one tick of k * 105 ms (before, each drifted up
+    // to a tick more than the last), and so does the death the formula gives.
+    manual_service svc(10ms);
+    hb_log log(svc);
+    heartbeat_policy p;
+    p.interval = 105ms;
+    p.timeout = 50ms;
+    p.misses = 11;
+    auto hb = make_hb(svc, log, p);
+    svc.step_by(1300ms, 10ms);
+    BOOST_TEST_REQUIRE(log.pings.size() == 11u);
+    for (std::size_t k = 0; k < log.pings.size(); ++k) {
+        const auto ideal = (k + 1) * 105ms;
+        BOOST_TEST((log.pings[k] >= ideal), k);
+        BOOST_TEST((log.pings[k] < ideal + 10ms), k << ": " << log.pings[k].count());
+    }
+    BOOST_TEST_REQUIRE(log.dead.has_value()); // P + (misses - 1) * interval + timeout = 1,205 ms, within a tick
+    BOOST_TEST((*log.dead >= 1205ms));
+    BOOST_TEST((*log.dead < 1215ms + 10ms));
+}
+
 // timeout == interval: the next ping falls due in the same tick as the last one's judgement. The
 // judgement must still happen (it once did not: the ping re-armed the miss check first, so a silent
 // peer was pinged forever and never closed); the ping goes out right after it, in the same tick.
