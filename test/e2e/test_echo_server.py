@@ -1191,24 +1191,27 @@ class Client(unittest.TestCase):
             port = mute.getsockname()[1]
             s = self.summary(run_client("--connect", f"127.0.0.1:{port}", "--send-interval", "50",
                                         "--request-timeout", "100", "--duration", "600"))
-            self.assertGreater(s["requests"], 5)
+            self.assertGreaterEqual(s["requests"], 3)
             self.assertEqual(s["responses"], 0)
-            self.assertGreaterEqual(s["timeouts"], s["requests"] - 3)
+            self.assertGreaterEqual(s["timeouts"], 3)
+            # three in a row: the client leaves the server (it reconnects with --reconnect yes)
+            self.assertEqual(s["closed_by_liveness"].get("request-timeouts"), 1, s)
 
     def test_client_detects_a_silent_server_and_reconnects(self):
         """A server that accepts and then never sends a byte: with --reader-idle (a client sending
         requests) or heartbeats (a quiet client: pings follow outbound silence) the client closes the
         link itself and, with --reconnect yes, connects again with backoff."""
-        for liveness in (["--reader-idle", "300", "--send-interval", "50"],
+        # (a request timeout longer than --reader-idle: three of them in a row would close it first)
+        for liveness in (["--reader-idle", "300", "--send-interval", "50", "--request-timeout", "1000"],
                          ["--heartbeat-interval", "100", "--heartbeat-timeout", "100", "--heartbeat-misses", "2",
-                          "--send-interval", "0"]):
+                          "--send-interval", "0", "--request-timeout", "100"]):
             with socket.socket() as mute:
                 mute.bind(("127.0.0.1", 0))
                 mute.listen(64)
                 port = mute.getsockname()[1]
                 start = time.monotonic()
                 s = self.summary(run_client("--connect", f"127.0.0.1:{port}",
-                                            "--request-timeout", "100", "--reconnect", "yes", "--backoff-initial", "100",
+                                            "--reconnect", "yes", "--backoff-initial", "100",
                                             "--backoff-max", "200", "--duration", "2500", *liveness))
                 held = []
                 while True:  # what the silent server accepted (it never answers anything)
@@ -1357,8 +1360,8 @@ class Client(unittest.TestCase):
         s = self.summary(subprocess.CompletedProcess(client.args, client.returncode, client.stdout.read(),
                                                      client.stderr.read()))
         lsock.close()
-        self.assertEqual(s["closed_by_liveness"].get("write-timeout"), 1, s)
-        if not SANITIZED:
+        if not SANITIZED:  # (a sanitized client answers too slowly to fill its kernel's 4 MB send buffer)
+            self.assertEqual(s["closed_by_liveness"].get("write-timeout"), 1, s)
             self.assertLess(peak, 64, "client RSS under a PING flood")  # was 403 MiB in 20 s
         print(f"PING flood: client closed write-timeout, RSS peak {peak:.1f} MiB")
 
