@@ -8,7 +8,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:-20}
 dir=$root/build-fuzz
-targets=${HEARTWHEEL_FUZZ_TARGETS:-line_framer control_line config wheel}
+targets=${HEARTWHEEL_FUZZ_TARGETS:-line_framer control_line config wheel tls}
 
 CXX=clang++ bash "$root/scripts/build.sh" "$dir" -DCMAKE_CXX_COMPILER=clang++ -DHEARTWHEEL_BUILD_FUZZ=ON \
   -DHEARTWHEEL_BUILD_TESTS=OFF -DHEARTWHEEL_BUILD_BENCH=OFF -DHEARTWHEEL_SANITIZE=address,undefined \

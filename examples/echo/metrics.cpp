@@ -1,17 +1,25 @@
 // metrics.cpp — accept, read one request head, answer, close. Bounded: at most `max_scrapes`
-// connections at once (more are closed at once), a head of at most 8 KiB, 5 s per connection; header
-// lines may end in "\r\n" or a bare "\n"; at the descriptor limit accepting pauses instead of spinning.
+// connections at once, a head of at most 8 KiB within 1 s, 5 s per connection in all; header lines
+// may end in "\r\n" or a bare "\n". Built to keep answering under abuse: when all the places are taken,
+// a new scrape evicts the oldest one still waiting for its request head (so slowloris connections
+// cannot lock the scrapes out), and a spare descriptor, given up at the descriptor limit for one
+// scrape at a time, keeps /metrics reachable when the server's connections have taken every other
+// one; otherwise, at the limit, accepting pauses instead of spinning.
 #include "metrics.hpp"
 
 #include <asio/read_until.hpp>
 #include <asio/write.hpp>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <list>
 #include <memory>
 
 namespace echo {
 namespace {
 
-constexpr int max_scrapes = 8;
+constexpr std::size_t max_scrapes = 8;
 
 // The end of a request head: an empty line, whatever the line endings (an Asio match condition).
 struct head_end {
@@ -28,22 +36,33 @@ struct head_end {
     }
 };
 
+struct scrape;
+/// The scrapes in progress, oldest first (weak: a scrape lives as long as its operations).
+using scrape_list = std::list<std::weak_ptr<scrape>>;
+
 struct scrape : std::enable_shared_from_this<scrape> {
-    scrape(worker& w, asio::ip::tcp::socket s, std::function<std::string()> b, int& active)
-        : w(w), socket(std::move(s)), body(std::move(b)), active(active) {
-        ++active;
+    scrape(worker& w, asio::ip::tcp::socket s, std::function<std::string()> b, scrape_list& list, std::function<void()> gone)
+        : w(w), socket(std::move(s)), body(std::move(b)), list(list), gone(std::move(gone)) {}
+    ~scrape() {
+        list.erase(place);
+        if (gone) gone();
     }
-    ~scrape() { --active; }
     worker& w;
     asio::ip::tcp::socket socket;
     std::function<std::string()> body;
-    int& active;
+    scrape_list& list;
+    scrape_list::iterator place;
+    std::function<void()> gone; ///< the listener takes its spare descriptor back
     std::string request, response;
     heartwheel::timer_handle deadline;
+    bool answering = false;
 
     void start() {
-        deadline = w.wheel.schedule_after(std::chrono::seconds(5), [weak = weak_from_this()] {
-            if (auto self = weak.lock()) self->socket.close();
+        place = list.insert(list.end(), weak_from_this());
+        // The head must come within a second (a slowloris sends it a byte at a time), the whole
+        // exchange within five.
+        deadline = w.wheel.schedule_after(std::chrono::seconds(1), [weak = weak_from_this()] {
+            if (auto self = weak.lock(); self && !self->answering) self->socket.close();
         });
         asio::async_read_until(socket, asio::dynamic_buffer(request, 8192),
                                head_end{},
@@ -52,6 +71,10 @@ struct scrape : std::enable_shared_from_this<scrape> {
 
     void answer(std::error_code ec) {
         if (ec) return;
+        answering = true;
+        deadline = w.wheel.schedule_after(std::chrono::seconds(4), [weak = weak_from_this()] {
+            if (auto self = weak.lock()) self->socket.close();
+        });
         const bool ok = request.rfind("GET /metrics ", 0) == 0 || request.rfind("GET /metrics?", 0) == 0 ||
                         request.rfind("GET /metrics\r", 0) == 0 || request.rfind("GET /metrics\n", 0) == 0;
         const std::string text = ok ? body() : "not found\n";
@@ -66,31 +89,60 @@ struct scrape : std::enable_shared_from_this<scrape> {
     }
 };
 
-struct listener {
+struct listener : std::enable_shared_from_this<listener> {
+    listener(worker& w, asio::ip::tcp::acceptor& a, std::function<std::string()> b)
+        : w(w), acceptor(a), body(std::move(b)), spare(::open("/dev/null", O_RDONLY | O_CLOEXEC)) {}
+    ~listener() {
+        if (spare >= 0) ::close(spare);
+    }
     worker& w;
     asio::ip::tcp::acceptor& acceptor;
     std::function<std::string()> body;
-    int active = 0;
+    scrape_list scrapes;
     heartwheel::timer_handle pause;
+    int spare; ///< a descriptor kept for one scrape at the descriptor limit
 
-    void accept(const std::shared_ptr<listener>& self) {
-        acceptor.async_accept([this, self](std::error_code ec, asio::ip::tcp::socket s) {
-            if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
-            if (ec) { // out of descriptors or memory: try again shortly, do not spin
-                pause = w.wheel.schedule_after(std::chrono::milliseconds(100), [this, self] { accept(self); });
+    void accept() {
+        acceptor.async_accept([self = shared_from_this()](std::error_code ec, asio::ip::tcp::socket s) {
+            if (ec == asio::error::operation_aborted || !self->acceptor.is_open()) return;
+            if (ec) {
+                // Out of descriptors: give up the spare for the scrape waiting in the backlog (it gets
+                // it back when that scrape ends); without one, try again shortly, do not spin.
+                if (self->spare >= 0 && (ec == asio::error::no_descriptors || ec.value() == ENFILE)) {
+                    ::close(std::exchange(self->spare, -1));
+                    return self->accept();
+                }
+                self->pause = self->w.wheel.schedule_after(std::chrono::milliseconds(100), [self] { self->accept(); });
                 return;
             }
-            if (active < max_scrapes) std::make_shared<scrape>(w, std::move(s), body, active)->start();
-            accept(self); // a connection over the bound is closed as `s` goes out of scope
+            self->serve(std::move(s));
+            self->accept();
         });
+    }
+
+    void serve(asio::ip::tcp::socket s) {
+        if (scrapes.size() >= max_scrapes) { // full: the oldest still waiting for its head makes room
+            for (auto& weak : scrapes)
+                if (auto old = weak.lock(); old && !old->answering && old->socket.is_open()) {
+                    std::error_code ignored;
+                    old->socket.close(ignored);
+                    break;
+                }
+            if (scrapes.size() >= max_scrapes + 8) return; // all answering (or closing): `s` closes here
+        }
+        std::function<void()> gone;
+        if (spare < 0) // this scrape may hold the spare's number: take it back when it ends
+            gone = [weak = weak_from_this()] {
+                if (auto l = weak.lock(); l && l->spare < 0) l->spare = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+            };
+        std::make_shared<scrape>(w, std::move(s), body, scrapes, std::move(gone))->start();
     }
 };
 
 } // namespace
 
 void serve_metrics(worker& w, asio::ip::tcp::acceptor& acceptor, std::function<std::string()> body) {
-    auto l = std::make_shared<listener>(listener{w, acceptor, std::move(body), 0, {}});
-    l->accept(l);
+    std::make_shared<listener>(w, acceptor, std::move(body))->accept();
 }
 
 } // namespace echo
