@@ -152,10 +152,10 @@ public:
     /// `make_liveness(liveness_handler&)` returns a std::unique_ptr<Liveness> (wheel_liveness()).
     /// `handler` may be null (set_handler() later, or nothing to be told).
     template <class MakeLiveness>
-    connection(NextLayer next, timer_service& svc, MakeLiveness&& make_liveness,
+    connection(NextLayer next_layer, timer_service& svc, MakeLiveness&& make_liveness,
                std::shared_ptr<connection_handler> handler = nullptr, liveness_counters* counters = nullptr,
                connection_options options = {})
-        : stream_(*this, std::move(next)), svc_(svc), handler_(std::move(handler)), counters_(counters),
+        : stream_(*this, std::move(next_layer)), svc_(svc), handler_(std::move(handler)), counters_(counters),
           linger_ms_(options.linger), out_(options.queue), live_(make_liveness(static_cast<liveness_handler&>(*this))),
           reads_are_idle_activity_(options.reads_are_idle_activity), close_on_idle_(options.close_on_idle) {
         options.output.validate();

@@ -49,7 +49,7 @@ public:
 
 private:
     struct hook final : timer_node {
-        hook(reconnector& r, void (reconnector::*fn)()) : r(&r), fn(fn) {}
+        hook(reconnector& owner, void (reconnector::*call)()) : r(&owner), fn(call) {}
         reconnector* r;
         void (reconnector::*fn)();
         void on_expire() override { (r->*fn)(); }
