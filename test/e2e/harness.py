@@ -15,6 +15,15 @@ SERVER = os.path.join(BUILD, "examples", "echo_server")
 CLIENT = os.path.join(BUILD, "examples", "echo_client")
 
 
+def rss_mib(pid):
+    """A process's resident set, MiB."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    return 0.0
+
+
 def parse_stats(line):
     """The fields of a server 'stats ...' or 'final ...' line: {name: text}, with 'closes' as
     {reason: count}."""

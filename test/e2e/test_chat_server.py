@@ -11,20 +11,12 @@ import threading
 import time
 import unittest
 
-from harness import BUILD, parse_stats, tempdir
+from harness import BUILD, parse_stats, rss_mib, tempdir
 
 CHAT = os.path.join(BUILD, "examples", "chat_server")
 SANITIZED = bool(os.environ.get("HEARTWHEEL_SANITIZE"))  # sanitizer allocators keep freed memory
 HARD = 1 << 20
 SLACK_MIB = 48  # the allocator's own, the healthy readers' queues, the kernel's pages counted in RSS
-
-
-def rss_mib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
-    return 0.0
 
 
 class Chat:

@@ -13,17 +13,10 @@ import shutil
 import threading
 import urllib.request
 
-from harness import CLIENT, SERVER, Line, Server, make_cert, parse_stats, run_client, tempdir, tls_flags
+from harness import CLIENT, SERVER, Line, Server, make_cert, parse_stats, rss_mib, run_client, tempdir, tls_flags
 
 SANITIZED = bool(os.environ.get("HEARTWHEEL_SANITIZE"))  # sanitizer allocators keep freed memory
 
-
-def rss_mib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
-    return 0.0
 
 
 class Transport:
