@@ -135,11 +135,5 @@ int main(int argc, char** argv) {
     signals.async_wait([&](std::error_code, int) { io.stop(); });
     asio::co_spawn(io, listen(acceptor, wheel, cfg, counters, r), asio::detached);
     io.run();
-    const auto s = counters.snapshot();
-    std::string closes;
-    for (std::size_t i = 0; i < s.closes.size(); ++i)
-        if (s.closes[i] > 0)
-            closes += (closes.empty() ? "" : ",") + std::string(net::to_string(static_cast<net::close_reason>(i))) + ':' +
-                      std::to_string(s.closes[i]);
-    std::cout << "final closes=" << (closes.empty() ? "none" : closes) << " lines=" << r.lines << std::endl;
+    std::cout << "final closes=" << counters.snapshot().closes_text() << " lines=" << r.lines << std::endl;
 }

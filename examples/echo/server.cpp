@@ -246,14 +246,7 @@ std::string server::stats_line() const {
     std::size_t wheel = 0;
     for (const auto& w : workers_) wheel += w->wheel_size.load(std::memory_order_relaxed);
     std::ostringstream os;
-    os << "connections=" << n.open << " accepted=" << n.accepted << " closes=";
-    bool any = false;
-    for (std::size_t i = 0; i < heartwheel::net::close_reason_count(); ++i) {
-        if (!c.closes[i]) continue;
-        os << (any ? "," : "") << heartwheel::net::to_string(static_cast<close_reason>(i)) << ':' << c.closes[i];
-        any = true;
-    }
-    if (!any) os << "none";
+    os << "connections=" << n.open << " accepted=" << n.accepted << " closes=" << c.closes_text();
     os << " pings=" << c.pings_sent << " pongs=" << c.pongs_received << " misses=" << c.heartbeat_misses
        << " idle=" << c.reader_idle << '/' << c.writer_idle << '/' << c.all_idle << " timeouts="
        << c.request_timeouts + c.closes[static_cast<std::size_t>(close_reason::write_timeout)]

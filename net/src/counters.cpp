@@ -1,12 +1,26 @@
 // counters.cpp — reason names and the snapshot copy.
 #include <heartwheel/net/counters.hpp>
 
+#include <algorithm>
+
 namespace heartwheel::net {
 
 std::uint64_t counters_snapshot::closes_total() const noexcept {
     std::uint64_t sum = 0;
     for (auto n : closes) sum += n;
     return sum;
+}
+
+std::string counters_snapshot::closes_text() const {
+    std::string out;
+    const std::size_t n = std::min(close_reason_count(), closes.size());
+    for (std::size_t i = 0; i < n; ++i) {
+        if (closes[i] == 0) continue;
+        if (!out.empty()) out += ',';
+        out += to_string(static_cast<close_reason>(i));
+        out += ':' + std::to_string(closes[i]);
+    }
+    return out.empty() ? "none" : out;
 }
 
 template <std::size_t N>

@@ -123,11 +123,6 @@ int main(int argc, char** argv) {
     accept();
     io.run();
     const auto snap = counters.snapshot();
-    std::string closes;
-    for (std::size_t r = 0; r < snap.closes.size(); ++r)
-        if (snap.closes[r] > 0)
-            closes += (closes.empty() ? "" : ",") + std::string(net::to_string(static_cast<net::close_reason>(r))) + ':' +
-                      std::to_string(snap.closes[r]);
-    std::cout << "final closes=" << (closes.empty() ? "none" : closes) << " pings=" << snap.pings_sent
+    std::cout << "final closes=" << snap.closes_text() << " pings=" << snap.pings_sent
               << " pongs=" << snap.pongs_received << std::endl;
 }

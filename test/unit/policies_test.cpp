@@ -562,3 +562,13 @@ BOOST_AUTO_TEST_CASE(write_queue_coalesces_and_accounts_bytes) {
     idle.consumed(idle.next_bytes().size());
     BOOST_TEST(idle.memory() == 0u);
 }
+
+BOOST_AUTO_TEST_CASE(closes_text_lists_the_reasons_with_a_count) {
+    liveness_counters c;
+    BOOST_TEST(c.snapshot().closes_text() == "none");
+    c.closed(close_reason::peer_closed);
+    c.closed(close_reason::reader_idle);
+    c.closed(close_reason::peer_closed);
+    c.closed(close_reason::slow_consumer);
+    BOOST_TEST(c.snapshot().closes_text() == "reader-idle:1,peer-closed:2,slow-consumer:1");
+}

@@ -11,6 +11,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <string>
 
 namespace heartwheel::net {
 
@@ -29,6 +30,9 @@ struct counters_snapshot {
     std::uint64_t reader_idle = 0, writer_idle = 0, all_idle = 0;
     std::array<std::uint64_t, max_close_reasons> closes{}; ///< by close_reason value
     std::uint64_t closes_total() const noexcept;
+    /// "reader-idle:1,peer-closed:50" (the reasons with a count, in reason order), or "none": what
+    /// the example servers' stats and final lines show after "closes=".
+    std::string closes_text() const;
     std::uint64_t pings_sent = 0, pongs_received = 0, heartbeat_misses = 0;
     std::uint64_t rtt_samples = 0, rtt_total_us = 0, rtt_max_us = 0;
     std::array<std::uint64_t, death_lateness_bucket_bounds.size() + 1> death_lateness_buckets{}; ///< not cumulative
