@@ -278,6 +278,24 @@ BOOST_FIXTURE_TEST_CASE(soft_limit_held_too_long_closes_drained_in_time_does_not
     BOOST_TEST(closes(net::close_reason::slow_consumer) == 1u);
 }
 
+// A soft limit below the high-water mark is judged all the same (the bound starts at the lower of
+// the two limits, not at the water mark).
+BOOST_FIXTURE_TEST_CASE(soft_limit_below_the_high_water_mark_still_closes, fixture) {
+    net::connection_options opts;
+    opts.output.hard_limit = 0;
+    opts.output.soft_limit = 128 << 10; // the high-water mark stays at 1 MiB
+    opts.output.soft_limit_time = 100ms;
+    auto c = make(accept_one(), net::liveness_config{}, {}, opts);
+    const std::string msg(64 << 10, 'z');
+    while (c->output().queued() <= (192u << 10)) { // the kernel's buffers full, then above the soft limit
+        c->send(msg);
+        poll();
+    }
+    BOOST_TEST(c->writable()); // below the high-water mark
+    run_until([&] { return c->closing(); });
+    BOOST_TEST((c->reason() == net::close_reason::slow_consumer));
+}
+
 BOOST_AUTO_TEST_CASE(output_policy_is_validated_with_its_keys) {
     net::output_policy o;
     o.low_water = o.high_water + 1;

@@ -165,6 +165,8 @@ public:
         hard_limit_ = static_cast<std::uint32_t>(o.hard_limit);
         soft_limit_ = static_cast<std::uint32_t>(o.soft_limit);
         soft_limit_ms_ = static_cast<std::uint32_t>(std::min<std::int64_t>(o.soft_limit_time.count(), 0xffffffff));
+        for (const std::uint32_t limit : {hard_limit_, soft_limit_})
+            if (limit > 0 && limit < bound_from_) bound_from_ = limit;
         detail::teardown_registry::of(stream_.get_executor()).add(*this);
     }
     ~connection() {
@@ -225,10 +227,8 @@ public:
         if (closed_ || ((closing_ || slow_) && !in_last_words_)) return;
         out_.append(parts);
         const std::size_t q = out_.queued();
-        if (q > high_water_) {
-            was_above_ = true;
-            if (!in_last_words_) bound_output(q);
-        }
+        if (q > high_water_) was_above_ = true;
+        if (q > bound_from_ && !in_last_words_) bound_output(q);
         if (!writing_ && !slow_) write();
     }
     /// Whether a producer may send now: no more than options.output.high_water queued (Netty's
@@ -374,7 +374,7 @@ private:
         if (handler) handler->on_close(*reason_);
     }
 
-    // Above the high-water mark: the slow-consumer limits (see send()).
+    // Above the lower of the two limits: the slow-consumer bound (see send()).
     void bound_output(std::size_t queued) {
         if (hard_limit_ > 0 && queued > hard_limit_) {
             slow_ = true;
@@ -450,6 +450,7 @@ private:
     heartwheel::timer_handle linger_;
     heartwheel::timer_handle soft_timer_; ///< armed while above the soft limit
     std::uint32_t high_water_ = 0, low_water_ = 0, hard_limit_ = 0, soft_limit_ = 0, soft_limit_ms_ = 0;
+    std::uint32_t bound_from_ = 0xffffffff; ///< the lower of the hard and soft limits that are on
     std::optional<close_reason> reason_;
     bool reads_are_idle_activity_, close_on_idle_;
     bool handshake_done_ = !is_tls;
