@@ -196,6 +196,7 @@ private:
         if (ever_connected_) ++s.reconnects;
         ever_connected_ = true;
         ++s.connects;
+        consecutive_timeouts_ = 0; // a new link starts its own count
         if (c_.options().verbose) log() << "connected" << std::endl;
         open_ = true;
         reconnector_.connected();

@@ -112,7 +112,11 @@ struct listener : std::enable_shared_from_this<listener> {
                     ::close(std::exchange(self->spare, -1));
                     return self->accept();
                 }
-                self->pause = self->w.wheel.schedule_after(std::chrono::milliseconds(100), [self] { self->accept(); });
+                self->pause = self->w.wheel.schedule_after(std::chrono::milliseconds(100), [self] {
+                    const auto keep = self; // the handle (and this lambda) go now: no cycle left behind
+                    keep->pause = {};
+                    keep->accept();
+                });
                 return;
             }
             self->serve(std::move(s));
