@@ -1301,10 +1301,11 @@ class Client(unittest.TestCase):
                 srv.proc.send_signal(signal.SIGSTOP)
                 frozen = time.monotonic()
                 try:
-                    out, _ = client.communicate(timeout=30)
+                    client.wait(timeout=30)  # (not communicate(): the watcher alone reads stderr)
                 finally:
                     srv.proc.send_signal(signal.SIGCONT)
                 watcher.join(timeout=5)
+                out = client.stdout.read()
                 summary = json.loads(out.strip().splitlines()[-1])
                 if trigger == "outbound":
                     self.assertEqual(closed_at, [], summary)
