@@ -7,7 +7,10 @@
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 
+#include <sys/socket.h>
+
 #include <cerrno>
+#include <cstdint>
 #include <utility>
 
 namespace heartwheel::net {
@@ -16,6 +19,64 @@ namespace {
 
 std::error_code ssl_error(unsigned long e) {
     return {static_cast<int>(e), asio::error::get_ssl_category()};
+}
+
+// The descriptor's BIO. OpenSSL's own socket BIO writes with write(), which raises SIGPIPE when the
+// peer has reset: a process that did not ignore SIGPIPE (an application embedding us may not) would
+// die of a peer's reset. This one writes with send(MSG_NOSIGNAL) and otherwise behaves as OpenSSL's
+// socket BIO does: a would-block read or write sets the retry flag, a read of 0 bytes sets the
+// end-of-input flag (so a TCP close without close_notify is reported as unexpected EOF), and the BIO
+// never closes the descriptor (the tcp::socket owns it).
+int descriptor_of(BIO* b) { return static_cast<int>(reinterpret_cast<std::intptr_t>(::BIO_get_data(b))); }
+
+bool would_block(int e) { return e == EAGAIN || e == EWOULDBLOCK || e == EINTR; }
+
+int bio_write(BIO* b, const char* data, std::size_t size, std::size_t* written) {
+    ::BIO_clear_retry_flags(b);
+    const ssize_t n = ::send(descriptor_of(b), data, size, MSG_NOSIGNAL);
+    if (n >= 0) {
+        *written = static_cast<std::size_t>(n);
+        return 1;
+    }
+    if (would_block(errno)) ::BIO_set_retry_write(b);
+    return 0;
+}
+
+int bio_read(BIO* b, char* data, std::size_t size, std::size_t* read) {
+    ::BIO_clear_retry_flags(b);
+    const ssize_t n = ::recv(descriptor_of(b), data, size, 0);
+    if (n > 0) {
+        *read = static_cast<std::size_t>(n);
+        return 1;
+    }
+    if (n == 0) ::BIO_set_flags(b, BIO_FLAGS_IN_EOF);
+    else if (would_block(errno)) ::BIO_set_retry_read(b);
+    return 0;
+}
+
+long bio_ctrl(BIO* b, int cmd, long, void*) {
+    switch (cmd) {
+    case BIO_CTRL_FLUSH: return 1; // nothing is buffered here
+    case BIO_CTRL_EOF: return ::BIO_test_flags(b, BIO_FLAGS_IN_EOF) != 0 ? 1 : 0;
+    default: return 0;
+    }
+}
+
+int bio_create(BIO* b) {
+    ::BIO_set_init(b, 1);
+    return 1;
+}
+
+const BIO_METHOD* descriptor_method() {
+    static BIO_METHOD* const method = [] {
+        BIO_METHOD* m = ::BIO_meth_new(::BIO_get_new_index() | BIO_TYPE_SOURCE_SINK | BIO_TYPE_DESCRIPTOR,
+                                       "heartwheel descriptor");
+        if (m == nullptr || ::BIO_meth_set_write_ex(m, bio_write) != 1 || ::BIO_meth_set_read_ex(m, bio_read) != 1 ||
+            ::BIO_meth_set_ctrl(m, bio_ctrl) != 1 || ::BIO_meth_set_create(m, bio_create) != 1)
+            throw std::system_error(ssl_error(::ERR_get_error()), "tls_socket: the descriptor BIO");
+        return m;
+    }(); // made once, kept for the process's life
+    return method;
 }
 
 } // namespace
@@ -28,10 +89,13 @@ tls_socket::tls_socket(next_layer_type socket, asio::ssl::context& context)
     ::SSL_set_mode(ssl_, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
     std::error_code ec;
     socket_.non_blocking(true, ec); // OpenSSL's reads and writes must not block the thread
-    if (ec || ::SSL_set_fd(ssl_, static_cast<int>(socket_.native_handle())) != 1) {
+    BIO* bio = ec ? nullptr : ::BIO_new(descriptor_method());
+    if (bio == nullptr) {
         ::SSL_free(ssl_);
         throw std::system_error(ec ? ec : ssl_error(::ERR_get_error()), "tls_socket: the socket");
     }
+    ::BIO_set_data(bio, reinterpret_cast<void*>(static_cast<std::intptr_t>(socket_.native_handle())));
+    ::SSL_set_bio(ssl_, bio, bio); // the SSL object owns the BIO (one reference for both directions)
 }
 
 tls_socket::tls_socket(tls_socket&& other) noexcept

@@ -17,6 +17,8 @@
 #include <asio/ssl/stream.hpp>
 #include <asio/write.hpp>
 
+#include <pthread.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -276,4 +278,44 @@ BOOST_FIXTURE_TEST_CASE(no_io_on_a_descriptor_after_its_close, fixture) {
     BOOST_TEST(::recv(pair[0] == victim ? pair[1] : pair[0], peek, sizeof peek, MSG_DONTWAIT) < 0); // nothing written to it
     ::close(pair[0]);
     ::close(pair[1]);
+}
+
+// A peer's reset must not raise SIGPIPE, whether or not the application ignores it: with SIGPIPE
+// blocked on this thread, a write() to the reset socket would leave it pending (OpenSSL's own socket
+// BIO writes that way); tls_socket's writes must leave nothing pending.
+BOOST_FIXTURE_TEST_CASE(writes_to_a_reset_peer_raise_no_sigpipe, fixture) {
+    sigset_t pipe_only, before;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    BOOST_TEST_REQUIRE(::pthread_sigmask(SIG_BLOCK, &pipe_only, &before) == 0);
+    struct restore { // drop a pending SIGPIPE (the failing case) before the mask is restored
+        sigset_t mask, before;
+        ~restore() {
+            const timespec none{};
+            while (::sigtimedwait(&mask, nullptr, &none) == SIGPIPE) {}
+            ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
+        }
+    } restore_mask{pipe_only, before};
+
+    auto [server, client] = handshaken();
+    client.lowest_layer().set_option(asio::socket_base::linger(true, 0));
+    client.lowest_layer().close(); // a reset
+    std::error_code ec;
+    const std::string line(1000, 'x');
+    for (int i = 0; i < 20 && !ec; ++i) { // the first write may still be taken; a later one meets the reset
+        std::error_code wec = asio::error::would_block;
+        asio::async_write(server, asio::buffer(line), [&](std::error_code e, std::size_t) { wec = e; });
+        run_until([&] { return wec != asio::error::would_block; });
+        ec = wec;
+        std::this_thread::sleep_for(2ms);
+    }
+    BOOST_TEST_REQUIRE(!!ec, "no write failed after the peer's reset");
+    // One more write after the failure: the connection is failed and the socket still open.
+    std::error_code again = asio::error::would_block;
+    asio::async_write(server, asio::buffer(line), [&](std::error_code e, std::size_t) { again = e; });
+    run_until([&] { return again != asio::error::would_block; });
+    sigset_t pending;
+    sigemptyset(&pending);
+    BOOST_TEST_REQUIRE(::sigpending(&pending) == 0);
+    BOOST_TEST(sigismember(&pending, SIGPIPE) == 0, "a write raised SIGPIPE (" << ec.message() << ")");
 }

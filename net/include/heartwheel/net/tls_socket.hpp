@@ -1,12 +1,15 @@
 // heartwheel/net/tls_socket.hpp — TLS over a TCP socket with no buffers of its own: OpenSSL reads and
-// writes the socket's descriptor itself (SSL_set_fd), and Asio only says when the socket is ready.
+// writes the socket's descriptor itself (through a BIO of ours), and Asio only says when the socket is
+// ready.
 //
 // Why: asio::ssl::stream runs OpenSSL over a BIO pair and keeps two 17 KiB record buffers of its own
 // (zero-filled, so resident from the start), and the BIO pair two more — ~68 KiB per connection that
 // OpenSSL does not need, held for as long as the connection lives, idle or not. Here the only
 // per-connection state is OpenSSL's SSL object; with SSL_MODE_RELEASE_BUFFERS (set on every
 // tls_socket) OpenSSL frees its record buffers whenever a connection has nothing buffered. nginx
-// drives OpenSSL the same way (the descriptor given to SSL, readiness from its event loop).
+// drives OpenSSL the same way (the descriptor given to SSL, readiness from its event loop). The BIO is
+// OpenSSL's socket BIO but for one thing: it writes with send(MSG_NOSIGNAL), so a peer's reset never
+// raises SIGPIPE, whether or not the application ignores that signal.
 //
 // How: every operation is one OpenSSL call retried on readiness. SSL_ERROR_WANT_READ waits for the
 // socket to be readable, WANT_WRITE for writable (async_wait: no buffer held while waiting), then the
