@@ -8,6 +8,7 @@
 #ifndef HEARTWHEEL_ECHO_OPTIONS_HPP
 #define HEARTWHEEL_ECHO_OPTIONS_HPP
 
+#include <heartwheel/net/handshake_gate.hpp>
 #include <heartwheel/net/liveness_config.hpp>
 
 #include <cstdint>
@@ -50,6 +51,9 @@ struct server_options {
     /// Key-exchange groups (TLS 1.2 and 1.3). No finite-field groups: an ffdhe8192 key share costs
     /// the server ~125 ms of CPU per replayed ClientHello (x25519: ~0.4 ms).
     std::string tls_groups = "X25519:P-256:P-384";
+    /// Handshakes in progress (oldest evicted beyond max_pending), per source, started per second per
+    /// source (net::handshake_gate); split evenly between the --threads.
+    heartwheel::net::handshake_limits handshakes;
     std::int64_t stats_interval_ms = 0;
     std::optional<endpoint_spec> metrics;
     std::int64_t shutdown_grace_ms = 2000;

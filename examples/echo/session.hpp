@@ -26,6 +26,8 @@ namespace echo {
 /// The echo server's own close reasons (net/ knows nothing of them).
 inline const heartwheel::net::close_reason line_too_long = heartwheel::net::define_close_reason("line-too-long");
 inline const heartwheel::net::close_reason busy = heartwheel::net::define_close_reason("busy");
+/// A TLS handshake still in progress when --max-handshakes newer ones needed its place.
+inline const heartwheel::net::close_reason handshake_shed = heartwheel::net::define_close_reason("handshake-shed");
 
 template <class Stream, class Liveness>
 class session final : public session_base,
@@ -54,6 +56,11 @@ public:
     template <class MakeLiveness>
     void start(Stream stream, MakeLiveness&& make_liveness) {
         auto self = this->shared_from_this(); // the connection holds the session until it closes
+        asio::ip::address peer; // a TLS handshake's source, for the handshake gate
+        if constexpr (connection_type::is_tls) {
+            std::error_code gone; // a peer already gone: the handshake will fail at once
+            peer = stream.lowest_layer().remote_endpoint(gone).address();
+        }
         heartwheel::net::connection_options opts;
         opts.reads_are_idle_activity = false; // a data line is activity, a PONG is not
         opts.output = w_.options.live.output; // slow consumers: water marks, hard and soft limits
@@ -61,7 +68,9 @@ public:
                                                   self, &w_.live_counters, opts);
         conn_->apply_socket_options(w_.options.live.keepalive);
         if constexpr (connection_type::is_tls) {
+            if (!admit_handshake(peer)) return;
             conn_->async_handshake(asio::ssl::stream_base::server, [self](std::error_code ec) {
+                self->place_.reset(); // done, failed or shed: its place in the gate is free
                 if (!ec) self->pump(); // a failure or timeout closed (and counted) it already
             });
         } else {
@@ -77,6 +86,25 @@ public:
     }
 
 private:
+    /// The session's place among the handshakes in progress (TLS, until its handshake ends).
+    struct handshake_place final : heartwheel::net::handshake_gate::waiter {
+        explicit handshake_place(session& s) : owner(s) {}
+        void evicted() override { owner.conn_->abort(handshake_shed); }
+        session& owner;
+    };
+
+    /// Takes a place in the worker's handshake gate, or closes the connection busy (its source is
+    /// at its limit); the gate may shed the oldest handshake in progress to make room.
+    bool admit_handshake(const asio::ip::address& peer) {
+        place_ = std::make_unique<handshake_place>(*this);
+        using verdict = heartwheel::net::handshake_gate::verdict;
+        if (w_.handshakes.admit(*place_, peer, heartwheel::net::handshake_gate::clock::now()) == verdict::admitted) return true;
+        place_.reset();
+        w_.counters.busy.fetch_add(1, std::memory_order_relaxed);
+        conn_->abort(busy);
+        return false;
+    }
+
     // --- connection_handler ------------------------------------------------------------------------
     void send_ping() override { send("PING " + std::to_string(++ping_seq_)); }
     void last_words(close_reason r) override { send("BYE " + std::string(heartwheel::net::to_string(r))); }
@@ -153,6 +181,7 @@ private:
 
     worker& w_;
     std::shared_ptr<connection_type> conn_;
+    std::unique_ptr<handshake_place> place_; ///< only while a TLS handshake is in progress
     line_framer framer_;
     std::uint64_t ping_seq_ = 0;
     std::size_t held_ = 0; ///< framer_.memory() as last counted

@@ -12,6 +12,7 @@
 
 #include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/net/counters.hpp>
+#include <heartwheel/net/handshake_gate.hpp>
 #include <heartwheel/net/timeout_scale.hpp>
 
 #include <asio/io_context.hpp>
@@ -50,7 +51,7 @@ struct server_counters {
 struct worker {
     worker(const server_options& o, heartwheel::net::liveness_counters& lc, server_counters& sc)
         : options(o), live_counters(lc), counters(sc), io(1), wheel(io.get_executor(), wheel_config(o)),
-          scale(wheel, o.live.overload.threshold) {}
+          scale(wheel, o.live.overload.threshold), handshakes(share_of_handshakes(o)) {}
     ~worker() {
         closing = true; // sessions destroyed by io's destructor must not touch the wheel
         // Sessions still open (the shutdown grace ran out) close now, so each connection lets go of
@@ -81,6 +82,16 @@ struct worker {
         });
     }
 
+    /// This thread's share of the handshake limits: each split evenly between the threads (rounded up).
+    static heartwheel::net::handshake_limits share_of_handshakes(const server_options& o) {
+        heartwheel::net::handshake_limits l = o.handshakes;
+        const auto share = [n = o.threads](auto v) { return static_cast<decltype(v)>((v + n - 1) / n); };
+        l.max_pending = share(l.max_pending);
+        l.max_pending_per_source = share(l.max_pending_per_source);
+        l.per_source_rate = share(l.per_source_rate);
+        return l;
+    }
+
     static heartwheel::wheel_config wheel_config(const server_options& o) {
         heartwheel::wheel_config c;
         c.tick = std::chrono::milliseconds(o.tick_ms);
@@ -97,6 +108,8 @@ struct worker {
     heartwheel::asio_wheel wheel;
     /// The scaled timeouts of this worker's connections (--*-min flags); pressure set by the server.
     heartwheel::net::timeout_scale scale;
+    /// TLS handshakes in progress on this thread, bounded in all and per source.
+    heartwheel::net::handshake_gate handshakes;
     heartwheel::timer_handle mirror; ///< keeps wheel_size current (only with stats or metrics)
     heartwheel::timer_handle trim;   ///< malloc_trim once idle
     std::atomic<std::size_t> wheel_size{0};

@@ -4,7 +4,13 @@ Cross-talk: a connection whose write fails (a reset) while its receive is armed 
 receive whose wait had already completed must not then read the old descriptor number, which accept
 may meanwhile have given to a new client (its ClientHello would be eaten). The attacker makes exactly
 that state again and again on a two-thread server while victims keep connecting; every victim must
-complete its handshake and get its echo. Bounded in time (HEARTWHEEL_TLS_ATTACK_SECONDS, default 12)."""
+complete its handshake and get its echo. Bounded in time (HEARTWHEEL_TLS_ATTACK_SECONDS, default 12).
+
+Handshake floods: connections that never send a ClientHello must not lock out established clients
+or healthy new handshakes (--max-handshakes sheds the oldest pending one; the control run with the
+gate off shows the lock-out), one source must not take every place (--max-handshakes-per-source),
+and one source's completed handshakes are bounded per second (--handshake-rate-per-source)."""
+import resource
 import os
 import socket
 import ssl
@@ -15,7 +21,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import Server, parse_stats, tempdir, tls_flags  # noqa: E402
+from harness import Line, Server, parse_stats, tempdir, tls_flags  # noqa: E402
 
 SECONDS = float(os.environ.get("HEARTWHEEL_TLS_ATTACK_SECONDS", "12"))
 
@@ -23,6 +29,27 @@ SECONDS = float(os.environ.get("HEARTWHEEL_TLS_ATTACK_SECONDS", "12"))
 def tls_context(ca):
     ctx = ssl.create_default_context(cafile=ca)
     return ctx
+
+
+def tls_echo(port, ctx, line, source="127.0.0.1"):
+    """A new TLS client from `source`: handshake, one line, its echo. None, or what went wrong."""
+    try:
+        raw = socket.socket()
+        raw.bind((source, 0))
+        raw.settimeout(5)
+        raw.connect(("127.0.0.1", port))
+        with ctx.wrap_socket(raw, server_hostname="localhost") as s:
+            s.sendall(line)
+            got = b""
+            while not got.endswith(b"\n"):
+                chunk = s.recv(100)
+                if not chunk:
+                    break
+                got += chunk
+            return None if got == line else f"echo {got!r}"
+    except (OSError, ssl.SSLError) as e:
+        raw.close()
+        return f"{type(e).__name__}: {e}"
 
 
 class CrossTalk(unittest.TestCase):
@@ -54,19 +81,7 @@ class CrossTalk(unittest.TestCase):
         n = 0
         while not stop.is_set():
             n += 1
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
-                    with ctx.wrap_socket(raw, server_hostname="localhost") as s:
-                        s.sendall(b"victim %d\n" % n)
-                        got = b""
-                        while not got.endswith(b"\n"):
-                            chunk = s.recv(100)
-                            if not chunk:
-                                break
-                            got += chunk
-                        results.append(None if got == b"victim %d\n" % n else f"echo {got!r}")
-            except (OSError, ssl.SSLError) as e:
-                results.append(f"{type(e).__name__}: {e}")
+            results.append(tls_echo(port, ctx, b"victim %d\n" % n))
 
     def test_a_reset_during_a_pending_write_never_reads_another_connection(self):
         with tempdir() as d:
@@ -99,6 +114,111 @@ class CrossTalk(unittest.TestCase):
         self.assertEqual(failures, [], failures[:5])
         final = parse_stats([l for l in out.splitlines() if l.startswith("final ")][0])
         self.assertEqual(int(final["accepted"]), sum(final["closes"].values()), final)
+
+
+def silent_flood(port, n, source="127.0.0.1"):
+    """n TCP connections that never send a byte (no ClientHello), from `source`."""
+    out = []
+    for _ in range(n):
+        s = socket.socket()
+        s.bind((source, 0))
+        s.settimeout(5)
+        try:
+            s.connect(("127.0.0.1", port))
+        except OSError:
+            s.close()
+            continue
+        out.append(s)
+    return out
+
+
+def healthy_round(port, ca, n, source="127.0.0.1"):
+    """n new TLS clients from `source`, one after another: how many got their echo."""
+    ctx = tls_context(ca)
+    return sum(tls_echo(port, ctx, b"healthy %d\n" % i, source) is None for i in range(n))
+
+
+class HandshakeFloods(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4096)), hard))
+
+    def flood_against(self, *gate_flags):
+        """1,000 silent connections against a TLS server of --max-connections 1000 with 5 established
+        clients: (established still echoing, healthy new of 50 served, final stats)."""
+        with tempdir() as d:
+            flags, ca = tls_flags(d)
+            with Server(*flags, "--max-connections", "1000", *gate_flags) as srv:
+                established = [Line(srv.port, tls_ca=ca) for _ in range(5)]
+                for c in established:
+                    c.send("before\n")
+                    self.assertEqual(c.readline(), "before")
+                silent = silent_flood(srv.port, 1000, source="127.0.0.2")
+                time.sleep(0.5)
+                alive = 0
+                for c in established:
+                    c.send("during\n")
+                    alive += c.readline() == "during"
+                served = healthy_round(srv.port, ca, 50)
+                for s in silent + established:
+                    s.close()
+                code, out, err = srv.stop()
+        self.assertEqual(code, 0, err)
+        final = parse_stats([l for l in out.splitlines() if l.startswith("final ")][0])
+        return alive, served, final
+
+    def test_connections_without_a_hello_do_not_lock_out_healthy_clients(self):
+        alive, served, final = self.flood_against("--max-handshakes", "200")
+        print(f"handshake flood, --max-handshakes 200: 5/5 established echoing: {alive}; healthy new served: "
+              f"{served}/50; closes {final['closes']}")
+        self.assertEqual(alive, 5)
+        self.assertEqual(served, 50)
+        self.assertGreaterEqual(final["closes"].get("handshake-shed", 0), 800, final)
+        self.assertEqual(int(final["accepted"]), sum(final["closes"].values()), final)
+        # The control: the gate off, the same flood takes every place (the lock-out the gate prevents).
+        alive, served, final = self.flood_against("--max-handshakes", "0")
+        print(f"the same flood, --max-handshakes 0 (off): established echoing {alive}/5; healthy new served {served}/50")
+        self.assertEqual(alive, 5)
+        self.assertLess(served, 10)
+
+    def test_one_source_takes_no_more_than_its_places(self):
+        with tempdir() as d:
+            flags, ca = tls_flags(d)
+            with Server(*flags, "--max-handshakes", "100", "--max-handshakes-per-source", "20") as srv:
+                silent = silent_flood(srv.port, 300, source="127.0.0.2")
+                time.sleep(0.3)
+                # Handshakes from the flooding source itself are refused; another source's are served.
+                self.assertEqual(healthy_round(srv.port, ca, 3, source="127.0.0.2"), 0)
+                served = healthy_round(srv.port, ca, 50, source="127.0.0.1")
+                for s in silent:
+                    s.close()
+                code, out, err = srv.stop()
+        self.assertEqual(code, 0, err)
+        final = parse_stats([l for l in out.splitlines() if l.startswith("final ")][0])
+        print(f"one source, 300 silent connections, --max-handshakes-per-source 20: another source served {served}/50; "
+              f"closes {final['closes']}")
+        self.assertEqual(served, 50)
+        self.assertGreaterEqual(final["closes"].get("busy", 0), 280, final)  # 300 - 20 places, + the 3 refused
+        self.assertEqual(final["closes"].get("handshake-shed", 0), 0, final)  # 20 never filled the 100 places
+
+    def test_one_source_handshake_rate_is_bounded(self):
+        with tempdir() as d:
+            flags, ca = tls_flags(d)
+            with Server(*flags, "--handshake-rate-per-source", "40") as srv:
+                start = time.monotonic()
+                fast = healthy_round(srv.port, ca, 200, source="127.0.0.2")  # as fast as they go
+                took = time.monotonic() - start
+                other = healthy_round(srv.port, ca, 20, source="127.0.0.1")
+                code, out, err = srv.stop()
+        self.assertEqual(code, 0, err)
+        final = parse_stats([l for l in out.splitlines() if l.startswith("final ")][0])
+        print(f"--handshake-rate-per-source 40: 200 handshakes from one source in {took:.2f} s, {fast} served; "
+              f"another source {other}/20; closes {final['closes']}")
+        # A bucket of 40 at the start plus 40 a second for the rest of the run.
+        self.assertLessEqual(fast, 40 + 40 * took + 2)
+        self.assertGreaterEqual(fast, 40)
+        self.assertEqual(other, 20)
 
 
 if __name__ == "__main__":
