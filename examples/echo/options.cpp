@@ -330,6 +330,10 @@ server_options parse_server_options(int argc, const char* const* argv) {
                            "(timeouts and heartbeats off whatever else says: a benchmark floor)", timers),
         own_count("max-line", "longest line in bytes before the newline", o.max_line, 1, 16 * 1024 * 1024, " (bytes)"),
         own_count("max-connections", "beyond this a new connection gets BYE busy", o.max_connections, 1, 10'000'000),
+        own_count("source-share", "connections one address may hold before the rest is its excess: excess does not "
+                  "count towards overload, and at --max-connections a newcomer from an address within its share "
+                  "displaces the newest connection of the address furthest over it, closed over-share (0 = off)",
+                  o.source_share, 0, 10'000'000),
         live_ms("max-age", "limits.max_age", "close connections older than this, with ±10% jitter (0 = off)", l.limits.max_age),
         live_size("output-high-water", "output.high_water", "stop reading a connection with more than this queued for it", l.output.high_water),
         live_size("output-low-water", "output.low_water", "read it again at or below this", l.output.low_water),

@@ -54,6 +54,10 @@ struct server_options {
     /// Handshakes in progress (oldest evicted beyond max_pending), per source, started per second per
     /// source (net::handshake_gate); split evenly between the --threads.
     heartwheel::net::handshake_limits handshakes;
+    /// Connections one address holds before the rest is its excess (net::source_share; 0 = off):
+    /// the excess does not count towards overload pressure, and at --max-connections a newcomer from
+    /// an address within its share displaces the newest connection of the address furthest over it.
+    std::size_t source_share = 0;
     std::int64_t stats_interval_ms = 0;
     std::optional<endpoint_spec> metrics;
     std::int64_t shutdown_grace_ms = 2000;

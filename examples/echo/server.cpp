@@ -135,7 +135,7 @@ void server::accept() {
             counters_.accepted.fetch_add(1, std::memory_order_relaxed);
             socket.set_option(asio::ip::tcp::no_delay(true), ec);
             if (counters_.active.load(std::memory_order_relaxed) >= options_.max_connections) {
-                asio::post(target.io, [this, s = std::move(socket)]() mutable { reject_busy(std::move(s)); });
+                asio::post(target.io, [this, &target, s = std::move(socket)]() mutable { at_the_limit(target, std::move(s)); });
             } else {
                 counters_.active.fetch_add(1, std::memory_order_relaxed); // reserved; the session takes it over
                 asio::post(target.io, [this, &target, s = std::move(socket)]() mutable {
@@ -196,6 +196,19 @@ void server::out_of_descriptors(std::error_code ec) {
     }
     // The timer was made at start: nothing is allocated on this path.
     workers_[0]->wheel.schedule_after(accept_pause_.node(), std::chrono::milliseconds(50));
+}
+
+// A newcomer at --max-connections: with --source-share, one from an address within its share takes
+// the place of the newest connection of the address furthest over it (which closes over-share; until
+// it has, the server holds one more than the limit); otherwise, and without shares, BYE busy.
+void server::at_the_limit(worker& w, asio::ip::tcp::socket socket) {
+    std::error_code gone;
+    const auto peer = socket.remote_endpoint(gone);
+    if (!gone && w.shares && w.shares->make_room(peer.address())) {
+        start_session(w, std::move(socket));
+        return;
+    }
+    reject_busy(std::move(socket));
 }
 
 void server::reject_busy(asio::ip::tcp::socket socket) {
@@ -397,10 +410,16 @@ void server::for_each_session(void (session_base::*fn)()) {
     }
 }
 
+// Connections an address holds beyond --source-share do not count: one source filling the server
+// must not shrink everyone else's timeouts (its busy connections would never be the idle ones shed).
 double server::pressure() const {
-    const double active = static_cast<double>(counters_.active.load(std::memory_order_relaxed));
+    std::size_t excess = 0;
+    for (const auto& w : workers_) excess += w->excess.load(std::memory_order_relaxed);
+    const std::size_t all = counters_.active.load(std::memory_order_relaxed);
+    const double active = static_cast<double>(all > excess ? all - excess : 0);
     double p = active / static_cast<double>(options_.max_connections);
-    if (fd_limit_ > 0) p = std::max(p, (static_cast<double>(fd_base_) + active) / static_cast<double>(fd_limit_));
+    if (fd_limit_ > 0) // descriptors are spent by every connection, within its share or not
+        p = std::max(p, static_cast<double>(fd_base_ + all) / static_cast<double>(fd_limit_));
     return std::min(p, 1.0);
 }
 

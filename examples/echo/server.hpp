@@ -49,6 +49,7 @@ private:
     std::vector<std::unique_ptr<worker>> make_workers();
     void accept();
     void start_session(worker& w, asio::ip::tcp::socket socket);
+    void at_the_limit(worker& w, asio::ip::tcp::socket socket);
     void reject_busy(asio::ip::tcp::socket socket);
     void out_of_descriptors(std::error_code ec);
     void check_descriptor_limit();

@@ -28,6 +28,8 @@ inline const heartwheel::net::close_reason line_too_long = heartwheel::net::defi
 inline const heartwheel::net::close_reason busy = heartwheel::net::define_close_reason("busy");
 /// A TLS handshake still in progress when --max-handshakes newer ones needed its place.
 inline const heartwheel::net::close_reason handshake_shed = heartwheel::net::define_close_reason("handshake-shed");
+/// Displaced at --max-connections by a newcomer: its address held the most beyond --source-share.
+inline const heartwheel::net::close_reason over_share = heartwheel::net::define_close_reason("over-share");
 
 template <class Stream, class Liveness>
 class session final : public session_base,
@@ -42,6 +44,7 @@ public:
         w_.population_changed();
     }
     ~session() override {
+        share_.reset(); // uncounted from its source before the population changes
         if (held_) {
             w_.counters.read_buffers.fetch_sub(1, std::memory_order_relaxed);
             w_.counters.read_buffer_bytes.fetch_sub(held_, std::memory_order_relaxed);
@@ -56,9 +59,9 @@ public:
     template <class MakeLiveness>
     void start(Stream stream, MakeLiveness&& make_liveness) {
         auto self = this->shared_from_this(); // the connection holds the session until it closes
-        asio::ip::address peer; // a TLS handshake's source, for the handshake gate
-        if constexpr (connection_type::is_tls) {
-            std::error_code gone; // a peer already gone: the handshake will fail at once
+        asio::ip::address peer; // the source, for the handshake gate and the source shares
+        if (connection_type::is_tls || w_.shares) {
+            std::error_code gone; // a peer already gone: its first read or handshake fails at once
             peer = stream.lowest_layer().remote_endpoint(gone).address();
         }
         heartwheel::net::connection_options opts;
@@ -67,6 +70,11 @@ public:
         conn_ = std::make_shared<connection_type>(std::move(stream), w_.wheel, std::forward<MakeLiveness>(make_liveness),
                                                   self, &w_.live_counters, opts);
         conn_->apply_socket_options(w_.options.live.keepalive);
+        if (w_.shares) {
+            share_ = std::make_unique<share_place>(*this);
+            w_.shares->add(*share_, peer);
+            w_.shares_changed();
+        }
         if constexpr (connection_type::is_tls) {
             if (!admit_handshake(peer)) return;
             conn_->async_handshake(asio::ssl::stream_base::server, [self](std::error_code ec) {
@@ -90,6 +98,22 @@ private:
     struct handshake_place final : heartwheel::net::handshake_gate::waiter {
         explicit handshake_place(session& s) : owner(s) {}
         void evicted() override { owner.conn_->abort(handshake_shed); }
+        session& owner;
+    };
+
+    /// The session counted under its source (--source-share).
+    struct share_place final : heartwheel::net::source_share::member {
+        explicit share_place(session& s) : owner(s) {}
+        ~share_place() {
+            if (counted()) {
+                owner.w_.shares->remove(*this);
+                owner.w_.shares_changed();
+            }
+        }
+        void shed() override {
+            owner.w_.shares_changed();
+            owner.conn_->close(over_share);
+        }
         session& owner;
     };
 
@@ -182,6 +206,7 @@ private:
     worker& w_;
     std::shared_ptr<connection_type> conn_;
     std::unique_ptr<handshake_place> place_; ///< only while a TLS handshake is in progress
+    std::unique_ptr<share_place> share_;     ///< only with --source-share
     line_framer framer_;
     std::uint64_t ping_seq_ = 0;
     std::size_t held_ = 0; ///< framer_.memory() as last counted

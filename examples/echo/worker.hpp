@@ -13,6 +13,7 @@
 #include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/net/counters.hpp>
 #include <heartwheel/net/handshake_gate.hpp>
+#include <heartwheel/net/source_share.hpp>
 #include <heartwheel/net/timeout_scale.hpp>
 
 #include <asio/io_context.hpp>
@@ -24,6 +25,7 @@
 #include <array>
 #include <atomic>
 #include <functional>
+#include <optional>
 #include <unordered_set>
 #include <vector>
 
@@ -51,7 +53,9 @@ struct server_counters {
 struct worker {
     worker(const server_options& o, heartwheel::net::liveness_counters& lc, server_counters& sc)
         : options(o), live_counters(lc), counters(sc), io(1), wheel(io.get_executor(), wheel_config(o)),
-          scale(wheel, o.live.overload.threshold), handshakes(share_of_handshakes(o)) {}
+          scale(wheel, o.live.overload.threshold), handshakes(share_of_handshakes(o)) {
+        if (o.source_share != 0) shares.emplace((o.source_share + o.threads - 1) / o.threads); // this thread's part
+    }
     ~worker() {
         closing = true; // sessions destroyed by io's destructor must not touch the wheel
         // Sessions still open (the shutdown grace ran out) close now, so each connection lets go of
@@ -64,6 +68,13 @@ struct worker {
         std::vector<session_base*> all(sessions.begin(), sessions.end());
         for (auto* s : all)
             if (sessions.count(s)) (s->*fn)();
+    }
+
+    /// Called when a connection is counted under its source or stops being: mirrors the excess for
+    /// the server's pressure, which it then re-judges.
+    void shares_changed() {
+        excess.store(shares ? shares->excess() : 0, std::memory_order_relaxed);
+        population_changed();
     }
 
     /// Called when a session starts or ends: the server re-judges its pressure (overload scaling).
@@ -110,6 +121,9 @@ struct worker {
     heartwheel::net::timeout_scale scale;
     /// TLS handshakes in progress on this thread, bounded in all and per source.
     heartwheel::net::handshake_gate handshakes;
+    /// Connections by source address (--source-share), and its excess mirrored for other threads.
+    std::optional<heartwheel::net::source_share> shares;
+    std::atomic<std::size_t> excess{0};
     heartwheel::timer_handle mirror; ///< keeps wheel_size current (only with stats or metrics)
     heartwheel::timer_handle trim;   ///< malloc_trim once idle
     std::atomic<std::size_t> wheel_size{0};

@@ -126,6 +126,21 @@ class Line:
             pass
 
 
+def recv_line(sock):
+    """What a blocking socket delivers up to and including its first newline, or what arrived before
+    it closed or failed."""
+    got = b""
+    try:
+        while not got.endswith(b"\n"):
+            chunk = sock.recv(100)
+            if not chunk:
+                break
+            got += chunk
+    except OSError:
+        pass
+    return got
+
+
 def run_client(*flags, timeout=60):
     p = subprocess.run([CLIENT, "--quiet", *flags], capture_output=True, text=True, timeout=timeout)
     return p

@@ -21,7 +21,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import Line, Server, parse_stats, tempdir, tls_flags  # noqa: E402
+from harness import Line, Server, parse_stats, recv_line, tempdir, tls_flags  # noqa: E402
 
 SECONDS = float(os.environ.get("HEARTWHEEL_TLS_ATTACK_SECONDS", "12"))
 
@@ -40,12 +40,7 @@ def tls_echo(port, ctx, line, source="127.0.0.1"):
         raw.connect(("127.0.0.1", port))
         with ctx.wrap_socket(raw, server_hostname="localhost") as s:
             s.sendall(line)
-            got = b""
-            while not got.endswith(b"\n"):
-                chunk = s.recv(100)
-                if not chunk:
-                    break
-                got += chunk
+            got = recv_line(s)
             return None if got == line else f"echo {got!r}"
     except (OSError, ssl.SSLError) as e:
         raw.close()

@@ -20,7 +20,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
-from harness import CLIENT, Line, Server, make_cert, parse_stats, tempdir  # noqa: E402
+from harness import CLIENT, Line, Server, make_cert, parse_stats, recv_line, tempdir  # noqa: E402
 import netns  # noqa: E402
 
 NET = None
@@ -284,16 +284,7 @@ class Faults(unittest.TestCase):
             busy = 0
             for s in flood:
                 s.settimeout(5)
-                data = b""
-                try:
-                    while not data.endswith(b"\n"):
-                        chunk = s.recv(100)
-                        if not chunk:
-                            break
-                        data += chunk
-                except OSError:
-                    pass
-                busy += data == b"BYE busy\n"
+                busy += recv_line(s) == b"BYE busy\n"
                 s.close()
             self.assertEqual(busy, extra)
             report(f"flood: {extra} connections beyond --max-connections {limit} got BYE busy; {limit} held ones echo")

@@ -2,7 +2,7 @@
 // evicted when max_pending are in progress (and only then); a source at its own cap is refused
 // without touching anyone else's; a source's rate is a bucket of one second's worth that refills
 // with time; waiters unlink themselves when destroyed; the remembered sources stay bounded.
-#define BOOST_TEST_MODULE handshake_gate
+#define BOOST_TEST_MODULE admission
 #include <boost/test/unit_test.hpp>
 
 #include <heartwheel/net/handshake_gate.hpp>

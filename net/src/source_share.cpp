@@ -1,0 +1,90 @@
+// source_share.cpp — counts per source, the excess, and the list of sources over their share; see
+// source_share.hpp.
+#include <heartwheel/net/source_share.hpp>
+
+namespace heartwheel::net {
+
+source_share::member::~member() {
+    if (table_ != nullptr) table_->remove(*this);
+}
+
+source_share::~source_share() {
+    for (auto& [key, e] : sources_) // members outliving the table hold no pointer into it
+        for (member* m = e.oldest; m != nullptr;) {
+            member* next = m->next_;
+            m->table_ = nullptr;
+            m->prev_ = m->next_ = nullptr;
+            m->source_ = nullptr;
+            m = next;
+        }
+}
+
+void source_share::set_over(entry& e, bool over) noexcept {
+    if (e.over == over) return;
+    e.over = over;
+    if (over) {
+        e.prev_over = nullptr;
+        e.next_over = over_;
+        if (over_) over_->prev_over = &e;
+        over_ = &e;
+    } else {
+        (e.prev_over ? e.prev_over->next_over : over_) = e.next_over;
+        if (e.next_over) e.next_over->prev_over = e.prev_over;
+        e.prev_over = e.next_over = nullptr;
+    }
+}
+
+void source_share::add(member& m, const asio::ip::address& source) {
+    remove(m);
+    auto it = sources_.try_emplace(source).first;
+    entry& e = it->second;
+    e.key = source;
+    m.table_ = this;
+    m.source_ = &e;
+    m.prev_ = e.newest;
+    m.next_ = nullptr;
+    (e.newest ? e.newest->next_ : e.oldest) = &m;
+    e.newest = &m;
+    if (++e.count > share_) {
+        ++excess_;
+        set_over(e, true);
+    }
+}
+
+void source_share::remove(member& m) noexcept {
+    if (m.table_ == this) unlink(m);
+}
+
+void source_share::unlink(member& m) noexcept {
+    entry& e = *static_cast<entry*>(m.source_);
+    (m.prev_ ? m.prev_->next_ : e.oldest) = m.next_;
+    (m.next_ ? m.next_->prev_ : e.newest) = m.prev_;
+    m.table_ = nullptr;
+    m.prev_ = m.next_ = nullptr;
+    m.source_ = nullptr;
+    if (e.count-- > share_) --excess_;
+    if (e.count <= share_) set_over(e, false);
+    if (e.count == 0) {
+        const asio::ip::address key = e.key; // not a reference into the node being erased
+        sources_.erase(key);
+    }
+}
+
+bool source_share::make_room(const asio::ip::address& source) {
+    if (count(source) + 1 > share_) return false; // the newcomer's own source is at its share
+    entry* heaviest = nullptr;
+    for (entry* e = over_; e != nullptr; e = e->next_over)
+        if (heaviest == nullptr || e->count > heaviest->count) heaviest = e;
+    if (heaviest == nullptr) return false;
+    member& victim = *heaviest->newest;
+    unlink(victim);
+    victim.shed();
+    return true;
+}
+
+std::size_t source_share::count(const asio::ip::address& source) const {
+    const auto it = sources_.find(source);
+    return it == sources_.end() ? 0 : it->second.count;
+}
+
+} // namespace heartwheel::net
