@@ -1,12 +1,14 @@
 // session.hpp — the echo protocol on one heartwheel::net::connection, for any stream (tcp::socket or
-// ssl::stream) and either timing (net's wheel liveness, or the per-socket steady_timer baseline).
+// net::tls_socket) and either timing (net's wheel liveness, or the per-socket steady_timer baseline).
 // Only the protocol lives here: lines up to --max-line bytes are split by line_framer from the chunks
 // the stream's async_receive lends (an idle session holds no read buffer); PING is
 // answered, PONG consumed (it is not reader activity), everything else echoed; a too-long line closes
 // with the application's own reason `line-too-long`. The connection records all I/O (any byte proves
 // liveness to the heartbeat), queues and coalesces the replies, stops this session's reading while
 // the peer does not take them (on_writable resumes it), and owns the close: BYE <reason> as last
-// words, a linger, one count per close.
+// words, a linger, one count per close. Admission is the worker's: a TLS session holds a place in
+// its handshake gate until the handshake ends, and with --source-share every session is counted
+// under its peer's address (either may close it: handshake-shed, busy, over-share).
 #ifndef HEARTWHEEL_ECHO_SESSION_HPP
 #define HEARTWHEEL_ECHO_SESSION_HPP
 

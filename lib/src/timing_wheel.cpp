@@ -202,10 +202,6 @@ void timing_wheel::slot_emptied(std::uint32_t store) noexcept {
         occupied_[slot / slots_per_level] &= ~(std::uint64_t{1} << (slot % slots_per_level));
 }
 
-std::error_code timing_wheel::try_schedule_tick(timer_node& t, std::uint64_t deadline_tick) noexcept {
-    return to_error(place(t, clamp(deadline_tick)));
-}
-
 std::error_code timing_wheel::try_schedule(timer_node& t, time_point deadline) noexcept {
     return to_error(place(t, tick_ceil(deadline)));
 }

@@ -1,4 +1,4 @@
-// connection_limits.cpp — handshake deadline, jittered max age, drain grace.
+// connection_limits.cpp — handshake deadline, jittered max age.
 #include <heartwheel/net/connection_limits.hpp>
 #include <heartwheel/net/detail/unit_random.hpp>
 
@@ -9,7 +9,7 @@ namespace heartwheel::net {
 
 connection_limits::connection_limits(timer_service& svc, const server_limits& limits, listener& l,
                                      const random_source& rnd, const overload_policy* overload, timeout_scale* scale)
-    : svc_(&svc), listener_(&l), handshake_timeout_(limits.handshake_timeout), drain_grace_(limits.drain_grace),
+    : svc_(&svc), listener_(&l), handshake_timeout_(limits.handshake_timeout),
       handshake_min_(overload ? overload->handshake_timeout : scaled_min{}), scale_(scale) {
     limits.validate();
     if (limits.max_age.count() <= 0) return;
@@ -32,10 +32,6 @@ connection_limits::connection_limits(timer_service& svc, const server_limits& li
 void connection_limits::on_expired(activity_timer& t, bool) {
     t.stop(); // one-shot deadlines
     if (&t == handshake_.get()) return listener_->on_handshake_timeout();
-    if (drain_grace_.count() > 0) {
-        if (!drain_) drain_ = std::make_unique<drain_timer>(*this);
-        svc_->schedule(*drain_, svc_->deadline_after(std::chrono::duration_cast<duration>(drain_grace_)));
-    }
     listener_->on_max_age();
 }
 
@@ -48,7 +44,6 @@ void connection_limits::handshake_started() {
 void connection_limits::stop() noexcept {
     if (handshake_) handshake_->stop();
     if (age_) age_->stop();
-    if (drain_) drain_->cancel();
 }
 
 } // namespace heartwheel::net

@@ -40,7 +40,6 @@ void heartbeat::send_ping() {
     // its round trip measured) from when it really left, not from the start of the batch.
     ping_sent_ = svc_.fresh_now();
     awaiting_pong_ = true;
-    ++pings_;
     // The next ping: an interval after this one fell due, not after the tick that sent it ran, so
     // rounding to ticks (and a late wake-up) does not add up ping after ping.
     const time_point base = std::min(due, ping_sent_);

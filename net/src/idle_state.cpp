@@ -3,15 +3,6 @@
 
 namespace heartwheel::net {
 
-const char* to_string(idle_kind k) noexcept {
-    switch (k) {
-    case idle_kind::reader: return "reader-idle";
-    case idle_kind::writer: return "writer-idle";
-    case idle_kind::all: return "all-idle";
-    }
-    return "idle";
-}
-
 void idle_state::on_expired(activity_timer& t, bool first) {
     const auto k = &t == timers_[0].get() ? idle_kind::reader : &t == timers_[1].get() ? idle_kind::writer : idle_kind::all;
     listener_->on_idle({k, first});

@@ -124,7 +124,7 @@ std::map<std::string, key_table> tables_of(liveness_config& c) {
                     {"hard_limit", bytes(c.output.hard_limit)}, {"soft_limit", bytes(c.output.soft_limit)},
                     {"soft_limit_time", ms(c.output.soft_limit_time)}}},
         {"limits", {{"handshake_timeout", ms(c.limits.handshake_timeout)}, {"max_age", ms(c.limits.max_age)},
-                    {"max_age_jitter", num(c.limits.max_age_jitter)}, {"drain_grace", ms(c.limits.drain_grace)}}},
+                    {"max_age_jitter", num(c.limits.max_age_jitter)}}},
         {"keepalive", {{"enabled", flag(c.keepalive.enabled)}, {"idle", secs(c.keepalive.idle)},
                        {"interval", secs(c.keepalive.interval)}, {"count", u32(c.keepalive.count, 0, keepalive_options::count_max)},
                        {"user_timeout", ms(c.keepalive.user_timeout)}}},

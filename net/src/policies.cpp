@@ -215,7 +215,6 @@ void server_limits::validate(const std::string& p) const {
     check_ms(p, "handshake_timeout", handshake_timeout, 0, max_ms);
     check_ms(p, "max_age", max_age, 0, max_ms);
     check_fraction(p, "max_age_jitter", max_age_jitter, 0.0, 0.5);
-    check_ms(p, "drain_grace", drain_grace, 0, max_ms);
 }
 
 milliseconds scaled_min::of(milliseconds max) const noexcept {

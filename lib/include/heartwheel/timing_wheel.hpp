@@ -91,8 +91,6 @@ public:
     /// Throws as schedule() does.
     void schedule_exact(timer_node& t, time_point deadline);
     std::error_code try_schedule(timer_node& t, time_point deadline) noexcept;
-    /// Same, with the deadline already in ticks (the hot path of net/).
-    std::error_code try_schedule_tick(timer_node& t, std::uint64_t deadline_tick) noexcept;
 
     /// First firing at `first`, then every `period` (at least one tick), with the given policy.
     void schedule_periodic(periodic_timer& t, time_point first, duration period,

@@ -1,9 +1,10 @@
 // heartwheel/net/connection_limits.hpp — server-side limits on one connection: the TLS handshake
 // must finish in time, and a connection is retired after a maximum age (± jitter, so a fleet of
-// clients does not reconnect in lockstep) with a grace period to drain before it is forced closed.
+// clients does not reconnect in lockstep); its goodbye then lingers as any close does (the
+// connection's linger: gRPC's MAX_CONNECTION_AGE_GRACE).
 //
 // Each deadline holds a timer only while it can fire: the handshake's from handshake_started() to
-// handshake_done(), the age's when max_age is on, the drain's from the age's expiry — a plain TCP
+// handshake_done(), the age's when max_age is on — a plain TCP
 // connection without max age holds none. Expiries go to a listener the owner implements (one
 // pointer), never after stop() or destruction.
 #ifndef HEARTWHEEL_NET_CONNECTION_LIMITS_HPP
@@ -25,8 +26,7 @@ public:
     class listener {
     public:
         virtual void on_handshake_timeout() = 0; ///< close: the handshake took too long
-        virtual void on_max_age() = 0;           ///< start draining (say goodbye, stop reading)
-        virtual void on_drain_expired() {}       ///< drain grace is over: close now
+        virtual void on_max_age() = 0;           ///< retire it (say goodbye; the close lingers as any)
 
     protected:
         ~listener() = default;
@@ -48,18 +48,15 @@ public:
     duration age_limit() const noexcept { return age_limit_; }
 
 private:
-    void drain_expired() { listener_->on_drain_expired(); }
-    using drain_timer = member_timer<connection_limits, &connection_limits::drain_expired>;
     void on_expired(activity_timer& t, bool) override;
 
     timer_service* svc_;
     listener* listener_;
-    milliseconds handshake_timeout_, drain_grace_;
+    milliseconds handshake_timeout_;
     scaled_min handshake_min_;
     timeout_scale* scale_;
     duration age_limit_{};
     std::unique_ptr<activity_timer> handshake_, age_; ///< one-shot deadlines: activity timers so that they can scale
-    std::unique_ptr<drain_timer> drain_;
 };
 
 } // namespace heartwheel::net

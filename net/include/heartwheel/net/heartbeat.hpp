@@ -77,7 +77,6 @@ public:
 
     void stop() noexcept;
     std::uint32_t consecutive_misses() const noexcept { return misses_; }
-    std::uint64_t pings_sent() const noexcept { return pings_; }
     std::optional<duration> last_rtt() const noexcept { return seen_rtt_ ? std::optional<duration>(rtt_) : std::nullopt; }
     /// RFC 6298's smoothed round trip and its variance, once a pong was seen.
     std::optional<duration> srtt() const noexcept { return seen_rtt_ ? std::optional<duration>(srtt_) : std::nullopt; }
@@ -103,7 +102,6 @@ private:
     time_point last_read_{};
     time_point read_at_last_judgement_{};
     time_point ping_sent_{};
-    std::uint64_t pings_ = 0;
     std::uint32_t misses_ = 0;
     bool awaiting_pong_ = false;
     bool ping_due_ = false; ///< a ping fell due while the previous one was outstanding

@@ -21,9 +21,6 @@ namespace heartwheel::net {
 
 enum class idle_kind { reader, writer, all };
 
-/// "reader-idle", "writer-idle", "all-idle": the names the echo server's BYE lines use.
-const char* to_string(idle_kind k) noexcept;
-
 struct idle_event {
     idle_kind kind;
     bool first; ///< the first event of this kind since the last activity

@@ -137,7 +137,6 @@ struct server_limits {
     milliseconds handshake_timeout{10'000}; ///< TLS handshake must finish within this (0 disables)
     milliseconds max_age{0};                ///< close connections older than this (0 disables)
     double max_age_jitter = 0.1;            ///< ±fraction, so a fleet does not reconnect at once
-    milliseconds drain_grace{5'000};        ///< after max_age, how long outstanding work may finish
     void validate(const std::string& prefix = "limits") const;
 };
 

@@ -42,7 +42,6 @@ template <class Id = std::uint64_t>
 class request_tracker {
 public:
     using id_type = Id;
-    using on_timeout_fn = std::function<void(const Id&, request_state)>;
 
     request_tracker(timer_service& svc, asio::any_io_executor ex, const request_policy& policy,
                     liveness_counters* counters = nullptr)
@@ -106,7 +105,6 @@ public:
     }
 
     std::size_t outstanding() const noexcept { return entries_.size(); }
-    void on_timeout(on_timeout_fn fn) { on_timeout_ = std::move(fn); }
 
 private:
     struct entry_base : heartwheel::detail::completion_node {
@@ -146,7 +144,6 @@ private:
 
     void expire(entry_base& e) {
         if (counters_) counters_->request_timed_out();
-        if (on_timeout_) on_timeout_(e.id, e.state);
         finish_one(e.id, errc::timed_out);
     }
 
@@ -155,7 +152,6 @@ private:
     request_policy policy_;
     liveness_counters* counters_;
     std::unordered_map<Id, entry_base*> entries_;
-    on_timeout_fn on_timeout_;
     std::error_code closed_; ///< set by close(): what a later track() completes with
 };
 
