@@ -7,7 +7,8 @@
 // timers on the wheel, which is what a scale change costs when every timer is re-judged.
 #include <heartwheel/net/activity_timer.hpp>
 #include <heartwheel/net/timeout_scale.hpp>
-#include <heartwheel/timer_service.hpp>
+#include <heartwheel/timer_scheduler.hpp>
+#include <heartwheel/timing_wheel.hpp>
 
 #include <benchmark/benchmark.h>
 
@@ -20,10 +21,12 @@ using namespace std::chrono_literals;
 using heartwheel::duration;
 using heartwheel::time_point;
 
-class manual_service final : public heartwheel::timer_service {
+class manual_service final : public heartwheel::timer_scheduler {
 public:
     manual_service() : wheel_(time_point{}, heartwheel::wheel_config{}) {}
-    heartwheel::timing_wheel& wheel() noexcept override { return wheel_; }
+    heartwheel::timing_wheel& wheel() noexcept { return wheel_; }
+    duration tick() const noexcept override { return wheel_.tick(); }
+    time_point tick_start(time_point t) const noexcept override { return wheel_.time_of(wheel_.tick_floor(t)); }
     time_point now() noexcept override { return now_; }
     time_point stamp() override { return now_; }
     time_point latest_possible(time_point s) override { return s; }

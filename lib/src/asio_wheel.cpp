@@ -24,7 +24,7 @@ asio_wheel::~asio_wheel() {
     *self_ = nullptr;
     wheel_.set_empty_hook(nullptr, nullptr);
     for (timer_node* t : wheel_.stop())
-        if (auto* op = dynamic_cast<detail::completion_node*>(t)) op->complete(errc::wheel_stopped);
+        if (auto* op = dynamic_cast<completion_node*>(t)) op->complete(errc::wheel_stopped);
 }
 
 void asio_wheel::schedule_at(timer_node& t, time_point deadline) {
@@ -152,7 +152,7 @@ std::vector<timer_node*> asio_wheel::shutdown() {
     disarm();
     std::vector<timer_node*> handed_back;
     for (timer_node* t : unfired) {
-        if (auto* op = dynamic_cast<detail::completion_node*>(t)) op->complete(errc::wheel_stopped);
+        if (auto* op = dynamic_cast<completion_node*>(t)) op->complete(errc::wheel_stopped);
         else handed_back.push_back(t);
     }
     return handed_back;

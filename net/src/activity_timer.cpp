@@ -17,8 +17,7 @@ void activity_timer::start_scaled(timeout_scale& scale, duration min, duration m
     if (max <= duration::zero() || min >= max) return start(max, since);
     if (min < duration::zero()) min = duration::zero();
     start(duration::zero(), since); // resets, arms nothing
-    scaled_ = std::make_unique<scaled_state>(scaled_state{&scale, max - min, {}});
-    scaled_->entry.owner = this;
+    scaled_ = std::make_unique<scaled_state>(*this, scale, max - min);
     timeout_ = min;
     svc_->schedule(*this, saturating_add(svc_->latest_possible(last_), timeout_));
 }
@@ -59,7 +58,7 @@ void activity_timer::on_expire() {
             scale.enqueue(scaled_->entry, scaled_->range, key);
             return;
         }
-        if (scale.scaled()) ++scale.fired_while_scaled_; // due already (scale 0, or a late wheel)
+        scale.count_unqueued_expiry(); // due already (scale 0, or a late wheel)
     }
     expired(now);
 }

@@ -7,7 +7,7 @@
 
 namespace heartwheel::net {
 
-connection_limits::connection_limits(timer_service& svc, const server_limits& limits, listener& l,
+connection_limits::connection_limits(timer_scheduler& svc, const server_limits& limits, listener& l,
                                      const random_source& rnd, const overload_policy* overload, timeout_scale* scale)
     : svc_(&svc), listener_(&l), handshake_timeout_(limits.handshake_timeout),
       handshake_min_(overload ? overload->handshake_timeout : scaled_min{}), scale_(scale) {

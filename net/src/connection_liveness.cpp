@@ -6,7 +6,7 @@
 
 namespace heartwheel::net {
 
-connection_liveness::connection_liveness(timer_service& svc, const liveness_config& config, liveness_handler& handler,
+connection_liveness::connection_liveness(timer_scheduler& svc, const liveness_config& config, liveness_handler& handler,
                                          liveness_counters* counters, timeout_scale* scale)
     : svc_(&svc), handler_(&handler), counters_(counters), scale_(scale),
       write_timeout_ms_(config.timeouts.write_timeout), request_policy_(config.request),
@@ -106,7 +106,7 @@ void connection_liveness::send_ping() {
 
 void connection_liveness::on_dead() {
     if (counters_)
-        counters_->heartbeat_death(svc_->fresh_now() - heartbeat_->judgement_deadline(), svc_->wheel().tick());
+        counters_->heartbeat_death(svc_->fresh_now() - heartbeat_->judgement_deadline(), svc_->tick());
     decide_close(close_reason::heartbeat_timeout);
 }
 

@@ -9,7 +9,7 @@ namespace heartwheel::net {
 
 double heartbeat::listener::uniform() { return detail::unit_random(); }
 
-heartbeat::heartbeat(timer_service& svc, const heartbeat_policy& policy, listener& l)
+heartbeat::heartbeat(timer_scheduler& svc, const heartbeat_policy& policy, listener& l)
     : svc_(svc), policy_(policy), listener_(&l),
       pinger_(svc, *this), checker_(*this) {
     policy_.validate();
@@ -50,9 +50,7 @@ void heartbeat::send_ping() {
     // Judged at the first wake-up at or after the deadline: the tick holding it, when that tick's
     // wake-up comes after it (a ping leaves a little after its tick; the tick that judges it wakes
     // about as late), else judge_ping() waits for the deadline itself (schedule_exact).
-    const time_point deadline = judgement_deadline();
-    timing_wheel& w = svc_.wheel();
-    svc_.schedule(checker_, w.time_of(w.tick_floor(deadline)));
+    svc_.schedule(checker_, svc_.tick_start(judgement_deadline()));
     listener_->send_ping();
 }
 

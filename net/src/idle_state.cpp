@@ -8,7 +8,7 @@ void idle_state::on_expired(activity_timer& t, bool first) {
     listener_->on_idle({k, first});
 }
 
-idle_state::idle_state(timer_service& svc, const idle_policy& policy, listener& l, const overload_policy* overload,
+idle_state::idle_state(timer_scheduler& svc, const idle_policy& policy, listener& l, const overload_policy* overload,
                        timeout_scale* scale)
     : svc_(&svc), listener_(&l), progress_is_activity_(policy.write_progress_is_activity) {
     policy.validate();

@@ -3,7 +3,7 @@
 
 namespace heartwheel::net {
 
-reconnector::reconnector(timer_service& svc, const backoff_policy& policy, attempt_fn attempt,
+reconnector::reconnector(timer_scheduler& svc, const backoff_policy& policy, attempt_fn attempt,
                          backoff::random_source rnd, liveness_counters* counters)
     : svc_(svc), backoff_(policy, std::move(rnd)), attempt_(std::move(attempt)), counters_(counters) {}
 

@@ -12,7 +12,7 @@ double scale_for_pressure(double p, double threshold) noexcept {
     return 1.0 - (p - threshold) / (1.0 - threshold);
 }
 
-timeout_scale::timeout_scale(timer_service& svc, double threshold) : svc_(svc), threshold_(threshold) {}
+timeout_scale::timeout_scale(timer_scheduler& svc, double threshold) : svc_(svc), threshold_(threshold) {}
 
 timeout_scale::~timeout_scale() {
     // Timers still queued (their owner outlived the scale, against the contract) are let go of.
@@ -86,7 +86,7 @@ void timeout_scale::drain(range_queue& q) {
         if (scaled()) ++fired_while_scaled_;
         // May close a connection and so destroy other queued timers (they unlink themselves) or
         // enqueue again: the loop re-reads the head each time.
-        head.owner->scaled_expired(now);
+        head.expired(now);
     }
     arm(q);
 }

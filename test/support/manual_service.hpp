@@ -1,22 +1,24 @@
-// manual_service.hpp — a timer_service over a timing_wheel whose time is moved by hand.
+// manual_service.hpp — a timer_scheduler over a timing_wheel whose time is moved by hand.
 //
 // `lag` simulates a stale cached clock: stamp() returns now - lag, and latest_possible() adds the lag
 // back, which is exactly the contract asio_wheel's activity clock keeps.
 #ifndef HEARTWHEEL_TEST_MANUAL_SERVICE_HPP
 #define HEARTWHEEL_TEST_MANUAL_SERVICE_HPP
 
-#include <heartwheel/timer_service.hpp>
+#include <heartwheel/timer_scheduler.hpp>
 
 #include "test_timers.hpp"
 
 namespace hwtest {
 
-class manual_service final : public heartwheel::timer_service {
+class manual_service final : public heartwheel::timer_scheduler {
 public:
     explicit manual_service(duration tick = std::chrono::milliseconds(1))
         : wheel_(t0, config(tick)), now_(t0) {}
 
-    heartwheel::timing_wheel& wheel() noexcept override { return wheel_; }
+    heartwheel::timing_wheel& wheel() noexcept { return wheel_; }
+    duration tick() const noexcept override { return wheel_.tick(); }
+    time_point tick_start(time_point t) const noexcept override { return wheel_.time_of(wheel_.tick_floor(t)); }
     time_point now() noexcept override { return now_; }
     time_point stamp() override { return now_ - lag; }
     time_point latest_possible(time_point s) override { return s + lag; }

@@ -15,7 +15,7 @@
 #include <heartwheel/clock.hpp>
 #include <heartwheel/detail/wait_op.hpp>
 #include <heartwheel/timer_handle.hpp>
-#include <heartwheel/timer_service.hpp>
+#include <heartwheel/timer_scheduler.hpp>
 #include <heartwheel/timing_wheel.hpp>
 
 #include <asio/any_io_executor.hpp>
@@ -49,7 +49,7 @@ struct driver_stats {
     std::int64_t lateness_total_us = 0;
 };
 
-class asio_wheel final : public timer_service {
+class asio_wheel final : public timer_scheduler {
 public:
     using executor_type = asio::any_io_executor;
 
@@ -59,7 +59,7 @@ public:
     asio_wheel& operator=(const asio_wheel&) = delete;
 
     executor_type get_executor() const noexcept { return ex_; }
-    timing_wheel& wheel() noexcept override { return wheel_; }
+    timing_wheel& wheel() noexcept { return wheel_; }
     const timing_wheel& wheel() const noexcept { return wheel_; }
     const driver_stats& stats() const noexcept { return stats_; }
     std::size_t size() const noexcept { return wheel_.size(); }
@@ -77,6 +77,8 @@ public:
     void schedule(timer_node& t, time_point deadline) override { schedule_at(t, deadline); }
     /// timing_wheel::schedule_exact(), and the steady_timer armed at that deadline when it is sooner.
     void schedule_exact(timer_node& t, time_point deadline) override;
+    duration tick() const noexcept override { return wheel_.tick(); }
+    time_point tick_start(time_point t) const noexcept override { return wheel_.time_of(wheel_.tick_floor(t)); }
 
     // --- node-based scheduling (on the wheel's thread; throws std::system_error if full/stopped) ---
     void schedule_at(timer_node& t, time_point deadline);
@@ -119,7 +121,7 @@ public:
     }
 
     /// Stops the wheel and its steady_timer; hands back every timer that never fired. Pending
-    /// asynchronous operations (async_wait, net's tracked requests: every detail::completion_node)
+    /// asynchronous operations (async_wait, net's tracked requests: every completion_node)
     /// complete with errc::wheel_stopped instead, as they do when the wheel is destroyed.
     std::vector<timer_node*> shutdown();
 

@@ -1,9 +1,6 @@
-// heartwheel/detail/wait_op.hpp — timer nodes that own a pending completion handler, and the one
-// behind asio_wheel::async_wait.
+// heartwheel/detail/wait_op.hpp — the completion_node behind asio_wheel::async_wait
+// (heartwheel/completion_node.hpp: a driver that stops completes it with errc::wheel_stopped).
 //
-// A completion_node is any node whose owner is an asynchronous operation (async_wait, a tracked
-// request of net/): when the driver stops or is destroyed it calls complete(errc::wheel_stopped) on
-// every such node still filed, so no handler — and no coroutine frame waiting on one — is leaked.
 // One heap wait_op per wait holds the handler, a work guard on the handler's executor and the
 // cancellation hook. It completes exactly once: by expiry, by a cancellation signal, or because the
 // wheel refused or stopped; then it deletes itself and posts the handler to its executor, so a
@@ -11,7 +8,7 @@
 #ifndef HEARTWHEEL_DETAIL_WAIT_OP_HPP
 #define HEARTWHEEL_DETAIL_WAIT_OP_HPP
 
-#include <heartwheel/timer_node.hpp>
+#include <heartwheel/completion_node.hpp>
 
 #include <asio/any_io_executor.hpp>
 #include <asio/associated_cancellation_slot.hpp>
@@ -26,12 +23,6 @@
 #include <utility>
 
 namespace heartwheel::detail {
-
-class completion_node : public timer_node {
-public:
-    /// Completes the operation with `ec` (at most once; the node may delete itself).
-    virtual void complete(std::error_code ec) = 0;
-};
 
 class wait_op_base : public completion_node {
 public:

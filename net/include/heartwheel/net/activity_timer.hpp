@@ -21,7 +21,7 @@
 
 #include <heartwheel/clock.hpp>
 #include <heartwheel/timer_node.hpp>
-#include <heartwheel/timer_service.hpp>
+#include <heartwheel/timer_scheduler.hpp>
 #include <heartwheel/net/policies.hpp>
 #include <heartwheel/net/timeout_scale.hpp>
 
@@ -51,7 +51,7 @@ public:
         ~listener() = default;
     };
 
-    activity_timer(timer_service& svc, listener& l) : svc_(&svc), listener_(&l) {}
+    activity_timer(timer_scheduler& svc, listener& l) : svc_(&svc), listener_(&l) {}
     ~activity_timer() override { stop(); }
 
     /// Starts watching with `timeout` (zero or negative: stays disabled), counting from `since`.
@@ -81,19 +81,24 @@ public:
     void set_timeout(duration t) noexcept { timeout_ = t; }
 
 private:
-    friend class timeout_scale;
+    /// Its place in a range queue of the timeout_scale: the queue calls back the timer.
+    struct queue_place final : timeout_scale::entry {
+        explicit queue_place(activity_timer& t) : timer(&t) {}
+        void expired(time_point now) override { timer->expired(now); }
+        activity_timer* timer;
+    };
     struct scaled_state {
+        scaled_state(activity_timer& t, timeout_scale& s, duration r) : scale(&s), range(r), entry(t) {}
         timeout_scale* scale;
         duration range; ///< max - min; timeout_ holds min
-        timeout_scale::entry entry;
+        queue_place entry;
         time_point fired_at = time_point::min(); ///< a repeat counts its min from here
     };
     void on_expire() override;
     void requeue();
     void expired(time_point now);
-    void scaled_expired(time_point now) { expired(now); }
 
-    timer_service* svc_;
+    timer_scheduler* svc_;
     listener* listener_;
     duration timeout_{};
     time_point last_{};

@@ -129,7 +129,7 @@ struct connection_options {
 
 /// A factory for the default Liveness: connection_liveness on `svc`, with `config` and `counters`,
 /// and with `scale` the timeouts config.overload scales (one timeout_scale per wheel).
-inline auto wheel_liveness(timer_service& svc, const liveness_config& config, liveness_counters* counters = nullptr,
+inline auto wheel_liveness(timer_scheduler& svc, const liveness_config& config, liveness_counters* counters = nullptr,
                            timeout_scale* scale = nullptr) {
     return [&svc, config, counters, scale](liveness_handler& handler) {
         return std::make_unique<connection_liveness>(svc, config, handler, counters, scale);
@@ -152,7 +152,7 @@ public:
     /// `make_liveness(liveness_handler&)` returns a std::unique_ptr<Liveness> (wheel_liveness()).
     /// `handler` may be null (set_handler() later, or nothing to be told).
     template <class MakeLiveness>
-    connection(NextLayer next_layer, timer_service& svc, MakeLiveness&& make_liveness,
+    connection(NextLayer next_layer, timer_scheduler& svc, MakeLiveness&& make_liveness,
                std::shared_ptr<connection_handler> handler = nullptr, liveness_counters* counters = nullptr,
                connection_options options = {})
         : stream_(*this, std::move(next_layer)), svc_(svc), handler_(std::move(handler)), counters_(counters),
@@ -441,7 +441,7 @@ private:
     };
 
     stream_type stream_;
-    timer_service& svc_;
+    timer_scheduler& svc_;
     std::shared_ptr<connection_handler> handler_;
     liveness_counters* counters_;
     std::chrono::milliseconds linger_ms_;

@@ -13,7 +13,7 @@
 #include <heartwheel/net/activity_timer.hpp>
 #include <heartwheel/net/policies.hpp>
 #include <heartwheel/timer_node.hpp>
-#include <heartwheel/timer_service.hpp>
+#include <heartwheel/timer_scheduler.hpp>
 
 #include <functional>
 #include <memory>
@@ -36,7 +36,7 @@ public:
     /// Arms the max-age timer (if enabled) from now, its jitter drawn from `rnd` (uniform in [0, 1);
     /// a default source when empty). With `scale`, the handshake timeout and the max age that
     /// `overload` gives a min shrink under pressure.
-    connection_limits(timer_service& svc, const server_limits& limits, listener& l, const random_source& rnd = {},
+    connection_limits(timer_scheduler& svc, const server_limits& limits, listener& l, const random_source& rnd = {},
                       const overload_policy* overload = nullptr, timeout_scale* scale = nullptr);
     connection_limits(const connection_limits&) = delete;
     connection_limits& operator=(const connection_limits&) = delete;
@@ -50,7 +50,7 @@ public:
 private:
     void on_expired(activity_timer& t, bool) override;
 
-    timer_service* svc_;
+    timer_scheduler* svc_;
     listener* listener_;
     milliseconds handshake_timeout_;
     scaled_min handshake_min_;

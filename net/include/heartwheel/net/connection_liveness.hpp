@@ -73,7 +73,7 @@ public:
     /// Validates `config` (config_error) and starts the enabled policies from now. With `scale`, the
     /// timeouts that config.overload gives a min shrink under pressure (timeout_scale.hpp); `scale`
     /// must outlive this object.
-    connection_liveness(timer_service& svc, const liveness_config& config, liveness_handler& handler,
+    connection_liveness(timer_scheduler& svc, const liveness_config& config, liveness_handler& handler,
                         liveness_counters* counters = nullptr, timeout_scale* scale = nullptr);
     ~connection_liveness();
     connection_liveness(const connection_liveness&) = delete;
@@ -119,7 +119,7 @@ private:
     /// A close for a timeout that config.overload scales.
     bool scaled_reason(close_reason why) const noexcept;
 
-    timer_service* svc_;
+    timer_scheduler* svc_;
     liveness_handler* handler_;
     liveness_counters* counters_;
     timeout_scale* scale_;

@@ -20,7 +20,7 @@
 // timeout > interval (jitter varies each interval). A ping's deadline is judged at the first wheel
 // wake-up at or after it: the wake-up of the tick it falls in when that comes late enough (a ping
 // leaves a little after the tick that sent it, and the tick that judges it is about as late),
-// otherwise one at the deadline itself (timer_service::schedule_exact). Never early; late by the
+// otherwise one at the deadline itself (timer_scheduler::schedule_exact). Never early; late by the
 // driver's wake-up delay (by up to one tick more with a service that cannot wake between ticks).
 //
 // A dead timeout that respects the path (QUIC's rule: never below three probe timeouts): from the
@@ -61,7 +61,7 @@ public:
         ~listener() = default;
     };
 
-    heartbeat(timer_service& svc, const heartbeat_policy& policy, listener& l);
+    heartbeat(timer_scheduler& svc, const heartbeat_policy& policy, listener& l);
     heartbeat(const heartbeat&) = delete;
     heartbeat& operator=(const heartbeat&) = delete;
 
@@ -94,7 +94,7 @@ private:
     void judge_ping();
     duration jittered_interval();
 
-    timer_service& svc_;
+    timer_scheduler& svc_;
     heartbeat_policy policy_;
     listener* listener_;
     activity_timer pinger_;

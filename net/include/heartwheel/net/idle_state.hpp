@@ -41,7 +41,7 @@ public:
 
     /// Validates the policy (config_error) and starts the enabled timers from now. With `scale`,
     /// the kinds that `overload` gives a min shrink under pressure (timeout_scale.hpp).
-    idle_state(timer_service& svc, const idle_policy& policy, listener& l, const overload_policy* overload = nullptr,
+    idle_state(timer_scheduler& svc, const idle_policy& policy, listener& l, const overload_policy* overload = nullptr,
                timeout_scale* scale = nullptr);
     idle_state(const idle_state&) = delete;
     idle_state& operator=(const idle_state&) = delete;
@@ -71,7 +71,7 @@ private:
     void on_expired(activity_timer& t, bool first) override;
     bool put_off(const activity_timer&) override { return listener_->input_waiting(); }
 
-    timer_service* svc_;
+    timer_scheduler* svc_;
     listener* listener_;
     std::unique_ptr<activity_timer> timers_[3]; ///< by idle_kind; null when that kind is disabled
     bool progress_is_activity_;

@@ -16,7 +16,7 @@
 #include <heartwheel/net/backoff.hpp>
 #include <heartwheel/net/counters.hpp>
 #include <heartwheel/timer_node.hpp>
-#include <heartwheel/timer_service.hpp>
+#include <heartwheel/timer_scheduler.hpp>
 
 #include <cstdint>
 #include <functional>
@@ -30,7 +30,7 @@ public:
     /// Optional: told each delay chosen, for logs and counters.
     using on_wait_fn = std::function<void(milliseconds delay, unsigned failures)>;
 
-    reconnector(timer_service& svc, const backoff_policy& policy, attempt_fn attempt,
+    reconnector(timer_scheduler& svc, const backoff_policy& policy, attempt_fn attempt,
                 backoff::random_source rnd = {}, liveness_counters* counters = nullptr);
 
     void start();                ///< first attempt now
@@ -58,7 +58,7 @@ private:
     void became_stable();
     void wait_then_retry();
 
-    timer_service& svc_;
+    timer_scheduler& svc_;
     backoff backoff_;
     attempt_fn attempt_;
     liveness_counters* counters_;

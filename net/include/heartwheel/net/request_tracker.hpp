@@ -10,19 +10,19 @@
 // callbacks, futures and co_await alike, and never run inside a tracker call.
 // No pending handler outlives its tracker or its wheel: destroying the tracker completes every
 // request with errc::connection_closed, and a wheel that stops or is destroyed completes them with
-// errc::wheel_stopped (each entry is a detail::completion_node filed in the wheel; a request without
+// errc::wheel_stopped (each entry is a completion_node filed in the wheel; a request without
 // a deadline is filed at the wheel's horizon, where it never fires). So a coroutine suspended in
 // `co_await track(...)` is resumed or destroyed at teardown, never leaked. With counters, every
 // request started, timed out or failed on close is counted.
 #ifndef HEARTWHEEL_NET_REQUEST_TRACKER_HPP
 #define HEARTWHEEL_NET_REQUEST_TRACKER_HPP
 
-#include <heartwheel/detail/wait_op.hpp>
+#include <heartwheel/completion_node.hpp>
 #include <heartwheel/error.hpp>
 #include <heartwheel/net/errc.hpp>
 #include <heartwheel/net/counters.hpp>
 #include <heartwheel/net/policies.hpp>
-#include <heartwheel/timer_service.hpp>
+#include <heartwheel/timer_scheduler.hpp>
 
 #include <asio/any_io_executor.hpp>
 #include <asio/associated_executor.hpp>
@@ -43,7 +43,7 @@ class request_tracker {
 public:
     using id_type = Id;
 
-    request_tracker(timer_service& svc, asio::any_io_executor ex, const request_policy& policy,
+    request_tracker(timer_scheduler& svc, asio::any_io_executor ex, const request_policy& policy,
                     liveness_counters* counters = nullptr)
         : svc_(svc), ex_(std::move(ex)), policy_(policy), counters_(counters) {
         policy_.validate();
@@ -107,7 +107,7 @@ public:
     std::size_t outstanding() const noexcept { return entries_.size(); }
 
 private:
-    struct entry_base : heartwheel::detail::completion_node {
+    struct entry_base : heartwheel::completion_node {
         entry_base(request_tracker& t, Id i) : tracker(&t), id(std::move(i)) {}
         request_tracker* tracker;
         Id id;
@@ -147,7 +147,7 @@ private:
         finish_one(e.id, errc::timed_out);
     }
 
-    timer_service& svc_;
+    timer_scheduler& svc_;
     asio::any_io_executor ex_;
     request_policy policy_;
     liveness_counters* counters_;

@@ -24,9 +24,9 @@
 #define HEARTWHEEL_NET_TIMEOUT_SCALE_HPP
 
 #include <heartwheel/clock.hpp>
-#include <heartwheel/detail/list_hook.hpp>
+#include <heartwheel/net/detail/list_hook.hpp>
 #include <heartwheel/timer_node.hpp>
-#include <heartwheel/timer_service.hpp>
+#include <heartwheel/timer_scheduler.hpp>
 
 #include <cstdint>
 #include <memory>
@@ -34,12 +34,10 @@
 
 namespace heartwheel::net {
 
-class activity_timer;
-
 class timeout_scale {
 public:
     /// `threshold`: the pressure at and below which nothing scales (Envoy's scaled trigger shape).
-    explicit timeout_scale(timer_service& svc, double threshold = 0.8);
+    explicit timeout_scale(timer_scheduler& svc, double threshold = 0.8);
     ~timeout_scale();
     timeout_scale(const timeout_scale&) = delete;
     timeout_scale& operator=(const timeout_scale&) = delete;
@@ -63,31 +61,41 @@ public:
     /// Times a scaled timer fired while the scale was below 1.
     std::uint64_t fired_while_scaled() const noexcept { return fired_while_scaled_; }
 
-    /// Intrusive link of a timer waiting in a queue.
-    struct entry : heartwheel::detail::list_hook {
-        activity_timer* owner = nullptr;
+    /// What waits in a range queue: a scaled timer whose min has run out (activity_timer's). The
+    /// queue calls expired() when its scaled deadline comes; activity brings it back with dequeue().
+    struct entry : detail::list_hook {
+        virtual void expired(time_point now) = 0;
         time_point key{};        ///< when its min ran out
         std::uint32_t queue = 0; ///< which range queue
+
+    protected:
+        ~entry() = default;
     };
 
+    /// Files `e` (its min has run out at `key`) in the queue of `range`.
+    void enqueue(entry& e, duration range, time_point key);
+    /// Takes `e` out of its queue (activity, or its timer stopped). Idempotent.
+    void dequeue(entry& e) noexcept;
+    /// A scaled timer expired without waiting in a queue (it was due already): counted as a close
+    /// while scaled when the scale is below 1.
+    void count_unqueued_expiry() noexcept {
+        if (scaled()) ++fired_while_scaled_;
+    }
+
 private:
-    friend class activity_timer;
     struct range_queue final : timer_node {
         range_queue(timeout_scale& o, duration r) : owner(&o), range(r) {}
         timeout_scale* owner;
         duration range;
-        heartwheel::detail::list_head entries;
+        detail::list_head entries;
         std::size_t size = 0;
         void on_expire() override { owner->drain(*this); }
     };
 
-    /// Files `t` (its min has run out at `key`) in the queue of `range`.
-    void enqueue(entry& e, duration range, time_point key);
-    void dequeue(entry& e) noexcept;
     void drain(range_queue& q);
     void arm(range_queue& q);
 
-    timer_service& svc_;
+    timer_scheduler& svc_;
     double threshold_;
     double pressure_ = 0.0;
     double scale_ = 1.0;

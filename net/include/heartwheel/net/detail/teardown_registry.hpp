@@ -14,7 +14,7 @@
 #ifndef HEARTWHEEL_NET_DETAIL_TEARDOWN_REGISTRY_HPP
 #define HEARTWHEEL_NET_DETAIL_TEARDOWN_REGISTRY_HPP
 
-#include <heartwheel/detail/list_hook.hpp>
+#include <heartwheel/net/detail/list_hook.hpp>
 
 #include <asio/execution/context.hpp>
 #include <asio/execution_context.hpp>
@@ -27,7 +27,7 @@ namespace heartwheel::net::detail {
 class teardown_registry final : public asio::execution_context::service {
 public:
     /// What a registered object does when its context shuts down.
-    class entry : public heartwheel::detail::list_hook {
+    class entry : public list_hook {
     public:
         virtual void on_context_shutdown() noexcept = 0;
 
@@ -70,7 +70,7 @@ private:
     }
 
     std::mutex mutex_;
-    heartwheel::detail::list_head list_;
+    list_head list_;
     bool closed_ = false;
 };
 

@@ -1,13 +1,14 @@
-// heartwheel/detail/list_hook.hpp — an intrusive, circular, doubly linked list (net's timeout_scale queues).
+// heartwheel/net/detail/list_hook.hpp — an intrusive, circular, doubly linked list (timeout_scale's
+// queues, the teardown registry).
 //
 // Every list has a sentinel hook, so unlinking a node needs only the node itself (two stores), and a
 // whole list moves to another in O(1). Invariants: a linked hook has next/prev != nullptr and
 // next->prev == this; an unlinked hook has next == prev == nullptr; an empty list's sentinel points at
 // itself.
-#ifndef HEARTWHEEL_DETAIL_LIST_HOOK_HPP
-#define HEARTWHEEL_DETAIL_LIST_HOOK_HPP
+#ifndef HEARTWHEEL_NET_DETAIL_LIST_HOOK_HPP
+#define HEARTWHEEL_NET_DETAIL_LIST_HOOK_HPP
 
-namespace heartwheel::detail {
+namespace heartwheel::net::detail {
 
 struct list_hook {
     list_hook* next = nullptr;
@@ -64,6 +65,6 @@ struct list_head : list_hook {
     }
 };
 
-} // namespace heartwheel::detail
+} // namespace heartwheel::net::detail
 
 #endif
