@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The sanitizer builds CI runs after the test command: every suite again under AddressSanitizer +
+# UndefinedBehaviorSanitizer (build-address/) and under ThreadSanitizer (build-thread/). The package and
+# benchmark checks do not apply (a consumer would need the same flags); everything else runs,
+# end-to-end tests included. -O1 -g1 (the sanitizers' own advice: fast enough, and line tables for
+# their reports). Expects the dependencies scripts/test.sh installs. HEARTWHEEL_SANITIZE_ONLY=address
+# or =thread runs one of the two.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+jobs=$(nproc)
+for san in address,undefined thread; do
+  [[ -n ${HEARTWHEEL_SANITIZE_ONLY:-} && ${san%%,*} != "$HEARTWHEEL_SANITIZE_ONLY" ]] && continue
+  dir="$root/build-${san%%,*}"
+  echo "== $san sanitizer build =="
+  bash "$root/scripts/build.sh" "$dir" -DHEARTWHEEL_SANITIZE="$san" -DHEARTWHEEL_BUILD_BENCH=OFF \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG"
+  (cd "$dir" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+     TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+     ctest --output-on-failure -j "$jobs" --timeout 900 -LE package)
+done
