@@ -1,11 +1,11 @@
-// line_framer_fuzz.cpp — the echo server's line framer. Input: 2 bytes of max_line (1..1024), 1 byte
+// line_framer_fuzz.cpp — net::line_framer. Input: 2 bytes of max_line (1..1024), 1 byte
 // seeding the read sizes and the stashes, then the byte stream. The stream is framed twice, in one
 // piece and in pseudo-random small reads that sometimes stop early and stash the rest (as the session
 // does under backpressure); each piece is lent from a scratch buffer that is scribbled over once it is
 // given back, and each time the result is checked against a plain reference split: the same lines,
 // none holding '\n' or longer than max_line, too_long exactly when the reference finds a longer line,
 // and never more kept than max_line bytes of a partial line plus what was stashed.
-#include "echo/line_framer.hpp"
+#include <heartwheel/net/line_framer.hpp>
 #include "fuzz_check.hpp"
 
 #include <algorithm>
@@ -38,7 +38,7 @@ result reference(std::string_view in, std::size_t max_line) {
 }
 
 result frame(std::string_view in, std::size_t max_line, std::uint32_t seed) {
-    echo::line_framer f(max_line);
+    heartwheel::net::line_framer f(max_line);
     result r;
     std::string_view line;
     std::string scratch;
@@ -52,8 +52,8 @@ result frame(std::string_view in, std::size_t max_line, std::uint32_t seed) {
                 }
             }
             const auto s = f.next(line);
-            if (s == echo::line_framer::status::need_more) return true;
-            if (s == echo::line_framer::status::too_long) {
+            if (s == heartwheel::net::line_framer::status::need_more) return true;
+            if (s == heartwheel::net::line_framer::status::too_long) {
                 r.too_long = true;
                 return false;
             }

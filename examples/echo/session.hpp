@@ -12,11 +12,11 @@
 #ifndef HEARTWHEEL_ECHO_SESSION_HPP
 #define HEARTWHEEL_ECHO_SESSION_HPP
 
-#include "line_framer.hpp"
 #include "liveness.hpp"
 #include "protocol.hpp"
 
 #include <heartwheel/net/connection.hpp>
+#include <heartwheel/net/line_framer.hpp>
 
 #include <asio/ssl/error.hpp>
 
@@ -179,9 +179,9 @@ private:
         std::string_view line;
         while (conn_->can_read()) {
             switch (framer_.next(line)) {
-            case line_framer::status::need_more: return true;
-            case line_framer::status::too_long: conn_->close(line_too_long); return false;
-            case line_framer::status::line: on_line(line); break;
+            case heartwheel::net::line_framer::status::need_more: return true;
+            case heartwheel::net::line_framer::status::too_long: conn_->close(line_too_long); return false;
+            case heartwheel::net::line_framer::status::line: on_line(line); break;
             }
         }
         return false;
@@ -209,7 +209,7 @@ private:
     std::shared_ptr<connection_type> conn_;
     std::unique_ptr<handshake_place> place_; ///< only while a TLS handshake is in progress
     std::unique_ptr<share_place> share_;     ///< only with --source-share
-    line_framer framer_;
+    heartwheel::net::line_framer framer_;
     std::uint64_t ping_seq_ = 0;
     std::size_t held_ = 0; ///< framer_.memory() as last counted
     bool reading_ = false;

@@ -1,147 +1,11 @@
-// echo_protocol_test.cpp — the echo server's line framer and control-line parser, byte by byte.
+// echo_protocol_test.cpp — the echo server's control-line parser: PING/PONG/BYE need one space and an
+// argument; anything else, binary bytes included, is data.
 #define BOOST_TEST_MODULE echo_protocol
 #include <boost/test/unit_test.hpp>
 
-#include "echo/line_framer.hpp"
 #include "echo/protocol.hpp"
 
-#include <algorithm>
-#include <cstring>
 #include <string>
-#include <vector>
-
-namespace {
-
-using echo::line_framer;
-
-struct framed {
-    std::vector<std::string> lines;
-    bool too_long = false;
-};
-
-// Feeds `input` in pieces of `piece` bytes, each from a scratch buffer that is overwritten after
-// use (as the thread's read chunk is), and collects what the framer returns; with `stash_every`,
-// the reader stops after that many lines of a piece and stashes the rest (backpressure).
-framed feed(std::string_view input, std::size_t max_line, std::size_t piece, std::size_t stash_every = 0) {
-    line_framer f(max_line);
-    framed out;
-    std::string_view line;
-    std::string scratch;
-    for (std::size_t at = 0; at < input.size() && !out.too_long; at += piece) {
-        scratch.assign(input.substr(at, piece));
-        f.feed(scratch);
-        for (std::size_t taken = 0;; ++taken) {
-            if (stash_every != 0 && taken == stash_every) {
-                f.stash();
-                break;
-            }
-            const auto s = f.next(line);
-            if (s == line_framer::status::need_more) break;
-            if (s == line_framer::status::too_long) {
-                out.too_long = true;
-                break;
-            }
-            out.lines.emplace_back(line);
-        }
-        std::fill(scratch.begin(), scratch.end(), '#'); // the chunk goes back to the pool
-    }
-    for (;;) { // what was stashed
-        const auto s = out.too_long ? line_framer::status::need_more : f.next(line);
-        if (s == line_framer::status::need_more) break;
-        if (s == line_framer::status::too_long) {
-            out.too_long = true;
-            break;
-        }
-        out.lines.emplace_back(line);
-    }
-    return out;
-}
-
-} // namespace
-
-BOOST_AUTO_TEST_CASE(lines_are_the_same_however_the_bytes_arrive) {
-    const std::string input = "hello\nPING 1\n\n\r\nlast without newline";
-    const std::vector<std::string> expected{"hello", "PING 1", "", "\r"};
-    for (std::size_t piece : {1u, 2u, 3u, 7u, 1000u}) {
-        for (std::size_t stash : {0u, 1u, 2u}) {
-            const framed got = feed(input, 64, piece, stash);
-            BOOST_TEST(got.lines == expected, "piece " << piece << " stash " << stash);
-            BOOST_TEST(!got.too_long);
-        }
-    }
-}
-
-BOOST_AUTO_TEST_CASE(a_line_of_exactly_max_line_bytes_passes_one_more_is_too_long) {
-    const std::string ok(8, 'x'), bad(9, 'y');
-    for (std::size_t piece : {1u, 4u, 100u}) {
-        BOOST_TEST(feed(ok + "\nz\n", 8, piece).lines == (std::vector<std::string>{ok, "z"}));
-        const framed got = feed("a\n" + bad + "\n", 8, piece);
-        BOOST_TEST(got.too_long);
-        BOOST_TEST(got.lines == std::vector<std::string>{"a"});
-    }
-}
-
-BOOST_AUTO_TEST_CASE(too_long_is_reported_before_the_newline_arrives) {
-    line_framer f(4);
-    std::string_view line;
-    f.feed({"abcd", 4});
-    BOOST_TEST((f.next(line) == line_framer::status::need_more));
-    f.feed({"e", 1});
-    BOOST_TEST((f.next(line) == line_framer::status::too_long));
-}
-
-BOOST_AUTO_TEST_CASE(whole_lines_hold_no_memory_and_a_partial_line_is_released_once_handed_out) {
-    line_framer f(100);
-    std::string_view line;
-    for (int i = 0; i < 1000; ++i) {
-        f.feed({"qqqqqqqqq\n", 10});
-        BOOST_TEST((f.next(line) == line_framer::status::line));
-        BOOST_TEST(line == "qqqqqqqqq");
-        BOOST_TEST((f.next(line) == line_framer::status::need_more));
-        BOOST_TEST(f.buffered() == 0u);
-        BOOST_TEST(f.memory() == 0u); // returned in place: never copied
-    }
-    const std::string head(40, 'h'); // a partial line longer than SSO is kept on the heap...
-    f.feed({head.data(), head.size()});
-    BOOST_TEST((f.next(line) == line_framer::status::need_more));
-    BOOST_TEST(f.buffered() == 40u);
-    BOOST_TEST(f.memory() > 40u);
-    f.feed({"t\n", 2});
-    BOOST_TEST((f.next(line) == line_framer::status::line));
-    BOOST_TEST(line == head + "t");
-    BOOST_TEST((f.next(line) == line_framer::status::need_more));
-    BOOST_TEST(f.memory() == 0u); // ...and released once the line is complete and handed out
-}
-
-BOOST_AUTO_TEST_CASE(stashed_lines_survive_the_chunk_and_come_out_first) {
-    line_framer f(100);
-    std::string_view line;
-    std::string chunk = "one\ntwo\nthr";
-    f.feed({chunk.data(), chunk.size()});
-    BOOST_TEST((f.next(line) == line_framer::status::line));
-    BOOST_TEST(line == "one");
-    f.stash();
-    std::fill(chunk.begin(), chunk.end(), '#');
-    BOOST_TEST(f.buffered() == 7u);
-    BOOST_TEST((f.next(line) == line_framer::status::line));
-    BOOST_TEST(line == "two");
-    BOOST_TEST((f.next(line) == line_framer::status::need_more));
-    f.feed({"ee\nfour\n", 8});
-    BOOST_TEST((f.next(line) == line_framer::status::line));
-    BOOST_TEST(line == "three");
-    BOOST_TEST((f.next(line) == line_framer::status::line));
-    BOOST_TEST(line == "four");
-    BOOST_TEST((f.next(line) == line_framer::status::need_more));
-    BOOST_TEST(f.memory() == 0u);
-}
-
-BOOST_AUTO_TEST_CASE(binary_bytes_and_nul_are_data) {
-    const std::string input("a\0b\xff\xfe\n", 6);
-    const framed got = feed(input, 64, 2);
-    BOOST_REQUIRE_EQUAL(got.lines.size(), 1u);
-    BOOST_TEST(got.lines[0] == std::string("a\0b\xff\xfe", 5));
-    BOOST_TEST((echo::parse_line(got.lines[0]).kind == echo::line_kind::data));
-}
 
 BOOST_AUTO_TEST_CASE(control_lines_need_one_space_and_an_argument) {
     using echo::line_kind;
@@ -152,4 +16,9 @@ BOOST_AUTO_TEST_CASE(control_lines_need_one_space_and_an_argument) {
     BOOST_TEST((parse_line("BYE idle").kind == line_kind::bye));
     for (const char* data : {"PING", "PING ", "PINGX 1", "ping 1", " PING 1", "PON 1", "BYE", "BYE "})
         BOOST_TEST((parse_line(data).kind == line_kind::data), data);
+}
+
+BOOST_AUTO_TEST_CASE(binary_bytes_are_data) {
+    BOOST_TEST((echo::parse_line(std::string("a\0b\xff\xfe", 5)).kind == echo::line_kind::data));
+    BOOST_TEST((echo::parse_line(std::string("PING \0", 6)).kind == echo::line_kind::ping));
 }

@@ -1,7 +1,8 @@
-// line_framer.hpp — splits a byte stream into '\n'-terminated lines of at most `max_line` bytes,
-// holding memory only for what a read left unfinished.
+// heartwheel/net/line_framer.hpp — splits a byte stream into '\n'-terminated lines of at most
+// `max_line` bytes, holding memory only for what a read left unfinished: the framing of a line
+// protocol over liveness_stream::async_receive, whose chunks are lent and given back.
 //
-// The session lends it each read's bytes with feed() (a read_chunk from the thread's pool) and takes
+// The application lends it each read's bytes with feed() (a read_chunk from the thread's pool) and takes
 // lines out with next(): a line that lies whole in the bytes fed is returned in place, without a
 // copy. Only the tail of a read that is not yet a whole line — or, with stash(), whatever the session
 // could not handle before giving the chunk back (backpressure, a close) — is copied into the framer's
@@ -12,14 +13,14 @@
 // called; no line holds a '\n' or exceeds max_line; a line longer than max_line is reported as
 // too_long as soon as max_line + 1 bytes of it have been fed, so the framer never holds more than
 // max_line bytes of a partial line, plus what stash() kept; each byte is scanned for '\n' once.
-#ifndef HEARTWHEEL_ECHO_LINE_FRAMER_HPP
-#define HEARTWHEEL_ECHO_LINE_FRAMER_HPP
+#ifndef HEARTWHEEL_NET_LINE_FRAMER_HPP
+#define HEARTWHEEL_NET_LINE_FRAMER_HPP
 
 #include <cstddef>
 #include <string>
 #include <string_view>
 
-namespace echo {
+namespace heartwheel::net {
 
 class line_framer {
 public:
@@ -52,6 +53,6 @@ private:
     std::size_t max_line_;
 };
 
-} // namespace echo
+} // namespace heartwheel::net
 
 #endif

@@ -1,10 +1,10 @@
 // line_framer.cpp — see line_framer.hpp.
-#include "line_framer.hpp"
+#include <heartwheel/net/line_framer.hpp>
 
 #include <algorithm>
 #include <cstring>
 
-namespace echo {
+namespace heartwheel::net {
 
 std::size_t line_framer::memory() const noexcept {
     // The capacity a std::string has within its own object (SSO) is not heap memory.
@@ -81,4 +81,4 @@ void line_framer::stash() {
     in_ = {};
 }
 
-} // namespace echo
+} // namespace heartwheel::net
