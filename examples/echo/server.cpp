@@ -4,6 +4,8 @@
 #include "metrics.hpp"
 #include "session.hpp"
 
+#include <heartwheel/net/prometheus.hpp>
+
 #include <asio/post.hpp>
 #include <asio/write.hpp>
 
@@ -275,87 +277,38 @@ std::string server::stats_line() const {
 std::string server::prometheus_text() const {
     const auto c = live_counters_.snapshot();
     std::size_t wheel = 0;
-    std::uint64_t wakeups = 0;
-    std::int64_t late_total_us = 0;
-    std::array<std::uint64_t, heartwheel::driver_stats::lateness_bounds_us.size() + 1> late{};
+    heartwheel::driver_stats drivers; // summed over the workers' mirrors
     for (const auto& w : workers_) {
         wheel += w->wheel_size.load(std::memory_order_relaxed);
-        wakeups += w->wakeups.load(std::memory_order_relaxed);
-        late_total_us += w->lateness_total_us.load(std::memory_order_relaxed);
-        for (std::size_t i = 0; i < late.size(); ++i) late[i] += w->lateness[i].load(std::memory_order_relaxed);
+        drivers.wakeups += w->wakeups.load(std::memory_order_relaxed);
+        drivers.lateness_total_us += w->lateness_total_us.load(std::memory_order_relaxed);
+        for (std::size_t i = 0; i < drivers.lateness.size(); ++i) drivers.lateness[i] += w->lateness[i].load(std::memory_order_relaxed);
     }
-    std::ostringstream os;
-    os << std::setprecision(9);
-    auto head = [&](const char* name, const char* type, const char* help) {
-        os << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n';
-    };
-    auto metric = [&](const char* name, const char* type, const char* help, auto value) {
-        head(name, type, help);
-        os << name << ' ' << value << '\n';
-    };
-    // A Prometheus histogram from per-bucket counts (upper bounds in `scale` units of a second).
-    auto histogram = [&](const char* name, const char* help, const auto& bounds, double scale, const auto& counts,
-                         double sum_seconds) {
-        head(name, "histogram", help);
-        std::uint64_t cumulative = 0;
-        for (std::size_t i = 0; i < bounds.size(); ++i) {
-            cumulative += counts[i];
-            os << name << "_bucket{le=\"" << static_cast<double>(bounds[i]) * scale << "\"} " << cumulative << '\n';
-        }
-        cumulative += counts[bounds.size()];
-        os << name << "_bucket{le=\"+Inf\"} " << cumulative << '\n'
-           << name << "_sum " << sum_seconds << '\n'
-           << name << "_count " << cumulative << '\n';
-    };
+    heartwheel::net::prometheus_writer out;
+    // The server's own families, then the library's (liveness, wheels, read chunks).
     const auto n = counts(c);
-    metric("heartwheel_connections", "gauge", "Open connections (accepted and not closed; see closing).", n.open);
-    metric("heartwheel_connections_closing", "gauge", "Closed connections still saying goodbye (lingering).", n.closing);
-    metric("heartwheel_accepted_total", "counter", "Accepted connections.", n.accepted);
-    head("heartwheel_closes_total", "counter", "Connections closed, by reason (each exactly once).");
-    for (std::size_t i = 0; i < heartwheel::net::close_reason_count(); ++i)
-        os << "heartwheel_closes_total{reason=\"" << heartwheel::net::to_string(static_cast<close_reason>(i)) << "\"} " << c.closes[i] << '\n';
-    metric("heartwheel_accept_pauses_total", "counter", "Times accepting paused at the descriptor limit.",
-           counters_.accept_pauses.load());
-    head("heartwheel_idle_events_total", "counter", "Idle events, by kind.");
-    os << "heartwheel_idle_events_total{kind=\"reader\"} " << c.reader_idle << "\nheartwheel_idle_events_total{kind=\"writer\"} "
-       << c.writer_idle << "\nheartwheel_idle_events_total{kind=\"all\"} " << c.all_idle << '\n';
-    metric("heartwheel_read_buffers", "gauge", "Connections holding a read buffer (a partial line or unhandled lines).",
-           counters_.read_buffers.load());
-    metric("heartwheel_read_buffer_bytes", "gauge", "Heap bytes of those read buffers.", counters_.read_buffer_bytes.load());
-    metric("heartwheel_read_chunks_lent", "gauge", "Read chunks lent by the threads' pools and not yet given back.",
-           heartwheel::net::read_chunk::outstanding());
-    metric("heartwheel_lines_total", "counter", "Lines received (data, PING and PONG).", counters_.lines.load());
-    metric("heartwheel_pings_answered_total", "counter", "PING lines from peers answered with PONG.", counters_.pings_answered.load());
-    metric("heartwheel_pings_sent_total", "counter", "Heartbeat pings sent.", c.pings_sent);
-    metric("heartwheel_pongs_received_total", "counter", "Heartbeat pongs received.", c.pongs_received);
-    metric("heartwheel_heartbeat_misses_total", "counter", "Pings not answered in time.", c.heartbeat_misses);
-    histogram("heartwheel_rtt_seconds", "Heartbeat ping round trips.", heartwheel::net::rtt_bucket_bounds, 1.0, c.rtt_buckets,
-              static_cast<double>(c.rtt_total_us) / 1e6);
-    histogram("heartwheel_heartbeat_death_lateness_seconds",
-              "How long after the deadline a dead peer missed (last ping + timeout) it was judged and its close began.",
-              heartwheel::net::death_lateness_bucket_bounds, 1.0, c.death_lateness_buckets,
-              static_cast<double>(c.death_lateness_total_us) / 1e6);
-    metric("heartwheel_heartbeat_death_lateness_max_seconds", "gauge", "The latest of those judgements.",
-           static_cast<double>(c.death_lateness_max_us) / 1e6);
-    metric("heartwheel_heartbeat_deaths_judged_early_total", "counter",
-           "Peers judged dead before their deadline (never, by design).", c.deaths_judged_early);
-    metric("heartwheel_heartbeat_deaths_judged_late_total", "counter",
-           "Peers judged dead more than one wheel tick after their deadline (the thread woke late or was busy).",
-           c.deaths_judged_late);
-    metric("heartwheel_wheel_timers", "gauge", "Timers pending in all wheels.", wheel);
-    metric("heartwheel_driver_wakeups_total", "counter", "Wake-ups of the wheels' steady_timers.", wakeups);
-    histogram("heartwheel_timer_lateness_seconds", "How late after a slot's time its wheel woke to fire it.",
-              heartwheel::driver_stats::lateness_bounds_us, 1e-6, late, static_cast<double>(late_total_us) / 1e6);
-    metric("heartwheel_overload_pressure", "gauge", "Connections or descriptors in use over their limit, the fuller.", pressure());
-    metric("heartwheel_timeout_scale", "gauge", "Scaled timeouts at min + scale * (max - min); 1 = unscaled.",
-           scale());
-    metric("heartwheel_closes_while_scaled_total", "counter", "Closes by a scaled timeout while it was scaled.",
-           c.closes_while_scaled);
+    out.metric("heartwheel_connections", "gauge", "Open connections (accepted and not closed; see closing).", n.open);
+    out.metric("heartwheel_connections_closing", "gauge", "Closed connections still saying goodbye (lingering).", n.closing);
+    out.metric("heartwheel_accepted_total", "counter", "Accepted connections.", n.accepted);
+    out.metric("heartwheel_accept_pauses_total", "counter", "Times accepting paused at the descriptor limit.",
+               counters_.accept_pauses.load());
+    out.metric("heartwheel_read_buffers", "gauge", "Connections holding a read buffer (a partial line or unhandled lines).",
+               counters_.read_buffers.load());
+    out.metric("heartwheel_read_buffer_bytes", "gauge", "Heap bytes of those read buffers.", counters_.read_buffer_bytes.load());
+    out.metric("heartwheel_lines_total", "counter", "Lines received (data, PING and PONG).", counters_.lines.load());
+    out.metric("heartwheel_pings_answered_total", "counter", "PING lines from peers answered with PONG.",
+               counters_.pings_answered.load());
+    out.metric("heartwheel_overload_pressure", "gauge", "Connections or descriptors in use over their limit, the fuller.",
+               pressure());
+    out.metric("heartwheel_timeout_scale", "gauge", "Scaled timeouts at min + scale * (max - min); 1 = unscaled.", scale());
     rlimit lim{};
     ::getrlimit(RLIMIT_NOFILE, &lim);
-    metric("process_open_fds", "gauge", "Open file descriptors.", open_descriptors());
-    metric("process_max_fds", "gauge", "The file descriptor limit.", static_cast<double>(lim.rlim_cur));
-    return os.str();
+    out.metric("process_open_fds", "gauge", "Open file descriptors.", open_descriptors());
+    out.metric("process_max_fds", "gauge", "The file descriptor limit.", static_cast<double>(lim.rlim_cur));
+    out.liveness(c);
+    out.wheels(wheel, drivers);
+    out.read_chunks();
+    return out.text();
 }
 
 void server::start_timers(std::ostream& out) {

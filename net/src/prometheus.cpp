@@ -1,0 +1,55 @@
+// prometheus.cpp — the library's metric families; see prometheus.hpp.
+#include <heartwheel/net/prometheus.hpp>
+
+#include <heartwheel/net/close_reason.hpp>
+#include <heartwheel/net/read_chunk.hpp>
+
+#include <iomanip>
+
+namespace heartwheel::net {
+
+prometheus_writer::prometheus_writer() { os_ << std::setprecision(9); }
+
+void prometheus_writer::head(std::string_view name, std::string_view type, std::string_view help) {
+    os_ << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n';
+}
+
+void prometheus_writer::liveness(const counters_snapshot& c) {
+    head("heartwheel_closes_total", "counter", "Connections closed, by reason (each exactly once).");
+    for (std::size_t i = 0; i < close_reason_count(); ++i)
+        os_ << "heartwheel_closes_total{reason=\"" << to_string(static_cast<close_reason>(i)) << "\"} " << c.closes[i] << '\n';
+    head("heartwheel_idle_events_total", "counter", "Idle events, by kind.");
+    os_ << "heartwheel_idle_events_total{kind=\"reader\"} " << c.reader_idle << "\nheartwheel_idle_events_total{kind=\"writer\"} "
+        << c.writer_idle << "\nheartwheel_idle_events_total{kind=\"all\"} " << c.all_idle << '\n';
+    metric("heartwheel_pings_sent_total", "counter", "Heartbeat pings sent.", c.pings_sent);
+    metric("heartwheel_pongs_received_total", "counter", "Heartbeat pongs received.", c.pongs_received);
+    metric("heartwheel_heartbeat_misses_total", "counter", "Pings not answered in time.", c.heartbeat_misses);
+    histogram("heartwheel_rtt_seconds", "Heartbeat ping round trips.", rtt_bucket_bounds, 1.0, c.rtt_buckets,
+              static_cast<double>(c.rtt_total_us) / 1e6);
+    histogram("heartwheel_heartbeat_death_lateness_seconds",
+              "How long after the deadline a dead peer missed (last ping + timeout) it was judged and its close began.",
+              death_lateness_bucket_bounds, 1.0, c.death_lateness_buckets, static_cast<double>(c.death_lateness_total_us) / 1e6);
+    metric("heartwheel_heartbeat_death_lateness_max_seconds", "gauge", "The latest of those judgements.",
+           static_cast<double>(c.death_lateness_max_us) / 1e6);
+    metric("heartwheel_heartbeat_deaths_judged_early_total", "counter",
+           "Peers judged dead before their deadline (never, by design).", c.deaths_judged_early);
+    metric("heartwheel_heartbeat_deaths_judged_late_total", "counter",
+           "Peers judged dead more than one wheel tick after their deadline (the thread woke late or was busy).",
+           c.deaths_judged_late);
+    metric("heartwheel_closes_while_scaled_total", "counter", "Closes by a scaled timeout while it was scaled.",
+           c.closes_while_scaled);
+}
+
+void prometheus_writer::wheels(std::size_t pending_timers, const driver_stats& summed) {
+    metric("heartwheel_wheel_timers", "gauge", "Timers pending in all wheels.", pending_timers);
+    metric("heartwheel_driver_wakeups_total", "counter", "Wake-ups of the wheels' steady_timers.", summed.wakeups);
+    histogram("heartwheel_timer_lateness_seconds", "How late after a slot's time its wheel woke to fire it.",
+              driver_stats::lateness_bounds_us, 1e-6, summed.lateness, static_cast<double>(summed.lateness_total_us) / 1e6);
+}
+
+void prometheus_writer::read_chunks() {
+    metric("heartwheel_read_chunks_lent", "gauge", "Read chunks lent by the threads' pools and not yet given back.",
+           read_chunk::outstanding());
+}
+
+} // namespace heartwheel::net
