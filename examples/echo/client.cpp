@@ -6,6 +6,7 @@
 
 #include "protocol.hpp"
 
+#include <heartwheel/net/connect.hpp>
 #include <heartwheel/net/connection.hpp>
 #include <heartwheel/net/reconnector.hpp>
 #include <heartwheel/net/request_tracker.hpp>
@@ -108,9 +109,11 @@ public:
     void stop() {
         reconnector_.stop();
         sender_.cancel();
-        connect_deadline_.cancel();
         drop_link();
-        socket_.reset();
+        if (socket_) { // closed, not destroyed: a pending connect still refers to it until it completes
+            std::error_code ignored;
+            socket_->close(ignored);
+        }
     }
 
     // --- called by the link --------------------------------------------------------------------------
@@ -144,12 +147,10 @@ private:
         if (ec) return failed_to_connect();
         if (!c_.options().sources.empty() && !bind_source(address)) return failed_to_connect();
         const auto timeout = c_.options().reconnect ? reconnector_.connect_timeout() : std::chrono::milliseconds(10000);
-        connect_deadline_ = c_.wheel().schedule_after(timeout, [weak = weak_from_this(), g = generation_] {
-            if (auto self = weak.lock(); self && self->generation_ == g) self->failed_to_connect();
-        });
-        socket_->async_connect(tcp::endpoint(address, ep.port), [self = shared_from_this(), g = generation_](std::error_code e) {
+        heartwheel::net::async_connect(*socket_, tcp::endpoint(address, ep.port), c_.wheel(), timeout,
+                                       [self = shared_from_this(), g = generation_](std::error_code e) {
             if (g != self->generation_) return;
-            if (e) return self->failed_to_connect();
+            if (e) return self->failed_to_connect(); // refused, unreachable, or the deadline (errc::timed_out)
             std::error_code ignored;
             self->socket_->set_option(tcp::no_delay(true), ignored);
             tcp::socket sock = std::move(*self->socket_);
@@ -179,7 +180,6 @@ private:
 
     void failed_to_connect() {
         ++generation_;
-        connect_deadline_.cancel();
         ++c_.stats().connect_failures;
         if (c_.options().verbose) log() << "connect failed" << std::endl;
         drop_link();
@@ -191,7 +191,6 @@ private:
     }
 
     void connected() {
-        connect_deadline_.cancel();
         auto& s = c_.stats();
         if (ever_connected_) ++s.reconnects;
         ever_connected_ = true;
@@ -272,7 +271,7 @@ private:
     heartwheel::net::request_tracker<std::uint64_t> requests_;
     std::optional<tcp::socket> socket_; ///< while connecting
     std::shared_ptr<link_base> link_;
-    heartwheel::timer_handle sender_, connect_deadline_;
+    heartwheel::timer_handle sender_;
     std::uint64_t seq_ = 0, generation_ = 0, ping_seq_ = 0;
     unsigned consecutive_timeouts_ = 0;
     bool open_ = false, ever_connected_ = false;
