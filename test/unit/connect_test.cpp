@@ -6,6 +6,8 @@
 #define BOOST_TEST_MODULE connect
 #include <boost/test/unit_test.hpp>
 
+#include "run_until.hpp"
+
 #include <heartwheel/net/connect.hpp>
 
 #include <asio/io_context.hpp>
@@ -44,12 +46,7 @@ struct fixture {
         o.starting = false;
     }
     void run_until(const std::function<bool()>& done, std::chrono::milliseconds limit = 10s) {
-        const auto end = std::chrono::steady_clock::now() + limit;
-        while (!done() && std::chrono::steady_clock::now() < end) {
-            io.restart();
-            io.run_for(5ms);
-        }
-        BOOST_TEST_REQUIRE(done(), "not done within the time limit");
+        hwtest::run_until(io, done, limit);
     }
 };
 

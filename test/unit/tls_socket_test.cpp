@@ -7,6 +7,8 @@
 #define BOOST_TEST_MODULE tls_socket
 #include <boost/test/unit_test.hpp>
 
+#include "run_until.hpp"
+
 #include <heartwheel/net/tls_socket.hpp>
 
 #include "self_signed.hpp"
@@ -53,12 +55,7 @@ struct fixture {
         return {std::move(peer), acceptor.accept()};
     }
     void run_until(const std::function<bool()>& done, std::chrono::milliseconds limit = 5000ms) {
-        const auto end = std::chrono::steady_clock::now() + limit;
-        while (!done() && std::chrono::steady_clock::now() < end) {
-            io.restart();
-            io.run_for(2ms);
-        }
-        BOOST_TEST_REQUIRE(done(), "not done within the time limit");
+        hwtest::run_until(io, done, limit);
     }
     /// The server side as a tls_socket, the client as Asio's stream, both handshaken.
     std::pair<net::tls_socket, asio_tls> handshaken() {
