@@ -56,7 +56,7 @@ struct store {
         values[key] = std::move(value);
         auto [first, last] = waiters.equal_range(key);
         for (auto it = first; it != last; ++it)
-            if (auto c = it->second.conn.lock()) c->liveness().requests().complete(it->second.request);
+            if (auto c = it->second.conn.lock()) c->requests().complete(it->second.request);
         waiters.erase(first, last);
     }
 };
@@ -66,8 +66,8 @@ asio::awaitable<void> serve(std::shared_ptr<connection> c, store& db) {
     std::uint64_t next_request = 0;
     for (;;) {
         auto [ec, n] = co_await asio::async_read_until(c->stream(), asio::dynamic_buffer(in, 4096), '\n', use_tuple);
-        if (ec) { // closed by a policy (ec == net::errc::timed_out), by the peer, or an I/O error
-            c->abort(ec == asio::error::eof ? net::close_reason::peer_closed : net::close_reason::io_error);
+        if (ec) { // a policy (net::errc::timed_out), the peer, or an I/O error: the connection says which
+            c->read_failed(ec);
             co_return;
         }
         std::istringstream line(in.substr(0, n - 1));
@@ -83,7 +83,7 @@ asio::awaitable<void> serve(std::shared_ptr<connection> c, store& db) {
         } else if (std::int64_t ms = 0; cmd == "WAIT" && line >> ms && ms > 0) {
             const auto id = ++next_request;
             db.waiters.insert({key, {c, id}});
-            auto [wec, state] = co_await c->liveness().requests().track(id, std::chrono::milliseconds(ms), use_tuple);
+            auto [wec, state] = co_await c->requests().track(id, std::chrono::milliseconds(ms), use_tuple);
             db.forget(key, c.get(), id); // a SET removed it already; a timeout or a close did not
             if (wec == net::errc::timed_out) c->send("TIMEOUT\n");
             else if (!wec) c->send("VALUE " + db.values[key] + "\n");

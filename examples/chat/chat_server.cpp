@@ -55,13 +55,13 @@ asio::awaitable<void> serve(std::shared_ptr<connection> c, room& r) {
     std::string in;
     for (;;) {
         auto [ec, n] = co_await asio::async_read_until(c->stream(), asio::dynamic_buffer(in, 65536), '\n', use_tuple);
-        if (ec) { // closed by a policy (net::errc::timed_out), by the peer, or an I/O error
-            c->abort(ec == asio::error::eof ? net::close_reason::peer_closed : net::close_reason::io_error);
+        if (ec) { // a policy (net::errc::timed_out), the peer, or an I/O error: the connection says which
+            c->read_failed(ec);
             co_return;
         }
         const std::string_view line(in.data(), n);
         if (line.rfind("PONG ", 0) == 0) {
-            c->liveness().on_pong();
+            c->pong_received();
         } else {
             c->message_received();
             r.broadcast(c.get(), line);

@@ -335,11 +335,7 @@ private:
         const std::size_t longest = std::max<std::size_t>(owner_->client().options().payload * 2, 4096) + 64;
         asio::async_read_until(conn_->stream(), asio::dynamic_buffer(in_, longest), '\n',
                                [self = this->shared_from_this()](std::error_code ec, std::size_t n) {
-                                   if (ec) {
-                                       const bool eof = ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
-                                       return self->conn_->abort(eof ? heartwheel::net::close_reason::peer_closed
-                                                                     : heartwheel::net::close_reason::io_error);
-                                   }
+                                   if (ec) return self->conn_->read_failed(ec);
                                    const std::string line = self->in_.substr(0, n - 1);
                                    self->in_.erase(0, n);
                                    self->owner_->handle(line); // may close this link

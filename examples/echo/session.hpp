@@ -18,7 +18,6 @@
 #include <heartwheel/net/connection.hpp>
 #include <heartwheel/net/line_framer.hpp>
 
-#include <asio/ssl/error.hpp>
 
 #include <memory>
 #include <string>
@@ -158,9 +157,7 @@ private:
     }
 
     void on_read(std::error_code ec, const heartwheel::net::read_chunk& chunk) {
-        // A TLS peer that closes its socket without close_notify (most do) closed all the same.
-        const bool peer_closed = ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
-        if (ec) return conn_->abort(peer_closed ? close_reason::peer_closed : close_reason::io_error);
+        if (ec) return conn_->read_failed(ec); // the peer's end (TLS: with or without close_notify), or an error
         framer_.feed(chunk.bytes());
         pump();
     }
@@ -191,7 +188,7 @@ private:
         const parsed_line p = parse_line(line);
         w_.counters.lines.fetch_add(1, std::memory_order_relaxed);
         if (p.kind == line_kind::pong) {
-            conn_->liveness().on_pong();
+            conn_->pong_received();
             return;
         }
         conn_->message_received();

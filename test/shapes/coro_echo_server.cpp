@@ -41,13 +41,12 @@ asio::awaitable<void> serve(std::shared_ptr<net::connection<Stream>> c) {
     for (;;) {
         auto [ec, n] = co_await asio::async_read_until(c->stream(), asio::dynamic_buffer(in, 65536), '\n', use_tuple);
         if (ec) {
-            const bool eof = ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
-            c->abort(eof ? net::close_reason::peer_closed : net::close_reason::io_error);
+            c->read_failed(ec);
             co_return;
         }
         const std::string_view line(in.data(), n);
         if (line.rfind("PONG ", 0) == 0) {
-            c->liveness().on_pong();
+            c->pong_received();
         } else {
             c->message_received();
             c->send(line);

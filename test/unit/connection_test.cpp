@@ -364,3 +364,32 @@ BOOST_FIXTURE_TEST_CASE(keepalive_options_are_applied, fixture) {
     ::getsockopt(c->lowest_layer().native_handle(), IPPROTO_TCP, TCP_KEEPIDLE, &idle, &len);
     BOOST_TEST(idle == 30);
 }
+
+// The connection says what a failed read means: the peer's end of stream (eof, or over TLS a TCP close
+// without close_notify) is peer-closed, anything else io-error; on a connection already closing the
+// first reason stays.
+BOOST_FIXTURE_TEST_CASE(a_failed_read_is_classified_by_the_connection, fixture) {
+    const struct {
+        std::error_code ec;
+        net::close_reason want;
+    } cases[] = {{asio::error::eof, net::close_reason::peer_closed},
+                 {asio::ssl::error::stream_truncated, net::close_reason::peer_closed},
+                 {asio::error::connection_reset, net::close_reason::io_error},
+                 {asio::error::bad_descriptor, net::close_reason::io_error}};
+    for (const auto& k : cases) {
+        auto c = make(accept_one(), {});
+        c->read_failed(k.ec);
+        BOOST_TEST(c->closed(), k.ec.message());
+        BOOST_TEST((c->reason() == k.want), k.ec.message());
+        peer.close();
+    }
+    BOOST_TEST(closes(net::close_reason::peer_closed) == 2u);
+    BOOST_TEST(closes(net::close_reason::io_error) == 2u);
+
+    auto c = make(accept_one(), {});
+    c->close(net::close_reason::max_age); // lingering for its goodbye
+    c->read_failed(net::make_error_code(net::errc::timed_out));
+    BOOST_TEST((c->reason() == net::close_reason::max_age));
+    BOOST_TEST(closes(net::close_reason::max_age) == 1u);
+    BOOST_TEST(closes(net::close_reason::io_error) == 2u); // counted once, under the first reason
+}

@@ -259,6 +259,20 @@ public:
         begin_close(why, false);
     }
 
+    /// A read on stream() failed with `ec`: closes with what it means, as the connection does for its
+    /// own writes — peer-closed for the peer's end of stream (eof; over TLS also a TCP close without
+    /// close_notify, stream_truncated), io-error for anything else. On a connection already closing
+    /// (a read ended by the close itself: errc::timed_out, connection_closed) it only ends the close
+    /// (the peer's end of stream ends a lingering goodbye), and the first reason stays.
+    void read_failed(std::error_code ec) {
+        const bool peer_closed = ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
+        abort(peer_closed ? close_reason::peer_closed : close_reason::io_error);
+    }
+    /// The peer answered our ping (the protocol's pong): a round-trip sample for the heartbeat.
+    void pong_received() { live_->on_pong(); }
+    /// The connection's tracked requests (wheel liveness): track(id, [timeout,] token), complete(id).
+    decltype(auto) requests() { return live_->requests(); }
+
     bool closing() const noexcept { return closing_; }
     bool closed() const noexcept { return closed_; }
     std::optional<close_reason> reason() const noexcept { return reason_; }
