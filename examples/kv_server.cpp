@@ -97,19 +97,17 @@ asio::awaitable<void> serve(std::shared_ptr<connection> c, store& db) {
     }
 }
 
-asio::awaitable<void> listen(tcp::acceptor& acceptor, heartwheel::asio_wheel& wheel, const net::liveness_config& cfg,
-                             net::liveness_counters& counters, store& db) {
+asio::awaitable<void> listen(tcp::acceptor& acceptor, const net::connection_context& ctx, store& db) {
     for (;;) {
         auto [ec, socket] = co_await acceptor.async_accept(use_tuple);
         if (ec) co_return;
         // --- liveness: a connection that times itself, pings, says goodbye and counts its close ---
-        auto c = std::make_shared<connection>(std::move(socket), wheel, net::wheel_liveness(wheel, cfg, &counters),
-                                              nullptr, &counters);
+        auto c = std::make_shared<connection>(std::move(socket), ctx);
         net::connection_hooks hooks;
         hooks.send_ping = [raw = c.get()] { raw->send("PING\n"); };
         hooks.last_words = [raw = c.get()](net::close_reason r) { raw->send(std::string("BYE ") + net::to_string(r) + "\n"); };
         c->set_hooks(std::move(hooks));
-        c->apply_socket_options(cfg.keepalive);
+        c->apply_socket_options(ctx.config.keepalive);
         // --- end of liveness ---
         asio::co_spawn(acceptor.get_executor(), serve(std::move(c), db), asio::detached);
     }
@@ -137,6 +135,7 @@ int main(int argc, char** argv) {
     asio::io_context io(1);
     heartwheel::asio_wheel wheel(io.get_executor());
     net::liveness_counters counters;
+    const net::connection_context ctx(wheel, cfg, &counters); // what every connection shares
     store db;
     tcp::acceptor acceptor(io);
     try {
@@ -154,7 +153,7 @@ int main(int argc, char** argv) {
               << acceptor.local_endpoint().port() << std::endl;
     asio::signal_set signals(io, SIGINT, SIGTERM);
     signals.async_wait([&](std::error_code, int) { io.stop(); });
-    asio::co_spawn(io, listen(acceptor, wheel, cfg, counters, db), asio::detached);
+    asio::co_spawn(io, listen(acceptor, ctx, db), asio::detached);
     io.run();
     const auto s = counters.snapshot();
     std::cout << "closed " << s.closes_total() << " connections\n";

@@ -58,9 +58,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         net::liveness_counters counters;
         asio::ip::tcp::socket s(io);
         s.assign(asio::ip::tcp::v4(), fds[0]); // a stream socket: OpenSSL and Asio only need the descriptor
-        auto c = std::make_shared<tls_connection>(net::tls_socket(std::move(s), server_context()), wheel,
-                                                  net::wheel_liveness(wheel, net::liveness_config{}, &counters), nullptr,
-                                                  &counters);
+        auto c = std::make_shared<tls_connection>(net::tls_socket(std::move(s), server_context()),
+                                                  net::connection_context(wheel, {}, &counters));
         c->async_handshake(asio::ssl::stream_base::server, [c](std::error_code ec) {
             if (!ec) receive_all(c);
         });

@@ -70,23 +70,18 @@ asio::awaitable<void> serve(std::shared_ptr<connection> c, room& r) {
     }
 }
 
-asio::awaitable<void> listen(tcp::acceptor& acceptor, heartwheel::asio_wheel& wheel, const net::liveness_config& cfg,
-                             net::liveness_counters& counters, room& r) {
+asio::awaitable<void> listen(tcp::acceptor& acceptor, const net::connection_context& ctx, room& r) {
     for (;;) {
         auto [ec, socket] = co_await acceptor.async_accept(use_tuple);
         if (ec) co_return;
         // --- liveness: timed, pinging, bounded output, a goodbye, one count per close ---
-        net::connection_options opts;
-        opts.reads_are_idle_activity = false; // a chat line is activity, a PONG is not
-        opts.output = cfg.output;             // slow consumers: closed past the limits
-        auto c = std::make_shared<connection>(std::move(socket), wheel, net::wheel_liveness(wheel, cfg, &counters),
-                                              nullptr, &counters, opts);
+        auto c = std::make_shared<connection>(std::move(socket), ctx);
         net::connection_hooks hooks;
         hooks.send_ping = [raw = c.get(), n = std::uint64_t{0}]() mutable { raw->send("PING " + std::to_string(++n) + "\n"); };
         hooks.last_words = [raw = c.get()](net::close_reason why) { raw->send(std::string("BYE ") + net::to_string(why) + "\n"); };
         hooks.on_close = [&r, weak = std::weak_ptr<connection>(c)](net::close_reason) { r.members.erase(weak.lock()); };
         c->set_hooks(std::move(hooks));
-        c->apply_socket_options(cfg.keepalive);
+        c->apply_socket_options(ctx.config.keepalive);
         // --- end of liveness ---
         r.members.insert(c);
         asio::co_spawn(acceptor.get_executor(), serve(std::move(c), r), asio::detached);
@@ -116,6 +111,10 @@ int main(int argc, char** argv) {
     asio::io_context io(1);
     heartwheel::asio_wheel wheel(io.get_executor());
     net::liveness_counters counters;
+    net::connection_options opts;
+    opts.reads_are_idle_activity = false; // a chat line is activity, a PONG is not
+    opts.output = cfg.output;             // slow consumers: closed past the limits
+    const net::connection_context ctx(wheel, cfg, &counters, nullptr, opts); // what every connection shares
     room r;
     tcp::acceptor acceptor(io);
     try {
@@ -133,7 +132,7 @@ int main(int argc, char** argv) {
               << acceptor.local_endpoint().port() << std::endl;
     asio::signal_set signals(io, SIGINT, SIGTERM);
     signals.async_wait([&](std::error_code, int) { io.stop(); });
-    asio::co_spawn(io, listen(acceptor, wheel, cfg, counters, r), asio::detached);
+    asio::co_spawn(io, listen(acceptor, ctx, r), asio::detached);
     io.run();
     std::cout << "final closes=" << counters.snapshot().closes_text() << " lines=" << r.lines << std::endl;
 }

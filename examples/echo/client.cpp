@@ -291,9 +291,7 @@ public:
         hooks.on_writable = [self] { // the server reads again: so do we
             if (std::exchange(self->paused_, false)) self->read();
         };
-        conn_ = std::make_shared<connection_type>(std::move(stream), c.wheel(),
-                                                  heartwheel::net::wheel_liveness(c.wheel(), c.options().live, &c.counters()),
-                                                  nullptr, &c.counters());
+        conn_ = std::make_shared<connection_type>(std::move(stream), c.context());
         conn_->set_hooks(std::move(hooks));
         conn_->apply_socket_options(c.options().live.keepalive);
     }
@@ -400,7 +398,8 @@ void client_connection::handle(std::string_view line) {
     }
 }
 
-load_client::load_client(const client_options& options) : options_(options), wheel_(io_.get_executor()) {
+load_client::load_client(const client_options& options)
+    : options_(options), wheel_(io_.get_executor()), context_(wheel_, options_.live, &counters_) {
     if (options_.tls) {
         tls_.emplace(asio::ssl::context::tls_client);
         if (options_.insecure) {

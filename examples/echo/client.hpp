@@ -7,6 +7,7 @@
 #include "options.hpp"
 
 #include <heartwheel/asio_wheel.hpp>
+#include <heartwheel/net/connection_context.hpp>
 #include <heartwheel/net/counters.hpp>
 
 #include <asio/io_context.hpp>
@@ -54,6 +55,8 @@ public:
     heartwheel::asio_wheel& wheel() noexcept { return wheel_; }
     asio::ssl::context* tls() noexcept { return tls_ ? &*tls_ : nullptr; }
     heartwheel::net::liveness_counters& counters() noexcept { return counters_; }
+    /// What every link's connection shares: the wheel, the liveness policies, the counters.
+    const heartwheel::net::connection_context& context() const noexcept { return context_; }
     bool stopping() const noexcept { return stopping_; }
 
 private:
@@ -65,6 +68,7 @@ private:
     heartwheel::net::liveness_counters counters_;
     asio::io_context io_{1};
     heartwheel::asio_wheel wheel_;
+    heartwheel::net::connection_context context_;
     std::vector<std::shared_ptr<client_connection>> connections_;
     std::vector<heartwheel::timer_handle> staggered_starts_; ///< --connect-stagger-us
     bool stopping_ = false;

@@ -110,7 +110,7 @@ double tls_heap_per_connection(echo::worker& w, const heartwheel::net::liveness_
     using tls_session = echo::session<Stream, heartwheel::net::connection_liveness>;
     std::vector<std::shared_ptr<tls_session>> sessions;
     sessions.reserve(m);
-    auto timing = heartwheel::net::wheel_liveness(w.wheel, cfg, &w.live_counters, &w.scale);
+    const heartwheel::net::connection_context timing(w.wheel, cfg, &w.live_counters, &w.scale, w.context.options);
     std::function<void()> accept = [&] {
         acceptor.async_accept([&](std::error_code ec, tcp::socket socket) {
             if (ec) return;
@@ -207,7 +207,7 @@ int main(int argc, char** argv) {
     bare.limits.max_age = {};
     const std::size_t half = n / 2;
     const auto start = [&](std::size_t from, std::size_t to, const heartwheel::net::liveness_config& cfg) {
-        auto timing = heartwheel::net::wheel_liveness(w.wheel, cfg, &w.live_counters, &w.scale);
+        const heartwheel::net::connection_context timing(w.wheel, cfg, &w.live_counters, &w.scale, w.context.options);
         for (std::size_t i = from; i < to; ++i) sessions[i]->start(std::move(accepted[i]), timing);
         w.io.poll(); // the receives are pending, nothing to read
         return heap_in_use() - w.wheel.wheel().storage_bytes(); // the slot storage is counted apart

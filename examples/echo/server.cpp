@@ -155,17 +155,16 @@ void server::start_session(worker& w, asio::ip::tcp::socket socket) {
     using tls = heartwheel::net::tls_socket; // OpenSSL on the descriptor: no record buffers of its own
     using heartwheel::net::connection_liveness;
     const bool wheel = options_.timers == timer_mode::wheel;
-    auto wheel_timing = heartwheel::net::wheel_liveness(w.wheel, options_.live, &w.live_counters, &w.scale);
     const bool none = options_.timers == timer_mode::none;
     if (tls_) {
         tls stream(std::move(socket), *tls_);
-        if (wheel) std::make_shared<session<tls, connection_liveness>>(w)->start(std::move(stream), wheel_timing);
-        else if (none) std::make_shared<session<tls, no_liveness>>(w)->start(std::move(stream), no_liveness::factory());
-        else std::make_shared<session<tls, asio_liveness>>(w)->start(std::move(stream), asio_liveness::factory(w));
+        if (wheel) std::make_shared<session<tls, connection_liveness>>(w)->start(std::move(stream), w.context);
+        else if (none) std::make_shared<session<tls, no_liveness>>(w)->start_baseline(std::move(stream), no_liveness::factory());
+        else std::make_shared<session<tls, asio_liveness>>(w)->start_baseline(std::move(stream), asio_liveness::factory(w));
     } else {
-        if (wheel) std::make_shared<session<tcp, connection_liveness>>(w)->start(std::move(socket), wheel_timing);
-        else if (none) std::make_shared<session<tcp, no_liveness>>(w)->start(std::move(socket), no_liveness::factory());
-        else std::make_shared<session<tcp, asio_liveness>>(w)->start(std::move(socket), asio_liveness::factory(w));
+        if (wheel) std::make_shared<session<tcp, connection_liveness>>(w)->start(std::move(socket), w.context);
+        else if (none) std::make_shared<session<tcp, no_liveness>>(w)->start_baseline(std::move(socket), no_liveness::factory());
+        else std::make_shared<session<tcp, asio_liveness>>(w)->start_baseline(std::move(socket), asio_liveness::factory(w));
     }
 }
 

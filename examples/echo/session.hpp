@@ -56,20 +56,39 @@ public:
         w_.session_gone();
     }
 
-    /// Takes over `stream` and starts the protocol on it.
+    /// Takes over `stream`, timed by the wheel's liveness as `ctx` (the worker's context) says.
+    void start(Stream stream, const heartwheel::net::connection_context& ctx) {
+        begin(std::move(stream), [&ctx](Stream s, std::shared_ptr<session> self) {
+            return std::make_shared<connection_type>(std::move(s), ctx, std::move(self));
+        });
+    }
+    /// Takes over `stream`, timed by a baseline's own liveness (--timers asio or none).
     template <class MakeLiveness>
-    void start(Stream stream, MakeLiveness&& make_liveness) {
+    void start_baseline(Stream stream, MakeLiveness&& make_liveness) {
+        begin(std::move(stream), [this, &make_liveness](Stream s, std::shared_ptr<session> self) {
+            return std::make_shared<connection_type>(std::move(s), w_.wheel, make_liveness, std::move(self),
+                                                     w_.context.counters, w_.context.options);
+        });
+    }
+
+    void shutdown() override { // the goodbye may take the whole shutdown grace to go out
+        if (conn_) conn_->close(close_reason::shutdown, std::chrono::milliseconds(w_.options.shutdown_grace_ms));
+    }
+    void abort() override {
+        if (conn_) conn_->abort(close_reason::shutdown);
+    }
+
+private:
+    /// Starts the protocol on the connection `make_connection(stream, self)` returns.
+    template <class MakeConnection>
+    void begin(Stream stream, MakeConnection&& make_connection) {
         auto self = this->shared_from_this(); // the connection holds the session until it closes
         asio::ip::address peer; // the source, for the handshake gate and the source shares
         if (connection_type::is_tls || w_.shares) {
             std::error_code gone; // a peer already gone: its first read or handshake fails at once
             peer = stream.lowest_layer().remote_endpoint(gone).address();
         }
-        heartwheel::net::connection_options opts;
-        opts.reads_are_idle_activity = false; // a data line is activity, a PONG is not
-        opts.output = w_.options.live.output; // slow consumers: water marks, hard and soft limits
-        conn_ = std::make_shared<connection_type>(std::move(stream), w_.wheel, std::forward<MakeLiveness>(make_liveness),
-                                                  self, &w_.live_counters, opts);
+        conn_ = make_connection(std::move(stream), self);
         conn_->apply_socket_options(w_.options.live.keepalive);
         if (w_.shares) {
             share_ = std::make_unique<share_place>(*this);
@@ -87,14 +106,6 @@ public:
         }
     }
 
-    void shutdown() override { // the goodbye may take the whole shutdown grace to go out
-        if (conn_) conn_->close(close_reason::shutdown, std::chrono::milliseconds(w_.options.shutdown_grace_ms));
-    }
-    void abort() override {
-        if (conn_) conn_->abort(close_reason::shutdown);
-    }
-
-private:
     /// The session's place among the handshakes in progress (TLS, until its handshake ends).
     struct handshake_place final : heartwheel::net::handshake_gate::waiter {
         explicit handshake_place(session& s) : owner(s) {}

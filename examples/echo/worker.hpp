@@ -11,6 +11,7 @@
 #include "options.hpp"
 
 #include <heartwheel/asio_wheel.hpp>
+#include <heartwheel/net/connection_context.hpp>
 #include <heartwheel/net/counters.hpp>
 #include <heartwheel/net/handshake_gate.hpp>
 #include <heartwheel/net/source_share.hpp>
@@ -53,7 +54,8 @@ struct server_counters {
 struct worker {
     worker(const server_options& o, heartwheel::net::liveness_counters& lc, server_counters& sc)
         : options(o), live_counters(lc), counters(sc), io(1), wheel(io.get_executor(), wheel_config(o)),
-          scale(wheel, o.live.overload.threshold), handshakes(share_of_handshakes(o)) {
+          scale(wheel, o.live.overload.threshold), context(wheel, o.live, &lc, &scale, session_options(o)),
+          handshakes(share_of_handshakes(o)) {
         if (o.source_share != 0) shares.emplace((o.source_share + o.threads - 1) / o.threads); // this thread's part
     }
     ~worker() {
@@ -93,6 +95,15 @@ struct worker {
         });
     }
 
+    /// The echo sessions' connection options: a data line is activity, a PONG is not (the session says
+    /// message_received()); slow consumers bounded by --output-*.
+    static heartwheel::net::connection_options session_options(const server_options& o) {
+        heartwheel::net::connection_options c;
+        c.reads_are_idle_activity = false;
+        c.output = o.live.output;
+        return c;
+    }
+
     /// This thread's share of the handshake limits: each split evenly between the threads (rounded up).
     static heartwheel::net::handshake_limits share_of_handshakes(const server_options& o) {
         heartwheel::net::handshake_limits l = o.handshakes;
@@ -119,6 +130,8 @@ struct worker {
     heartwheel::asio_wheel wheel;
     /// The scaled timeouts of this worker's connections (--*-min flags); pressure set by the server.
     heartwheel::net::timeout_scale scale;
+    /// What every connection of this worker shares: the wheel, the policies, the counters, the scale.
+    heartwheel::net::connection_context context;
     /// TLS handshakes in progress on this thread, bounded in all and per source.
     heartwheel::net::handshake_gate handshakes;
     /// Connections by source address (--source-share), and its excess mirrored for other threads.

@@ -56,16 +56,13 @@ asio::awaitable<void> serve(std::shared_ptr<net::connection<Stream>> c) {
 }
 
 template <class Stream>
-void start(Stream stream, heartwheel::asio_wheel& wheel, const net::liveness_config& cfg, net::liveness_counters& counters) {
-    net::connection_options opts;
-    opts.reads_are_idle_activity = false; // a message is a whole line: message_received()
-    auto c = std::make_shared<net::connection<Stream>>(std::move(stream), wheel, net::wheel_liveness(wheel, cfg, &counters),
-                                                       nullptr, &counters, opts);
+void start(Stream stream, const net::connection_context& ctx) {
+    auto c = std::make_shared<net::connection<Stream>>(std::move(stream), ctx);
     net::connection_hooks hooks;
     hooks.send_ping = [raw = c.get(), n = std::uint64_t{0}]() mutable { raw->send("PING " + std::to_string(++n) + "\n"); };
     hooks.last_words = [raw = c.get()](net::close_reason r) { raw->send(std::string("BYE ") + net::to_string(r) + "\n"); };
     c->set_hooks(std::move(hooks));
-    asio::co_spawn(wheel.get_executor(), serve(std::move(c)), asio::detached);
+    asio::co_spawn(c->get_executor(), serve(std::move(c)), asio::detached);
 }
 
 } // namespace
@@ -99,6 +96,9 @@ int main(int argc, char** argv) {
     asio::io_context io(1);
     heartwheel::asio_wheel wheel(io.get_executor());
     net::liveness_counters counters;
+    net::connection_options opts;
+    opts.reads_are_idle_activity = false; // a message is a whole line: message_received()
+    const net::connection_context ctx(wheel, cfg, &counters, nullptr, opts);
     std::optional<asio::ssl::context> tls;
     if (!cert.empty()) {
         tls.emplace(asio::ssl::context::tls_server);
@@ -116,8 +116,8 @@ int main(int argc, char** argv) {
     std::function<void()> accept = [&] {
         acceptor.async_accept([&](std::error_code ec, tcp::socket s) {
             if (ec) return;
-            if (tls) start(net::tls_socket(std::move(s), *tls), wheel, cfg, counters);
-            else start(std::move(s), wheel, cfg, counters);
+            if (tls) start(net::tls_socket(std::move(s), *tls), ctx);
+            else start(std::move(s), ctx);
             accept();
         });
     };

@@ -42,8 +42,7 @@ struct fixture {
     template <class Stream = tcp::socket>
     std::shared_ptr<net::connection<Stream>> make(Stream s, const net::liveness_config& cfg, net::connection_hooks hooks = {},
                                                   net::connection_options opts = {}) {
-        auto c = std::make_shared<net::connection<Stream>>(std::move(s), wheel, net::wheel_liveness(wheel, cfg, &counters),
-                                                           nullptr, &counters, opts);
+        auto c = std::make_shared<net::connection<Stream>>(std::move(s), net::connection_context(wheel, cfg, &counters, nullptr, opts));
         c->set_hooks(std::move(hooks));
         return c;
     }

@@ -44,8 +44,7 @@ struct fixture {
     }
     template <class Stream>
     std::shared_ptr<net::connection<Stream>> make(Stream s, const net::liveness_config& cfg = {}) {
-        return std::make_shared<net::connection<Stream>>(std::move(s), wheel, net::wheel_liveness(wheel, cfg, &counters),
-                                                         nullptr, &counters);
+        return std::make_shared<net::connection<Stream>>(std::move(s), net::connection_context(wheel, cfg, &counters));
     }
     void run_for(std::chrono::milliseconds d) {
         io.restart();

@@ -131,8 +131,8 @@ BOOST_AUTO_TEST_CASE(sessions_that_are_their_connections_handler_are_freed_by_io
         for (bool& g : gone) {
             peers.emplace_back(io).connect(acceptor.local_endpoint());
             auto s = std::make_shared<session>(g);
-            s->c = std::make_shared<net::connection<asio::ip::tcp::socket>>(acceptor.accept(), *wheel,
-                                                                           net::wheel_liveness(*wheel, cfg), s);
+            s->c = std::make_shared<net::connection<asio::ip::tcp::socket>>(acceptor.accept(),
+                                                                           net::connection_context(*wheel, cfg), s);
             s->start();
         }
         io.run_for(20ms);

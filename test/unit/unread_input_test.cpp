@@ -173,8 +173,7 @@ struct socket_fixture {
         peer.connect(acceptor.local_endpoint());
         liveness_config cfg;
         cfg.idle.reader_idle = 100ms;
-        c = std::make_shared<connection<tcp::socket>>(acceptor.accept(), svc, wheel_liveness(svc, cfg), nullptr,
-                                                      nullptr, opts);
+        c = std::make_shared<connection<tcp::socket>>(acceptor.accept(), connection_context(svc, cfg, nullptr, nullptr, opts));
     }
     /// The peer's bytes are in our kernel receive queue, unread.
     void peer_sends(const std::string& bytes) {

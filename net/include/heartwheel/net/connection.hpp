@@ -7,8 +7,8 @@
 //       void last_words(net::close_reason r) override { c->send(bye_line(r)); }
 //       net::connection<tcp::socket>* c;
 //   };
-//   auto c = std::make_shared<net::connection<tcp::socket>>(std::move(socket), wheel,
-//       net::wheel_liveness(wheel, config, &counters), session_ptr, &counters);
+//   net::connection_context ctx(wheel, config, &counters);   // once per thread
+//   auto c = std::make_shared<net::connection<tcp::socket>>(std::move(socket), ctx, session_ptr);
 //   c->apply_socket_options(config.keepalive);             // TLS: c->async_handshake(...)
 //   n = co_await c->stream().async_read_some(buf, use_awaitable);   // recorded: no on_read() by hand
 //   c->send(reply);                                        // coalesced, bounded, timed
@@ -42,6 +42,7 @@
 #define HEARTWHEEL_NET_CONNECTION_HPP
 
 #include <heartwheel/net/close_reason.hpp>
+#include <heartwheel/net/connection_context.hpp>
 #include <heartwheel/net/connection_liveness.hpp>
 #include <heartwheel/net/detail/teardown_registry.hpp>
 #include <heartwheel/net/errc.hpp>
@@ -111,31 +112,6 @@ private:
 };
 } // namespace detail
 
-struct connection_options {
-    /// How long last words may take to flush before the lowest layer is closed anyway.
-    std::chrono::milliseconds linger{1000};
-    /// The output's bounds: water marks (writable(), on_writable, can_read) and the slow-consumer
-    /// hard and soft limits. Validated by the constructor (config_error).
-    output_policy output;
-    /// How the queue chunks its bytes.
-    write_queue_limits queue;
-    /// Whether every read that brings bytes is reader activity for idle detection (true), or the
-    /// application judges messages itself with message_received() (false; bytes still prove
-    /// liveness to the heartbeat and the read timeout either way).
-    bool reads_are_idle_activity = true;
-    /// Whether a first idle event closes the connection (otherwise on_idle only reports it).
-    bool close_on_idle = true;
-};
-
-/// A factory for the default Liveness: connection_liveness on `svc`, with `config` and `counters`,
-/// and with `scale` the timeouts config.overload scales (one timeout_scale per wheel).
-inline auto wheel_liveness(timer_scheduler& svc, const liveness_config& config, liveness_counters* counters = nullptr,
-                           timeout_scale* scale = nullptr) {
-    return [&svc, config, counters, scale](liveness_handler& handler) {
-        return std::make_unique<connection_liveness>(svc, config, handler, counters, scale);
-    };
-}
-
 template <class NextLayer, class Liveness = connection_liveness>
 class connection final : public std::enable_shared_from_this<connection<NextLayer, Liveness>>,
                          private stream_observer,
@@ -149,8 +125,20 @@ public:
     static constexpr bool is_tcp =
         std::is_same_v<typename stream_type::lowest_layer_type::protocol_type, asio::ip::tcp>;
 
-    /// `make_liveness(liveness_handler&)` returns a std::unique_ptr<Liveness> (wheel_liveness()).
-    /// `handler` may be null (set_handler() later, or nothing to be told).
+    /// A connection timed by the wheel's liveness (connection_liveness), with everything else from its
+    /// thread's context. `handler` may be null (set_handler() later, or nothing to be told).
+    template <class L = Liveness, std::enable_if_t<std::is_same_v<L, connection_liveness>, int> = 0>
+    connection(NextLayer next_layer, const connection_context& context, std::shared_ptr<connection_handler> handler = nullptr)
+        : connection(
+              std::move(next_layer), context.timers,
+              [&context](liveness_handler& h) {
+                  return std::make_unique<connection_liveness>(context.timers, context.config, h, context.counters, context.scale);
+              },
+              std::move(handler), context.counters, context.options) {}
+
+    /// A connection with a liveness of your own: `make_liveness(liveness_handler&)` returns a
+    /// std::unique_ptr<Liveness> (Liveness: what connection_liveness offers the connection — on_read,
+    /// on_write_*, handshake_started/done, on_pong, close; examples/echo/liveness.hpp has two).
     template <class MakeLiveness>
     connection(NextLayer next_layer, timer_scheduler& svc, MakeLiveness&& make_liveness,
                std::shared_ptr<connection_handler> handler = nullptr, liveness_counters* counters = nullptr,

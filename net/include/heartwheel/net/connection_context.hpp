@@ -1,0 +1,54 @@
+// heartwheel/net/connection_context.hpp — what a net::connection is made with: its options, and the
+// context the connections of one thread share (the wheel, the liveness policies, the counters, the
+// overload scale). Apart from connection.hpp so that an application's headers can hold a context
+// without pulling in the connection's templates.
+#ifndef HEARTWHEEL_NET_CONNECTION_CONTEXT_HPP
+#define HEARTWHEEL_NET_CONNECTION_CONTEXT_HPP
+
+#include <heartwheel/net/counters.hpp>
+#include <heartwheel/net/liveness_config.hpp>
+#include <heartwheel/net/policies.hpp>
+#include <heartwheel/net/write_queue.hpp>
+#include <heartwheel/timer_scheduler.hpp>
+
+#include <chrono>
+#include <utility>
+
+namespace heartwheel::net {
+
+class timeout_scale;
+
+struct connection_options {
+    /// How long last words may take to flush before the lowest layer is closed anyway.
+    std::chrono::milliseconds linger{1000};
+    /// The output's bounds: water marks (writable(), on_writable, can_read) and the slow-consumer
+    /// hard and soft limits. Validated by the constructor (config_error).
+    output_policy output;
+    /// How the queue chunks its bytes.
+    write_queue_limits queue;
+    /// Whether every read that brings bytes is reader activity for idle detection (true), or the
+    /// application judges messages itself with message_received() (false; bytes still prove
+    /// liveness to the heartbeat and the read timeout either way).
+    bool reads_are_idle_activity = true;
+    /// Whether a first idle event closes the connection (otherwise on_idle only reports it).
+    bool close_on_idle = true;
+};
+
+/// What the connections of one thread share, made once per thread (or per server, with one thread)
+/// and given to each connection: the wheel its timers live in, the liveness configuration, where closes
+/// and events are counted, the overload scale (one timeout_scale per wheel, or none), and the
+/// connection options. Must outlive its connections; a connection reads it when it is made.
+struct connection_context {
+    explicit connection_context(timer_scheduler& t, liveness_config c = {}, liveness_counters* n = nullptr,
+                                timeout_scale* s = nullptr, connection_options o = {})
+        : timers(t), config(std::move(c)), counters(n), scale(s), options(std::move(o)) {}
+    timer_scheduler& timers;
+    liveness_config config;
+    liveness_counters* counters;
+    timeout_scale* scale;
+    connection_options options;
+};
+
+} // namespace heartwheel::net
+
+#endif
