@@ -62,7 +62,8 @@ void start(Stream stream, const net::connection_context& ctx) {
     hooks.send_ping = [raw = c.get(), n = std::uint64_t{0}]() mutable { raw->send("PING " + std::to_string(++n) + "\n"); };
     hooks.last_words = [raw = c.get()](net::close_reason r) { raw->send(std::string("BYE ") + net::to_string(r) + "\n"); };
     c->set_hooks(std::move(hooks));
-    asio::co_spawn(c->get_executor(), serve(std::move(c)), asio::detached);
+    const auto ex = c->get_executor(); // before serve(std::move(c)): argument order is unspecified
+    asio::co_spawn(ex, serve(std::move(c)), asio::detached);
 }
 
 } // namespace
