@@ -28,7 +28,11 @@ method: a plain thread sleeping to 1 ms deadlines) measures how late the machine
 ordinary thread over the same phase: the floor under the servers' per-connection lateness. The
 phase's scrapes also make a time series: per quarter-second window, the late judgements, the probe's
 worst wake-up and the hypervisor's steal, so that the late judgements can be read against the moments
-the machine itself missed the tick.
+the machine itself missed the tick. And from the peers' side (bench/scale/peer_observer.py, a
+separate process at the servers' priority): K more connections (1 % of them, 50..200) answer pings
+like the clients until the stop, then note when their first unanswered PING and the server's close
+arrived — close minus (that PING + the timeout) is the lateness a peer sees, next to the servers' own
+figure.
 Prints Markdown and writes JSON (--out).
     python3 bench/scale/scale_bench.py [--connections 100000] [--seconds 30]"""
 import argparse
@@ -46,18 +50,19 @@ BUILD = os.environ.get("HEARTWHEEL_BUILD", os.path.join(ROOT, "build"))
 SERVER = os.path.join(BUILD, "examples", "echo_server")
 CLIENT = os.path.join(BUILD, "examples", "echo_client")
 PROBE = os.path.join(BUILD, "bench", "wake_probe")
+OBSERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "peer_observer.py")
 TICKS = os.sysconf("SC_CLK_TCK")
 PER_PROCESS = 15000  # connections per process, under a 20,000-descriptor limit with room for hashing skew
-JITTER = 0.1  # heartbeat interval ±10 %, as a deployment would run it (pings of connections made together spread)
+JITTER = 0.1  # heartbeat interval ±10 % by default, as a deployment would run it (--jitter)
 HB_CLOSES = 'heartwheel_closes_total{reason="heartbeat-timeout"}'
 POLL = 0.25  # seconds between the death phase's scrapes (each scrape is work on every server's thread)
 
 
-def policy_flags(interval, timeout, tick):
+def policy_flags(interval, timeout, tick, misses=1, jitter=JITTER):
     """echo_server's flags for every benchmarked server: metrics, reader idle, heartbeat and max age on."""
     return ["--metrics", "127.0.0.1:0", "--max-connections", "25000", "--tick", str(tick), "--reader-idle", "3600000",
-            "--heartbeat-interval", str(interval), "--heartbeat-timeout", str(timeout), "--heartbeat-misses", "1",
-            "--heartbeat-jitter", str(JITTER), "--max-age", "7200000", "--shutdown-grace", "0"]
+            "--heartbeat-interval", str(interval), "--heartbeat-timeout", str(timeout), "--heartbeat-misses", str(misses),
+            "--heartbeat-jitter", str(jitter), "--max-age", "7200000", "--shutdown-grace", "0"]
 
 
 def start_server(flags, port=0):
@@ -215,14 +220,18 @@ def main():
     ap.add_argument("--heartbeat-interval", type=int, default=10000)
     ap.add_argument("--heartbeat-timeout", type=int, default=5000)
     ap.add_argument("--tick", type=int, default=10)
+    ap.add_argument("--heartbeat-misses", type=int, default=1)
+    ap.add_argument("--jitter", type=float, default=JITTER, help="heartbeat interval jitter (fraction)")
     ap.add_argument("--per-process", type=int, default=PER_PROCESS, help="connections per server / client process")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "scale_bench.json"))
     a = ap.parse_args()
     n = a.connections
     procs = max(1, math.ceil(n / a.per_process))
     interval, timeout, tick = a.heartbeat_interval, a.heartbeat_timeout, a.tick
-    flags = ["--reuse-port", *policy_flags(interval, timeout, tick)]
-    servers, mports, clients, probe = [], [], [], None
+    misses, jitter = a.heartbeat_misses, a.jitter
+    flags = ["--reuse-port", *policy_flags(interval, timeout, tick, misses, jitter)]
+    servers, mports, clients, probe, observer = [], [], [], None, None
+    observed = min(200, max(50, n // 100))
     try:
         port = 0
         for _ in range(procs):
@@ -255,6 +264,15 @@ def main():
             time.sleep(0.5)
         connect_s = time.monotonic() - t0
         time.sleep(2)  # the accept bursts are over
+        # The peers' side: a few more connections, answering like the clients until the stop.
+        # Measured from the first unanswered PING + the policy's death time; with jitter (intervals
+        # vary) and more than one miss, from the last unanswered PING + the timeout.
+        observer = subprocess.Popen([sys.executable, OBSERVER, str(port), str(observed), str(timeout), "--source",
+                                     "127.2.0.1", "--interval", str(interval), "--misses", str(misses),
+                                     *(["--from-last"] if jitter > 0 and misses > 1 else [])],
+                                    stdout=subprocess.PIPE, text=True)
+        if observer.stdout.readline().strip() != "ready":
+            raise SystemExit("peer_observer did not connect")
         # The machine's own wake-up tail, read over the death phase: a plain thread sleeping to 1 ms
         # deadlines at the servers' priority (started before the harness lowers its own).
         probe = subprocess.Popen([PROBE, "1000", str(tick)], stdout=subprocess.PIPE, text=True)
@@ -292,11 +310,12 @@ def main():
         rq0 = run_queue_wait([p.pid for p in servers])
         m0 = machine_cpu()
         probe.send_signal(signal.SIGUSR1)  # count from here
+        observer.send_signal(signal.SIGUSR1)  # the observed peers stop answering with the clients
         for c in clients:
             c.send_signal(signal.SIGSTOP)
         death = time.monotonic()
         first = last = None
-        limit = death + (interval + timeout) / 1000 + 30
+        limit = death + (interval + (misses - 1) * max(interval, timeout) * (1 + jitter) + timeout) / 1000 + 30
         series = [series_point(after, death, death, servers, tick)]
         while time.monotonic() < limit:
             began = time.monotonic()
@@ -317,12 +336,19 @@ def main():
         probe.send_signal(signal.SIGTERM)
         wake = json.loads(probe.communicate(timeout=10)[0])
         coincidence = line_up(series, wake.pop("late_events"), death, tick)
+        peer = json.loads(observer.communicate(timeout=90)[0].strip().splitlines()[-1])
+        pl = peer.pop("lateness_ms")
+        peer.update({"p50_ms": pl[len(pl) // 2] if pl else None, "p99_ms": pl[min(len(pl) - 1, int(len(pl) * 0.99))] if pl else None,
+                     "max_ms": pl[-1] if pl else None, "min_ms": pl[0] if pl else None,
+                     "before_the_deadline": sum(x < 0 for x in pl), "later_than_one_tick_plus_1ms": sum(x > tick + 1 for x in pl)})
         machine = {k: round(m1[k] - m0[k], 2) for k in m0}
         wakes = total(final, "heartwheel_driver_wakeups_total") - wakes0
         late_sum = total(final, "heartwheel_timer_lateness_seconds_sum") - total(after, "heartwheel_timer_lateness_seconds_sum")
         late_p99 = quantile(histogram(final, "heartwheel_timer_lateness_seconds"), late0, 0.99)
         late_max = quantile(histogram(final, "heartwheel_timer_lateness_seconds"), late0, 1.0)
-        earliest, latest = timeout / 1000, (interval * (1 + JITTER) + timeout + tick) / 1000 + POLL + 0.05
+        more = (misses - 1) * max(interval, timeout)  # the misses after the first, each an interval or a timeout apart
+        earliest = (more * (1 - jitter) + timeout) / 1000
+        latest = (interval * (1 + jitter) + more * (1 + jitter) + timeout + tick) / 1000 + POLL + 0.05
         name = "heartwheel_heartbeat_death_lateness_seconds"
         deaths = total(final, name + "_count") - total(after, name + "_count")
         h1, h0 = histogram(final, name), histogram(after, name)
@@ -356,12 +382,14 @@ def main():
             "run_queue_wait_s": round(rq1[0] - rq0[0], 2),
             "run_queue_wait_per_slice_ms": round((rq1[0] - rq0[0]) * 1000 / max(1, rq1[1] - rq0[1]), 2),
             "machine_cpu_s": machine, "burst_s": round(time.monotonic() - death, 2), "wake_probe": wake,
-            "late_by_window": coincidence,
+            "late_by_window": coincidence, "peer_side": peer,
             "other_closes": {k: v for k, v in liveness_closes(final).items() if k != "heartbeat-timeout"},
         }
     finally:
         if probe is not None and probe.poll() is None:
             probe.kill()
+        if observer is not None and observer.poll() is None:
+            observer.kill()
         for c in clients:
             try:
                 c.send_signal(signal.SIGCONT)
@@ -414,6 +442,11 @@ def main():
           f"≤ {d['judgement_lateness_p99_ms_at_most']} ms |")
     print(f"| ... lateness mean / max | {d['judgement_lateness_mean_ms']} ms / {d['judgement_lateness_max_ms']} ms |")
     print(f"| every one within one tick of its deadline | {'yes' if d['each_within_one_tick'] else 'NO'} |")
+    pe = d["peer_side"]
+    since = "the last unanswered PING + the timeout" if jitter > 0 and misses > 1 else "the first unanswered PING + the death time"
+    print(f"| as {pe['observed']} peers saw it: close minus ({since}), p50 / p99 / min / max | "
+          f"{pe['p50_ms']} / {pe['p99_ms']} / {pe['min_ms']} / {pe['max_ms']} ms ({pe['closed']} closes seen; "
+          f"{pe['before_the_deadline']} before the deadline, {pe['later_than_one_tick_plus_1ms']} more than one tick + 1 ms after) |")
     print(f"| closing burst's server CPU | {d['burst_cpu_s']} s |")
     print(f"| wheels' wake-up lateness p99 / max (bucket bounds) | ≤ {d['lateness_p99_ms_at_most']} ms / ≤ {d['lateness_max_ms_at_most']} ms |")
     print(f"| wheels' wake-up lateness, mean | {d['lateness_mean_ms']} ms |")
@@ -432,7 +465,8 @@ def main():
           f"({c['windows_where_the_machine_missed']} of {c['windows']} windows) |")
     print(f"| other closes | {d['other_closes'] or 'none'} |")
     ok = (s["connections"] >= n and not s["liveness_closes"] and d["within_bounds"] and not d["other_closes"]
-          and d["heartbeat_timeout_closes"] >= n and d["judged"] >= n and d["judged_early"] == 0)
+          and d["heartbeat_timeout_closes"] >= n and d["judged"] >= n and d["judged_early"] == 0
+          and d["peer_side"]["closed"] == d["peer_side"]["observed"])
     return 0 if ok else 1
 
 

@@ -40,6 +40,13 @@ void heartbeat::send_ping() {
     // its round trip measured) from when it really left, not from the start of the batch.
     ping_sent_ = svc_.fresh_now();
     awaiting_pong_ = true;
+    not_before_ = time_point::min();
+    if (misses_ > 0 && misses_ + 1 >= policy_.misses) { // unanswered, this one is fatal: not before the formula
+        const auto interval = std::chrono::duration_cast<duration>(policy_.interval);
+        const auto shortest = duration(static_cast<duration::rep>(static_cast<double>(interval.count()) * (1.0 - policy_.jitter)));
+        const auto timeout = std::chrono::duration_cast<duration>(policy_.timeout);
+        not_before_ = saturating_add(streak_start_, (policy_.misses - 1) * std::max(shortest, timeout) + timeout);
+    }
     // The next ping: an interval after this one fell due, not after the tick that sent it ran, so
     // rounding to ticks (and a late wake-up) does not add up ping after ping.
     const time_point base = std::min(due, ping_sent_);
@@ -67,6 +74,7 @@ void heartbeat::judge_ping() {
             svc_.schedule(checker_, saturating_add(svc_.now(), unread_input_recheck));
             return;
         }
+        if (misses_ == 0) streak_start_ = ping_sent_;
         ++misses_;
         listener_->on_miss();
         if (misses_ >= policy_.misses) {

@@ -476,3 +476,26 @@ BOOST_AUTO_TEST_CASE(heartbeat_judged_at_the_first_wakeup_past_its_deadline) {
         BOOST_TEST(svc.wheel().empty());
     }
 }
+
+// Never early as the peer sees it: pings keep their grid (timed from when the previous fell due), so a
+// first ping that left late — here a 30 ms stall just as it fell due — would put the last ping, and
+// the death, sooner after it than the formula says. The fatal miss waits for P + (misses - 1) *
+// interval + timeout from when the first unanswered ping really left (365 ms before: 30 ms early).
+BOOST_AUTO_TEST_CASE(heartbeat_death_is_never_early_from_the_first_ping_that_really_left) {
+    manual_service svc(1ms);
+    hb_log log(svc);
+    heartbeat_policy p;
+    p.interval = 105ms;
+    p.timeout = 50ms;
+    p.misses = 3;
+    auto hb = make_hb(svc, log, p);
+    svc.step_by(104ms);
+    svc.advance_by(31ms); // a stall: the first ping (due at 105) leaves at 135
+    BOOST_TEST_REQUIRE(log.pings.size() == 1u);
+    BOOST_TEST((log.pings[0] == 135ms));
+    svc.step_by(400ms);
+    BOOST_TEST((log.pings == std::vector<duration>{135ms, 210ms, 315ms})); // back on the grid
+    BOOST_TEST_REQUIRE(log.dead.has_value());
+    BOOST_TEST((*log.dead >= 135ms + 2 * 105ms + 50ms), log.dead->count()); // 395 ms
+    BOOST_TEST((*log.dead <= 396ms), log.dead->count());
+}

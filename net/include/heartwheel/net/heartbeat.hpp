@@ -22,6 +22,11 @@
 // leaves a little after the tick that sent it, and the tick that judges it is about as late),
 // otherwise one at the deadline itself (timer_scheduler::schedule_exact). Never early; late by the
 // driver's wake-up delay (by up to one tick more with a service that cannot wake between ticks).
+// Never early as the peer sees it either: pings are timed from when the previous one fell due (so
+// tick rounding does not add up), and a first ping that left late (a stall, a busy batch) would make
+// the last one's deadline come sooner after it than the formula says; so the fatal miss is judged no
+// earlier than P + (misses - 1) * max(interval x (1 - jitter), timeout) + timeout, P being when the
+// streak's first unanswered ping really left.
 //
 // A dead timeout that respects the path (QUIC's rule: never below three probe timeouts): from the
 // pong round trips the heartbeat keeps RFC 6298's smoothed RTT and variance, and judges each ping no
@@ -85,7 +90,10 @@ public:
     duration effective_timeout() const noexcept;
     /// When the last ping sent is (or was) judged: its send time plus the effective timeout. In
     /// on_dead(), the deadline the peer missed.
-    time_point judgement_deadline() const noexcept { return saturating_add(ping_sent_, effective_timeout()); }
+    time_point judgement_deadline() const noexcept {
+        const time_point own = saturating_add(ping_sent_, effective_timeout());
+        return own > not_before_ ? own : not_before_;
+    }
     const heartbeat_policy& policy() const noexcept { return policy_; }
 
 private:
@@ -102,6 +110,8 @@ private:
     time_point last_read_{};
     time_point read_at_last_judgement_{};
     time_point ping_sent_{};
+    time_point streak_start_{};             ///< when the first ping of the current miss streak left
+    time_point not_before_{time_point::min()}; ///< a fatal judgement's floor, set with the ping that may be fatal
     std::uint32_t misses_ = 0;
     bool awaiting_pong_ = false;
     bool ping_due_ = false; ///< a ping fell due while the previous one was outstanding
