@@ -1286,6 +1286,9 @@ class Client(unittest.TestCase):
                 client = subprocess.Popen([CLIENT, "--quiet", "--verbose", "--connect", f"127.0.0.1:{srv.port}",
                                            "--send-interval", "100", "--heartbeat-interval", "500",
                                            "--heartbeat-timeout", "500", "--heartbeat-misses", "2",
+                                           # the formula's timeout, not the RTT floor: a loaded machine's
+                                           # round trips would lengthen it (it did, to 2.4 s, in one CI run)
+                                           "--heartbeat-rtt-factor", "0",
                                            "--heartbeat-trigger", trigger, "--duration", "4500"],
                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                 closed_at = []
