@@ -10,6 +10,7 @@ import subprocess
 import time
 import unittest
 import shutil
+import tempfile
 import threading
 import urllib.request
 
@@ -1281,14 +1282,17 @@ class Client(unittest.TestCase):
         last byte received + interval + (misses - 1) * max(interval, timeout) + timeout = 1.5 s
         after the freeze (interval = timeout = 500 ms, 2 misses), never before. With the outbound
         trigger its own requests keep putting the ping off and it never notices."""
+        # The formula's timeout, not the RTT floor: a loaded machine's round trips would lengthen it
+        # (they did, to a close 2.4 s after the freeze, in one CI run).
+        no_rtt_floor = tempfile.NamedTemporaryFile("w", suffix=".toml")
+        no_rtt_floor.write("[heartbeat]\nrtt_factor = 0\n")
+        no_rtt_floor.flush()
         for trigger in ("inbound", "outbound"):
             with Server() as srv:
                 client = subprocess.Popen([CLIENT, "--quiet", "--verbose", "--connect", f"127.0.0.1:{srv.port}",
                                            "--send-interval", "100", "--heartbeat-interval", "500",
                                            "--heartbeat-timeout", "500", "--heartbeat-misses", "2",
-                                           # the formula's timeout, not the RTT floor: a loaded machine's
-                                           # round trips would lengthen it (it did, to 2.4 s, in one CI run)
-                                           "--heartbeat-rtt-factor", "0",
+                                           "--config", no_rtt_floor.name,
                                            "--heartbeat-trigger", trigger, "--duration", "4500"],
                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                 closed_at = []
