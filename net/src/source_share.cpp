@@ -36,11 +36,10 @@ void source_share::set_over(entry& e, bool over) noexcept {
 
 void source_share::add(member& m, const asio::ip::address& source) {
     remove(m);
-    auto it = sources_.try_emplace(source).first;
-    entry& e = it->second;
-    e.key = source;
+    auto& element = *sources_.try_emplace(source).first; // node-based: the element stays where it is
+    entry& e = element.second;
     m.table_ = this;
-    m.source_ = &e;
+    m.source_ = &element;
     m.prev_ = e.newest;
     m.next_ = nullptr;
     (e.newest ? e.newest->next_ : e.oldest) = &m;
@@ -56,7 +55,8 @@ void source_share::remove(member& m) noexcept {
 }
 
 void source_share::unlink(member& m) noexcept {
-    entry& e = *static_cast<entry*>(m.source_);
+    auto& element = *static_cast<std::unordered_map<asio::ip::address, entry>::value_type*>(m.source_);
+    entry& e = element.second;
     (m.prev_ ? m.prev_->next_ : e.oldest) = m.next_;
     (m.next_ ? m.next_->prev_ : e.newest) = m.prev_;
     m.table_ = nullptr;
@@ -65,7 +65,7 @@ void source_share::unlink(member& m) noexcept {
     if (e.count-- > share_) --excess_;
     if (e.count <= share_) set_over(e, false);
     if (e.count == 0) {
-        const asio::ip::address key = e.key; // not a reference into the node being erased
+        const asio::ip::address key = element.first; // a copy: not a reference into the node being erased
         sources_.erase(key);
     }
 }

@@ -50,7 +50,7 @@ public:
         source_share* table_ = nullptr;
         member* prev_ = nullptr;
         member* next_ = nullptr;
-        void* source_ = nullptr;
+        void* source_ = nullptr; // the table's element (its address and its entry)
     };
 
     /// `share`: connections a source may hold before the rest is excess (at least 1).
@@ -82,7 +82,6 @@ private:
         entry* prev_over = nullptr; // the list of sources over their share
         entry* next_over = nullptr;
         bool over = false;
-        asio::ip::address key;
     };
 
     void unlink(member& m) noexcept;
