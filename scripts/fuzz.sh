@@ -12,7 +12,7 @@ dir=$root/build-fuzz
 targets=${HEARTWHEEL_FUZZ_TARGETS:-line_framer config wheel tls control_line echo_config}
 
 CXX=clang++ bash "$root/scripts/build.sh" "$dir" -DCMAKE_CXX_COMPILER=clang++ -DHEARTWHEEL_BUILD_FUZZ=ON \
-  -DHEARTWHEEL_BUILD_TESTS=OFF -DHEARTWHEEL_BUILD_BENCH=OFF -DHEARTWHEEL_SANITIZE=address,undefined \
+  -DHEARTWHEEL_BUILD_TESTS=OFF -DHEARTWHEEL_BUILD_BENCH=OFF -DHEARTWHEEL_BOOST_ASIO=OFF -DHEARTWHEEL_SANITIZE=address,undefined \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" # libFuzzer's advice; line tables for the reports
 
 mkdir -p "$dir/artifacts"

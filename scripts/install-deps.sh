@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Installs heartwheel's build, test and benchmark dependencies from Debian's packages (Debian 12).
 # Idempotent: does nothing when everything is already installed.
+# Boost is 1.81 (libboost1.81-dev: Boost.Asio and Beast for heartwheel's Boost flavour, and Boost.Test),
+# which replaces Debian's default 1.74 dev packages (docs/design.md, "One source, two Asios").
+# python3-munkres comes before python3-matplotlib: matplotlib's fonttools then needs no scipy, whose
+# pythran would pull Boost 1.74 back in.
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
   libasio-dev libssl-dev openssl
-  libboost-test-dev libbenchmark-dev
+  libboost1.81-dev libboost-test1.81-dev libbenchmark-dev
   libtomlplusplus-dev libcli11-dev
   libevent-dev libuv1-dev libev-dev
   clang libclang-rt-14-dev
-  python3 python3-matplotlib procps iproute2 nftables netcat-openbsd valgrind
+  python3 python3-munkres python3-matplotlib procps iproute2 nftables netcat-openbsd valgrind
   sslscan prometheus
 )
 missing=()

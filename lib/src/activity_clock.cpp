@@ -1,7 +1,7 @@
 // activity_clock.cpp — opening and closing stamp batches; see activity_clock.hpp for the invariant.
 #include <heartwheel/activity_clock.hpp>
 
-#include <asio/post.hpp>
+#include <heartwheel/asio.hpp>
 
 #include <algorithm>
 

@@ -86,7 +86,7 @@ void asio_wheel::arm(time_point when) {
     armed_at_ = when;
     ++stats_.rearms;
     timer_.expires_at(when);
-    timer_.async_wait([weak = std::weak_ptr<asio_wheel*>(self_)](std::error_code ec) {
+    timer_.async_wait([weak = std::weak_ptr<asio_wheel*>(self_)](error_code ec) {
         auto alive = weak.lock();
         if (ec || !alive || *alive == nullptr) return; // re-armed, cancelled or destroyed
         asio_wheel& self = **alive;

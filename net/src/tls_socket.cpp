@@ -1,8 +1,7 @@
 // tls_socket.cpp — the OpenSSL calls and their outcomes; see tls_socket.hpp.
 #include <heartwheel/net/tls_socket.hpp>
 
-#include <asio/ip/address.hpp>
-#include <asio/ssl/error.hpp>
+#include <heartwheel/asio_ssl.hpp>
 
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
@@ -17,7 +16,7 @@ namespace heartwheel::net {
 
 namespace {
 
-std::error_code ssl_error(unsigned long e) {
+error_code ssl_error(unsigned long e) {
     return {static_cast<int>(e), asio::error::get_ssl_category()};
 }
 
@@ -73,7 +72,7 @@ const BIO_METHOD* descriptor_method() {
                                        "heartwheel descriptor");
         if (m == nullptr || ::BIO_meth_set_write_ex(m, bio_write) != 1 || ::BIO_meth_set_read_ex(m, bio_read) != 1 ||
             ::BIO_meth_set_ctrl(m, bio_ctrl) != 1 || ::BIO_meth_set_create(m, bio_create) != 1)
-            throw std::system_error(ssl_error(::ERR_get_error()), "tls_socket: the descriptor BIO");
+            throw system_error(ssl_error(::ERR_get_error()), "tls_socket: the descriptor BIO");
         return m;
     }(); // made once, kept for the process's life
     return method;
@@ -83,16 +82,16 @@ const BIO_METHOD* descriptor_method() {
 
 tls_socket::tls_socket(next_layer_type socket, asio::ssl::context& context)
     : socket_(std::move(socket)), ssl_(::SSL_new(context.native_handle())) {
-    if (ssl_ == nullptr) throw std::system_error(ssl_error(::ERR_get_error()), "SSL_new");
+    if (ssl_ == nullptr) throw system_error(ssl_error(::ERR_get_error()), "SSL_new");
     // Records go out one at a time (a write completes with what one record took), the retry of a
     // write may come from a moved buffer, and idle connections give their record buffers back.
     ::SSL_set_mode(ssl_, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
-    std::error_code ec;
+    error_code ec;
     socket_.non_blocking(true, ec); // OpenSSL's reads and writes must not block the thread
     BIO* bio = ec ? nullptr : ::BIO_new(descriptor_method());
     if (bio == nullptr) {
         ::SSL_free(ssl_);
-        throw std::system_error(ec ? ec : ssl_error(::ERR_get_error()), "tls_socket: the socket");
+        throw system_error(ec ? ec : ssl_error(::ERR_get_error()), "tls_socket: the socket");
     }
     ::BIO_set_data(bio, reinterpret_cast<void*>(static_cast<std::intptr_t>(socket_.native_handle())));
     ::SSL_set_bio(ssl_, bio, bio); // the SSL object owns the BIO (one reference for both directions)
@@ -107,7 +106,7 @@ tls_socket::~tls_socket() {
 
 void tls_socket::set_host(const std::string& host) {
     X509_VERIFY_PARAM* param = ::SSL_get0_param(ssl_);
-    std::error_code ec;
+    error_code ec;
     asio::ip::make_address(host, ec);
     if (!ec) { // an address: matched against the certificate's IP entries, and no SNI (RFC 6066, 3)
         ::X509_VERIFY_PARAM_set1_ip_asc(param, host.c_str());
@@ -121,7 +120,7 @@ void tls_socket::set_host(const std::string& host) {
 namespace {
 
 /// What an OpenSSL call that returned `ret` (not success) means: a wait, or an error.
-std::error_code failure(SSL* ssl, int ret, tls_socket::want& w) {
+error_code failure(SSL* ssl, int ret, tls_socket::want& w) {
     w = tls_socket::want::nothing;
     const int saved_errno = errno;
     switch (::SSL_get_error(ssl, ret)) {
@@ -130,7 +129,7 @@ std::error_code failure(SSL* ssl, int ret, tls_socket::want& w) {
     case SSL_ERROR_ZERO_RETURN: return asio::error::eof; // the peer's close_notify
     case SSL_ERROR_SYSCALL: {
         if (const unsigned long e = ::ERR_get_error()) return ssl_error(e);
-        if (saved_errno != 0) return {saved_errno, std::system_category()}; // e.g. a reset
+        if (saved_errno != 0) return error_code(saved_errno, asio::error::get_system_category()); // e.g. a reset
         return asio::ssl::error::stream_truncated; // a TCP close without close_notify
     }
     case SSL_ERROR_SSL: {
@@ -172,7 +171,7 @@ tls_socket::outcome tls_socket::read(asio::mutable_buffer b) {
     return o;
 }
 
-std::size_t tls_socket::read_ready(void* data, std::size_t size, want& w, std::error_code& ec) {
+std::size_t tls_socket::read_ready(void* data, std::size_t size, want& w, error_code& ec) {
     w = want::nothing;
     if (!socket_.is_open()) {
         ec = asio::error::bad_descriptor;

@@ -15,7 +15,7 @@ step(${CMAKE_COMMAND} -S ${SOURCE_DIR}/test/package/consumer -B ${WORK_DIR}/buil
      -DCHAT_SERVER_SOURCE=${SOURCE_DIR}/examples/chat/chat_server.cpp)
 step(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 # One consumer per exported target; each must run and say what it did.
-foreach(target core asio heartwheel net)
+foreach(target core heartwheel net boost_net)
   step(${WORK_DIR}/build/consumer_${target})
   if(NOT step_output MATCHES "consumer_${target}: ")
     message(FATAL_ERROR "consumer_${target} printed: ${step_output}")

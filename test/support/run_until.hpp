@@ -5,7 +5,7 @@
 
 #include <boost/test/unit_test.hpp>
 
-#include <asio/io_context.hpp>
+#include "test_asio.hpp"
 
 #include <chrono>
 #include <functional>

@@ -3,7 +3,8 @@
 #ifndef HEARTWHEEL_TEST_SELF_SIGNED_HPP
 #define HEARTWHEEL_TEST_SELF_SIGNED_HPP
 
-#include <asio/ssl/context.hpp>
+#include "test_asio.hpp"
+#include <heartwheel/asio_ssl.hpp>
 
 #include <openssl/evp.h>
 #include <openssl/x509.h>

@@ -7,14 +7,7 @@
 #include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/error.hpp>
 
-#include <asio/co_spawn.hpp>
-#include <asio/detached.hpp>
-#include <asio/experimental/awaitable_operators.hpp>
-#include <asio/io_context.hpp>
-#include <asio/ip/tcp.hpp>
-#include <asio/use_awaitable.hpp>
-#include <asio/use_future.hpp>
-#include <asio/write.hpp>
+#include "test_asio.hpp"
 
 #include <future>
 #include <optional>
@@ -95,8 +88,8 @@ BOOST_AUTO_TEST_CASE(arms_only_for_earlier_timers_and_not_when_empty) {
 BOOST_AUTO_TEST_CASE(async_wait_with_callback_future_and_cancellation) {
     asio::io_context io;
     asio_wheel w(io.get_executor());
-    std::error_code got = asio::error::would_block;
-    w.async_wait(5ms, [&](std::error_code ec) { got = ec; });
+    error_code got = asio::error::would_block;
+    w.async_wait(5ms, [&](error_code ec) { got = ec; });
     auto fut = w.async_wait(1ms, asio::use_future);
     run_bounded(io);
     BOOST_TEST(!got);
@@ -136,8 +129,8 @@ BOOST_AUTO_TEST_CASE(cross_thread_async_wait_and_post) {
     asio_wheel w(io.get_executor());
     auto guard = asio::make_work_guard(io);
     std::thread runner([&] { io.run(); });
-    std::promise<std::error_code> done;
-    w.async_wait(2ms, [&](std::error_code ec) { done.set_value(ec); }); // from this thread
+    std::promise<error_code> done;
+    w.async_wait(2ms, [&](error_code ec) { done.set_value(ec); }); // from this thread
     auto fut = done.get_future();
     BOOST_TEST((fut.wait_for(10s) == std::future_status::ready));
     BOOST_TEST(!fut.get());
@@ -167,9 +160,9 @@ BOOST_AUTO_TEST_CASE(periodic_and_self_rearm_do_not_busy_loop) {
 BOOST_AUTO_TEST_CASE(shutdown_completes_waits_with_wheel_stopped) {
     asio::io_context io;
     asio_wheel w(io.get_executor());
-    std::error_code got;
+    error_code got;
     int fired = 0;
-    w.async_wait(1h, [&](std::error_code ec) { got = ec; });
+    w.async_wait(1h, [&](error_code ec) { got = ec; });
     auto h = w.schedule_after(1h, [&] { ++fired; });
     io.poll(); // let the wait start
     auto rest = w.shutdown();
@@ -186,13 +179,13 @@ BOOST_AUTO_TEST_CASE(extreme_delays_saturate) {
     asio::io_context io;
     asio_wheel wheel(io.get_executor());
     bool never_fired = false, handle_fired = false, past_fired = false;
-    std::error_code never_ec;
-    wheel.async_wait(heartwheel::duration::max(), [&](std::error_code ec) {
+    error_code never_ec;
+    wheel.async_wait(heartwheel::duration::max(), [&](error_code ec) {
         never_fired = true;
         never_ec = ec;
     });
     auto h = wheel.schedule_after(heartwheel::duration::max(), [&] { handle_fired = true; });
-    wheel.async_wait_until(heartwheel::time_point::min(), [&](std::error_code ec) { past_fired = !ec; });
+    wheel.async_wait_until(heartwheel::time_point::min(), [&](error_code ec) { past_fired = !ec; });
     io.run_for(50ms);
     BOOST_TEST(past_fired);
     BOOST_TEST(!never_fired);

@@ -10,8 +10,7 @@
 
 #include <heartwheel/net/connect.hpp>
 
-#include <asio/io_context.hpp>
-#include <asio/ip/tcp.hpp>
+#include "test_asio.hpp"
 
 #include <chrono>
 #include <functional>
@@ -30,7 +29,7 @@ struct fixture {
     const asio::ip::address loopback = asio::ip::make_address("127.0.0.1");
 
     struct outcome {
-        std::optional<std::error_code> ec;
+        std::optional<error_code> ec;
         std::chrono::steady_clock::time_point at;
         bool inside = false;
         bool starting = false;
@@ -38,7 +37,7 @@ struct fixture {
     /// Starts a connect; the outcome fills in when it completes.
     void start(tcp::socket& s, const tcp::endpoint& ep, heartwheel::duration timeout, outcome& o) {
         o.starting = true;
-        net::async_connect(s, ep, wheel, timeout, [&o](std::error_code ec) {
+        net::async_connect(s, ep, wheel, timeout, [&o](error_code ec) {
             o.ec = ec;
             o.at = std::chrono::steady_clock::now();
             o.inside = o.starting;

@@ -11,11 +11,7 @@
 
 #include "tcp_segments.hpp"
 
-#include <asio/io_context.hpp>
-#include <asio/read.hpp>
-#include <asio/read_until.hpp>
-#include <asio/ssl/context.hpp>
-#include <asio/write.hpp>
+#include "test_asio.hpp"
 
 #include <memory>
 #include <string>
@@ -74,10 +70,10 @@ BOOST_FIXTURE_TEST_CASE(policy_close_completes_pending_read_with_timed_out, fixt
     net::connection_hooks hooks;
     hooks.on_close = [&](net::close_reason r) { closed.push_back(r); };
     auto c = make(accept_one(), cfg, hooks);
-    std::error_code got;
+    error_code got;
     bool done = false;
     char buf[16];
-    c->stream().async_read_some(asio::buffer(buf), [&](std::error_code ec, std::size_t) {
+    c->stream().async_read_some(asio::buffer(buf), [&](error_code ec, std::size_t) {
         got = ec;
         done = true;
     });
@@ -100,7 +96,7 @@ BOOST_FIXTURE_TEST_CASE(stream_records_reads_and_composes, fixture) {
     auto c = make(accept_one(), cfg);
     std::string line;
     bool done = false;
-    asio::async_read_until(c->stream(), asio::dynamic_buffer(line), '\n', [&](std::error_code ec, std::size_t n) {
+    asio::async_read_until(c->stream(), asio::dynamic_buffer(line), '\n', [&](error_code ec, std::size_t n) {
         BOOST_TEST(!ec);
         line.resize(n);
         done = true;
@@ -133,7 +129,7 @@ BOOST_FIXTURE_TEST_CASE(close_sends_last_words_then_closes, fixture) {
     c->send("not after the last words\n");
     run_until([&] { return c->closed(); });
     std::string got;
-    std::error_code ec;
+    error_code ec;
     asio::read(peer, asio::dynamic_buffer(got), ec);
     BOOST_TEST((ec == asio::error::eof));
     // "hello" was already in flight (a write cannot be taken back from the middle of a stream); the
@@ -159,7 +155,7 @@ BOOST_FIXTURE_TEST_CASE(last_words_and_fin_share_one_segment, fixture) {
     const auto before = tcp_segments_sent(fd);
     c->close(net::close_reason::shutdown);
     std::string got;
-    std::error_code ec;
+    error_code ec;
     run_until([&] { return tcp_segments_sent(fd) != before; }); // the first segment after the close
     run_for(20ms);                                                // and any that follows it
     asio::read(peer, asio::dynamic_buffer(got), ec);
@@ -257,7 +253,7 @@ BOOST_FIXTURE_TEST_CASE(soft_limit_held_too_long_closes_drained_in_time_does_not
         if (drains) { // the peer reads everything, well inside the soft limit's time
             std::vector<char> buf(4 << 20);
             run_until([&] {
-                std::error_code ec;
+                error_code ec;
                 peer.non_blocking(true);
                 while (peer.read_some(asio::buffer(buf), ec) > 0) {
                 }
@@ -324,9 +320,9 @@ BOOST_FIXTURE_TEST_CASE(tls_handshake_under_its_deadline, fixture) {
     for (bool garbage : {false, true}) {
         if (peer.is_open()) peer.close();
         auto c = make<tls>(tls(accept_one(), ctx), cfg);
-        std::error_code got;
+        error_code got;
         bool done = false;
-        c->async_handshake(asio::ssl::stream_base::server, [&](std::error_code ec) {
+        c->async_handshake(asio::ssl::stream_base::server, [&](error_code ec) {
             got = ec;
             done = true;
         });
@@ -369,7 +365,7 @@ BOOST_FIXTURE_TEST_CASE(keepalive_options_are_applied, fixture) {
 // first reason stays.
 BOOST_FIXTURE_TEST_CASE(a_failed_read_is_classified_by_the_connection, fixture) {
     const struct {
-        std::error_code ec;
+        error_code ec;
         net::close_reason want;
     } cases[] = {{asio::error::eof, net::close_reason::peer_closed},
                  {asio::ssl::error::stream_truncated, net::close_reason::peer_closed},

@@ -13,11 +13,7 @@
 
 #include "self_signed.hpp"
 
-#include <asio/io_context.hpp>
-#include <asio/read.hpp>
-#include <asio/ssl/error.hpp>
-#include <asio/ssl/stream.hpp>
-#include <asio/write.hpp>
+#include "test_asio.hpp"
 
 #include <pthread.h>
 #include <signal.h>
@@ -62,9 +58,9 @@ struct fixture {
         auto [peer, accepted] = connect();
         net::tls_socket server(std::move(accepted), server_ctx);
         asio_tls client(std::move(peer), client_ctx);
-        std::error_code server_ec = asio::error::would_block, client_ec = asio::error::would_block;
-        server.async_handshake(asio::ssl::stream_base::server, [&](std::error_code ec) { server_ec = ec; });
-        client.async_handshake(asio::ssl::stream_base::client, [&](std::error_code ec) { client_ec = ec; });
+        error_code server_ec = asio::error::would_block, client_ec = asio::error::would_block;
+        server.async_handshake(asio::ssl::stream_base::server, [&](error_code ec) { server_ec = ec; });
+        client.async_handshake(asio::ssl::stream_base::client, [&](error_code ec) { client_ec = ec; });
         run_until([&] { return server_ec != asio::error::would_block && client_ec != asio::error::would_block; });
         BOOST_TEST_REQUIRE(!server_ec, server_ec.message());
         BOOST_TEST_REQUIRE(!client_ec, client_ec.message());
@@ -75,13 +71,13 @@ struct fixture {
 /// Reads once on `s`; records the outcome and whether the handler ran inside the initiating call.
 struct one_read {
     char buf[64];
-    std::error_code ec = asio::error::would_block;
+    error_code ec = asio::error::would_block;
     std::size_t n = 0;
     bool inside = false, starting = false;
     template <class Stream>
     void start(Stream& s) {
         starting = true;
-        s.async_read_some(asio::buffer(buf), [this](std::error_code e, std::size_t got) {
+        s.async_read_some(asio::buffer(buf), [this](error_code e, std::size_t got) {
             inside = starting;
             ec = e;
             n = got;
@@ -106,9 +102,9 @@ BOOST_FIXTURE_TEST_CASE(bytes_both_ways_then_close_notify_is_eof, fixture) {
     BOOST_TEST(!r.ec);
     BOOST_TEST(r.text() == "hello");
 
-    std::error_code wec = asio::error::would_block;
+    error_code wec = asio::error::would_block;
     std::size_t written = 0;
-    asio::async_write(server, asio::buffer(std::string("world")), [&](std::error_code ec, std::size_t n) {
+    asio::async_write(server, asio::buffer(std::string("world")), [&](error_code ec, std::size_t n) {
         wec = ec;
         written = n;
     });
@@ -121,8 +117,8 @@ BOOST_FIXTURE_TEST_CASE(bytes_both_ways_then_close_notify_is_eof, fixture) {
 
     one_read last;
     last.start(server);
-    std::error_code sec = asio::error::would_block;
-    client.async_shutdown([&](std::error_code ec) { sec = ec; }); // close_notify; waits for the server's
+    error_code sec = asio::error::would_block;
+    client.async_shutdown([&](error_code ec) { sec = ec; }); // close_notify; waits for the server's
     run_until([&] { return last.done(); });
     BOOST_TEST((last.ec == asio::error::eof));
     BOOST_TEST(last.n == 0u);
@@ -142,8 +138,8 @@ BOOST_FIXTURE_TEST_CASE(a_tcp_close_without_close_notify_is_truncation, fixture)
 BOOST_FIXTURE_TEST_CASE(garbage_instead_of_a_client_hello_fails_the_handshake, fixture) {
     auto [peer, accepted] = connect();
     net::tls_socket server(std::move(accepted), server_ctx);
-    std::error_code ec = asio::error::would_block;
-    server.async_handshake(asio::ssl::stream_base::server, [&](std::error_code e) { ec = e; });
+    error_code ec = asio::error::would_block;
+    server.async_handshake(asio::ssl::stream_base::server, [&](error_code e) { ec = e; });
     asio::write(peer, asio::buffer(std::string("GET / HTTP/1.1\r\nHost: x\r\n\r\n")));
     run_until([&] { return ec != asio::error::would_block; });
     BOOST_TEST((ec.category() == asio::error::get_ssl_category()), ec.message());
@@ -165,7 +161,7 @@ BOOST_FIXTURE_TEST_CASE(an_immediate_completion_is_never_inside_the_initiating_c
 
     bool inside = true, completed = false;
     bool starting = true;
-    server.async_read_some(asio::mutable_buffer(), [&](std::error_code ec, std::size_t n) {
+    server.async_read_some(asio::mutable_buffer(), [&](error_code ec, std::size_t n) {
         inside = starting;
         completed = !ec && n == 0;
     });
@@ -175,7 +171,7 @@ BOOST_FIXTURE_TEST_CASE(an_immediate_completion_is_never_inside_the_initiating_c
 
     // An empty sequence of buffers is a zero-byte write, not a read past its end.
     bool written_nothing = false;
-    server.async_write_some(std::vector<asio::const_buffer>{}, [&](std::error_code ec, std::size_t n) {
+    server.async_write_some(std::vector<asio::const_buffer>{}, [&](error_code ec, std::size_t n) {
         written_nothing = !ec && n == 0;
     });
     run_until([&] { return written_nothing; });
@@ -187,9 +183,9 @@ BOOST_FIXTURE_TEST_CASE(a_write_larger_than_the_buffers_waits_and_delivers_every
     auto [server, client] = handshaken();
     std::string big(8 << 20, '\0');
     for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>('a' + i % 26);
-    std::error_code wec = asio::error::would_block;
+    error_code wec = asio::error::would_block;
     std::size_t written = 0;
-    asio::async_write(server, asio::buffer(big), [&](std::error_code ec, std::size_t n) {
+    asio::async_write(server, asio::buffer(big), [&](error_code ec, std::size_t n) {
         wec = ec;
         written = n;
     });
@@ -199,7 +195,7 @@ BOOST_FIXTURE_TEST_CASE(a_write_larger_than_the_buffers_waits_and_delivers_every
     std::string got(big.size(), '\0');
     std::size_t have = 0;
     std::function<void()> read_more = [&] {
-        client.async_read_some(asio::buffer(got.data() + have, got.size() - have), [&](std::error_code ec, std::size_t n) {
+        client.async_read_some(asio::buffer(got.data() + have, got.size() - have), [&](error_code ec, std::size_t n) {
             have += n;
             if (!ec && have < got.size()) read_more();
         });
@@ -218,9 +214,9 @@ BOOST_FIXTURE_TEST_CASE(a_client_verifies_the_server_name, fixture) {
         asio_tls server(std::move(accepted), server_ctx);
         net::tls_socket client(std::move(peer), client_ctx);
         client.set_host(host);
-        std::error_code server_ec = asio::error::would_block, client_ec = asio::error::would_block;
-        server.async_handshake(asio::ssl::stream_base::server, [&](std::error_code ec) { server_ec = ec; });
-        client.async_handshake(asio::ssl::stream_base::client, [&](std::error_code ec) { client_ec = ec; });
+        error_code server_ec = asio::error::would_block, client_ec = asio::error::would_block;
+        server.async_handshake(asio::ssl::stream_base::server, [&](error_code ec) { server_ec = ec; });
+        client.async_handshake(asio::ssl::stream_base::client, [&](error_code ec) { client_ec = ec; });
         run_until([&] { return client_ec != asio::error::would_block; });
         if (host == "localhost") {
             BOOST_TEST(!client_ec, client_ec.message());
@@ -252,7 +248,7 @@ BOOST_FIXTURE_TEST_CASE(no_io_on_a_descriptor_after_its_close, fixture) {
     // A wait for writability on the same socket: the reactor reports both in one pass and queues the
     // write side's completion first (Asio performs write ops before read ops), so this closes the
     // socket after the read's wait completed and before the read runs.
-    server.lowest_layer().async_wait(asio::socket_base::wait_write, [&](std::error_code) {
+    server.lowest_layer().async_wait(asio::socket_base::wait_write, [&](error_code) {
         server.lowest_layer().close();
         BOOST_TEST_REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair) == 0);
         BOOST_TEST_REQUIRE((pair[0] == old_fd || pair[1] == old_fd)); // the number, reused
@@ -266,8 +262,8 @@ BOOST_FIXTURE_TEST_CASE(no_io_on_a_descriptor_after_its_close, fixture) {
     BOOST_TEST_REQUIRE(::ioctl(victim, FIONREAD, &unread) == 0);
     BOOST_TEST(unread == 14); // nothing read from the descriptor's new owner
     // Nor by any later call: a write, a handshake, close_notify.
-    std::error_code wec = asio::error::would_block;
-    server.async_write_some(asio::buffer("x", 1), [&](std::error_code ec, std::size_t) { wec = ec; });
+    error_code wec = asio::error::would_block;
+    server.async_write_some(asio::buffer("x", 1), [&](error_code ec, std::size_t) { wec = ec; });
     run_until([&] { return wec != asio::error::would_block; });
     BOOST_TEST((wec == asio::error::bad_descriptor));
     BOOST_TEST(!server.send_close_notify());
@@ -297,19 +293,19 @@ BOOST_FIXTURE_TEST_CASE(writes_to_a_reset_peer_raise_no_sigpipe, fixture) {
     auto [server, client] = handshaken();
     client.lowest_layer().set_option(asio::socket_base::linger(true, 0));
     client.lowest_layer().close(); // a reset
-    std::error_code ec;
+    error_code ec;
     const std::string line(1000, 'x');
     for (int i = 0; i < 20 && !ec; ++i) { // the first write may still be taken; a later one meets the reset
-        std::error_code wec = asio::error::would_block;
-        asio::async_write(server, asio::buffer(line), [&](std::error_code e, std::size_t) { wec = e; });
+        error_code wec = asio::error::would_block;
+        asio::async_write(server, asio::buffer(line), [&](error_code e, std::size_t) { wec = e; });
         run_until([&] { return wec != asio::error::would_block; });
         ec = wec;
         std::this_thread::sleep_for(2ms);
     }
     BOOST_TEST_REQUIRE(!!ec, "no write failed after the peer's reset");
     // One more write after the failure: the connection is failed and the socket still open.
-    std::error_code again = asio::error::would_block;
-    asio::async_write(server, asio::buffer(line), [&](std::error_code e, std::size_t) { again = e; });
+    error_code again = asio::error::would_block;
+    asio::async_write(server, asio::buffer(line), [&](error_code e, std::size_t) { again = e; });
     run_until([&] { return again != asio::error::would_block; });
     sigset_t pending;
     sigemptyset(&pending);

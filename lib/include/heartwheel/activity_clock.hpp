@@ -21,7 +21,7 @@
 
 #include <heartwheel/clock.hpp>
 
-#include <asio/any_io_executor.hpp>
+#include <heartwheel/asio.hpp>
 
 #include <memory>
 #include <vector>

@@ -18,11 +18,7 @@
 #include <heartwheel/timer_scheduler.hpp>
 #include <heartwheel/timing_wheel.hpp>
 
-#include <asio/any_io_executor.hpp>
-#include <asio/async_result.hpp>
-#include <asio/dispatch.hpp>
-#include <asio/post.hpp>
-#include <asio/steady_timer.hpp>
+#include <heartwheel/asio.hpp>
 
 #include <array>
 #include <cstdint>
@@ -80,7 +76,7 @@ public:
     duration tick() const noexcept override { return wheel_.tick(); }
     time_point tick_start(time_point t) const noexcept override { return wheel_.time_of(wheel_.tick_floor(t)); }
 
-    // --- node-based scheduling (on the wheel's thread; throws std::system_error if full/stopped) ---
+    // --- node-based scheduling (on the wheel's thread; throws system_error if full/stopped) ---
     void schedule_at(timer_node& t, time_point deadline);
     /// The deadline is taken from a fresh clock, so the timer never fires before `delay` really passed.
     /// duration::max() (or any delay past the wheel's range) waits until the range's end: never.
@@ -95,13 +91,13 @@ public:
     [[nodiscard]] timer_handle schedule_every(duration period, std::function<void()> fn,
                                 missed_tick policy = missed_tick::burst);
 
-    // --- asynchronous wait, any completion token: void(std::error_code) ---------------------------
+    // --- asynchronous wait, any completion token: void(error_code) ---------------------------
     /// Completes with no error when the deadline passed, asio::error::operation_aborted when cancelled
     /// through the handler's cancellation slot (so `co_await (read || wheel.async_wait(...))` works),
     /// or errc::wheel_full / errc::wheel_stopped. Safe to call from any thread.
     template <class CompletionToken>
     auto async_wait_until(time_point deadline, CompletionToken&& token) {
-        return asio::async_initiate<CompletionToken, void(std::error_code)>(
+        return asio::async_initiate<CompletionToken, void(error_code)>(
             [this](auto handler, time_point when) {
                 using op = detail::wait_op<std::decay_t<decltype(handler)>>;
                 auto* o = new op(std::move(handler), ex_);

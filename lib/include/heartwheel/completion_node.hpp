@@ -11,16 +11,16 @@
 #ifndef HEARTWHEEL_COMPLETION_NODE_HPP
 #define HEARTWHEEL_COMPLETION_NODE_HPP
 
+#include <heartwheel/asio.hpp> // heartwheel::error_code: the flavour's error code
 #include <heartwheel/timer_node.hpp>
 
-#include <system_error>
 
 namespace heartwheel {
 
 class completion_node : public timer_node {
 public:
     /// Completes the operation with `ec` (at most once; the node may delete itself).
-    virtual void complete(std::error_code ec) = 0;
+    virtual void complete(error_code ec) = 0;
 };
 
 } // namespace heartwheel

@@ -10,14 +10,7 @@
 
 #include <heartwheel/completion_node.hpp>
 
-#include <asio/any_io_executor.hpp>
-#include <asio/associated_cancellation_slot.hpp>
-#include <asio/associated_executor.hpp>
-#include <asio/bind_executor.hpp>
-#include <asio/cancellation_type.hpp>
-#include <asio/error.hpp>
-#include <asio/executor_work_guard.hpp>
-#include <asio/post.hpp>
+#include <heartwheel/asio.hpp>
 
 #include <system_error>
 #include <utility>
@@ -51,14 +44,14 @@ public:
         });
     }
 
-    void complete(std::error_code ec) override {
+    void complete(error_code ec) override {
         auto slot = asio::get_associated_cancellation_slot(handler_);
         if (slot.is_connected()) slot.clear();
         finish(ec);
     }
 
 private:
-    void finish(std::error_code ec) {
+    void finish(error_code ec) {
         auto handler = std::move(handler_);
         auto work = std::move(work_);
         delete this;

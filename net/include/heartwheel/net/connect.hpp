@@ -15,9 +15,7 @@
 #include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/net/errc.hpp>
 
-#include <asio/basic_stream_socket.hpp>
-#include <asio/compose.hpp>
-#include <asio/error.hpp>
+#include <heartwheel/asio.hpp>
 
 #include <chrono>
 #include <memory>
@@ -38,19 +36,19 @@ struct connect_op {
     bool started = false;
 
     template <class Self>
-    void operator()(Self& self, std::error_code ec = {}) {
+    void operator()(Self& self, error_code ec = {}) {
         if (!started) {
             started = true;
             deadline = wheel.schedule_after(timeout, [flag = timed_out, s = &socket] {
                 *flag = true;
-                std::error_code ignored;
+                error_code ignored;
                 s->cancel(ignored); // the connect completes with operation_aborted
             });
             socket.async_connect(endpoint, std::move(self));
             return;
         }
         deadline.cancel();
-        if (*timed_out && ec == asio::error::operation_aborted) ec = make_error_code(errc::timed_out);
+        if (*timed_out && ec == asio::error::operation_aborted) ec = errc::timed_out;
         self.complete(ec);
     }
 };
@@ -58,12 +56,12 @@ struct connect_op {
 } // namespace detail
 
 /// Connects `socket` to `endpoint`, giving up after `timeout` with errc::timed_out. Completion
-/// signature: void(std::error_code).
+/// signature: void(error_code).
 template <class Protocol, class Executor, class Token>
 auto async_connect(asio::basic_stream_socket<Protocol, Executor>& socket, const typename Protocol::endpoint& endpoint,
                    asio_wheel& wheel, duration timeout, Token&& token) {
     using socket_type = asio::basic_stream_socket<Protocol, Executor>;
-    return asio::async_compose<Token, void(std::error_code)>(
+    return asio::async_compose<Token, void(error_code)>(
         detail::connect_op<socket_type>{socket, endpoint, wheel, timeout}, token, socket);
 }
 

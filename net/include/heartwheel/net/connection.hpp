@@ -51,8 +51,7 @@
 #include <heartwheel/net/write_queue.hpp>
 #include <heartwheel/timer_handle.hpp>
 
-#include <asio/ip/tcp.hpp>
-#include <asio/ssl/stream.hpp>
+#include <heartwheel/asio_ssl.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -177,7 +176,7 @@ public:
     const write_queue& output() const noexcept { return out_; }
 
     /// Applies the keepalive options to a TCP lowest layer (errors are returned, not thrown).
-    std::error_code apply_socket_options(const keepalive_options& k) {
+    error_code apply_socket_options(const keepalive_options& k) {
         if constexpr (is_tcp) {
             if (!k.enabled && k.user_timeout.count() == 0) return {};
             return apply_keepalive(stream_.lowest_layer(), k);
@@ -188,11 +187,11 @@ public:
 
     /// TLS streams: the handshake, under limits.handshake_timeout. A failure closes the connection
     /// with handshake-failed, a timeout with handshake-timeout (each counted); the handler gets
-    /// errc::timed_out for the latter. Completion: void(std::error_code).
+    /// errc::timed_out for the latter. Completion: void(error_code).
     template <class Token>
     auto async_handshake(asio::ssl::stream_base::handshake_type type, Token&& token) {
         static_assert(is_tls, "async_handshake needs a TLS stream (net::tls_socket or asio::ssl::stream)");
-        return asio::async_compose<Token, void(std::error_code)>(handshake_op{this->shared_from_this(), type},
+        return asio::async_compose<Token, void(error_code)>(handshake_op{this->shared_from_this(), type},
                                                                  token, stream_.next_layer());
     }
 
@@ -252,7 +251,7 @@ public:
     /// close_notify, stream_truncated), io-error for anything else. On a connection already closing
     /// (a read ended by the close itself: errc::timed_out, connection_closed) it only ends the close
     /// (the peer's end of stream ends a lingering goodbye), and the first reason stays.
-    void read_failed(std::error_code ec) {
+    void read_failed(error_code ec) {
         const bool peer_closed = ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
         abort(peer_closed ? close_reason::peer_closed : close_reason::io_error);
     }
@@ -276,10 +275,10 @@ private:
         if (n < size) live_->on_write_progress();
         else live_->on_write_complete(out_.queued() <= n);
     }
-    std::error_code close_error() const noexcept override {
+    error_code close_error() const noexcept override {
         if (!closed_) return {};
-        return reason_ && is_policy_reason(*reason_) ? make_error_code(errc::timed_out)
-                                                     : make_error_code(errc::connection_closed);
+        return reason_ && is_policy_reason(*reason_) ? error_code(errc::timed_out)
+                                                     : error_code(errc::connection_closed);
     }
 
     // --- liveness_handler: what the liveness asks ------------------------------------------------
@@ -350,7 +349,7 @@ private:
     // input into a reset that overtakes the goodbye on the peer's side (nginx's lingering close).
     void half_close() {
         if (closed_) return;
-        std::error_code ignored;
+        error_code ignored;
         // A tls_socket says close_notify first (it leaves with the last words and the FIN), so the
         // peer can tell a goodbye from a cut connection.
         if constexpr (detail::is_tls_socket<NextLayer>) stream_.next_layer().send_close_notify();
@@ -364,7 +363,7 @@ private:
         const auto keep = this->weak_from_this().lock();
         closed_ = true;
         linger_.cancel();
-        std::error_code ignored;
+        error_code ignored;
         auto& sock = stream_.lowest_layer();
         // The FIN goes even if the descriptor was duplicated (close alone would not send it); after
         // half_close it is out already, and a second shutdown would only wake the reactor for nothing.
@@ -399,12 +398,12 @@ private:
         writing_ = true;
         const std::string_view bytes = out_.next_bytes();
         stream_.async_write_some(asio::buffer(bytes.data(), bytes.size()),
-                                 [self = this->shared_from_this()](std::error_code ec, std::size_t n) {
+                                 [self = this->shared_from_this()](error_code ec, std::size_t n) {
                                      self->on_written(ec, n);
                                  });
     }
 
-    void on_written(std::error_code ec, std::size_t n) {
+    void on_written(error_code ec, std::size_t n) {
         writing_ = false;
         if (ec) {
             if (!closing_) begin_close(close_reason::io_error, false);
@@ -425,13 +424,13 @@ private:
         asio::ssl::stream_base::handshake_type type;
         bool started = false;
         template <class Self>
-        void operator()(Self& self, std::error_code ec = {}) {
+        void operator()(Self& self, error_code ec = {}) {
             if (!started) {
                 started = true;
                 c->live_->handshake_started();
                 return c->stream_.next_layer().async_handshake(type, std::move(self));
             }
-            if (c->closing_) return self.complete(c->closed_ ? c->close_error() : make_error_code(errc::timed_out));
+            if (c->closing_) return self.complete(c->closed_ ? c->close_error() : error_code(errc::timed_out));
             if (ec) {
                 c->abort(close_reason::handshake_failed);
                 return self.complete(ec);

@@ -26,7 +26,7 @@
 #ifndef HEARTWHEEL_NET_HANDSHAKE_GATE_HPP
 #define HEARTWHEEL_NET_HANDSHAKE_GATE_HPP
 
-#include <asio/ip/address.hpp>
+#include <heartwheel/asio.hpp>
 
 #include <chrono>
 #include <cstddef>

@@ -8,6 +8,7 @@
 #ifndef HEARTWHEEL_NET_KEEPALIVE_HPP
 #define HEARTWHEEL_NET_KEEPALIVE_HPP
 
+#include <heartwheel/asio.hpp>
 #include <heartwheel/net/policies.hpp>
 
 #include <netinet/in.h>
@@ -22,11 +23,11 @@ namespace heartwheel::net {
 /// Applies the options to a connected or listening TCP socket (anything with native_handle()).
 /// Returns the first error from setsockopt; unset (zero) values keep the system default.
 template <class Socket>
-std::error_code apply_keepalive(Socket& socket, const keepalive_options& o) {
+error_code apply_keepalive(Socket& socket, const keepalive_options& o) {
     o.validate();
     const int fd = socket.native_handle();
-    auto set = [fd](int level, int name, int value) -> std::error_code {
-        if (::setsockopt(fd, level, name, &value, sizeof value) != 0) return {errno, std::system_category()};
+    auto set = [fd](int level, int name, int value) -> error_code {
+        if (::setsockopt(fd, level, name, &value, sizeof value) != 0) return error_code(errno, asio::error::get_system_category());
         return {};
     };
     if (auto ec = set(SOL_SOCKET, SO_KEEPALIVE, o.enabled ? 1 : 0)) return ec;

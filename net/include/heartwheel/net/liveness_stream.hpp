@@ -31,12 +31,7 @@
 #include <heartwheel/net/read_chunk.hpp>
 #include <heartwheel/net/tls_socket.hpp>
 
-#include <asio/async_result.hpp>
-#include <asio/basic_stream_socket.hpp>
-#include <asio/buffer.hpp>
-#include <asio/compose.hpp>
-#include <asio/post.hpp>
-#include <asio/ssl/stream.hpp>
+#include <heartwheel/asio_ssl.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -55,7 +50,7 @@ public:
     /// `n` bytes of a write of `size` went out (n == size: the write is complete).
     virtual void on_bytes_written(std::size_t n, std::size_t size) = 0;
     /// The error a pending operation completes with once the connection closed; none while open.
-    virtual std::error_code close_error() const noexcept = 0;
+    virtual error_code close_error() const noexcept = 0;
 
 protected:
     ~stream_observer() = default;
@@ -102,14 +97,14 @@ public:
     /// AsyncReadStream: completes void(error_code, size_t); bytes read are recorded as activity.
     template <class MutableBuffers, class Token>
     auto async_read_some(const MutableBuffers& buffers, Token&& token) {
-        return asio::async_compose<Token, void(std::error_code, std::size_t)>(
+        return asio::async_compose<Token, void(error_code, std::size_t)>(
             io_op<MutableBuffers, false>{core_, &next_, buffers}, token, next_);
     }
 
     /// AsyncWriteStream: completes void(error_code, size_t); start, progress and completion are recorded.
     template <class ConstBuffers, class Token>
     auto async_write_some(const ConstBuffers& buffers, Token&& token) {
-        return asio::async_compose<Token, void(std::error_code, std::size_t)>(
+        return asio::async_compose<Token, void(error_code, std::size_t)>(
             io_op<ConstBuffers, true>{core_, &next_, buffers}, token, next_);
     }
 
@@ -124,7 +119,7 @@ public:
         } else if constexpr (detail::is_tls_stream<NextLayer>::value) {
             if (::SSL_pending(next_.native_handle()) > 0) return true;
         }
-        std::error_code ec;
+        error_code ec;
         return next_.lowest_layer().is_open() && next_.lowest_layer().available(ec) > 0 && !ec;
     }
 
@@ -134,7 +129,7 @@ public:
     /// comes with the next receive).
     template <class Token>
     auto async_receive(Token&& token) {
-        return asio::async_compose<Token, void(std::error_code, read_chunk)>(receive_op{core_, &next_}, token, next_);
+        return asio::async_compose<Token, void(error_code, read_chunk)>(receive_op{core_, &next_}, token, next_);
     }
 
 private:
@@ -144,9 +139,9 @@ private:
         std::uint32_t reads = 0;   ///< reads (read_some, receive) started and not yet completed
         bool more_waiting = false; ///< the last receive filled its chunk: read before waiting
         char probe = 0;            ///< TLS: the one byte a receive waits with
-        std::error_code outcome(std::error_code ec) const noexcept {
+        error_code outcome(error_code ec) const noexcept {
             if (!ec || observer == nullptr) return ec;
-            const std::error_code closed = observer->close_error();
+            const error_code closed = observer->close_error();
             return closed ? closed : ec;
         }
     };
@@ -159,7 +154,7 @@ private:
         Buffers buffers;
         bool started = false;
         template <class Self>
-        void operator()(Self& self, std::error_code ec = {}, std::size_t n = 0) {
+        void operator()(Self& self, error_code ec = {}, std::size_t n = 0) {
             if (!started) {
                 started = true;
                 if (auto closed = c->observer->close_error()) return self.complete(closed, 0);
@@ -188,7 +183,7 @@ private:
         enum class step { start, waited, probed, read } at = step::start;
 
         template <class Self>
-        void operator()(Self& self, std::error_code ec = {}, std::size_t n = 0) {
+        void operator()(Self& self, error_code ec = {}, std::size_t n = 0) {
             switch (at) {
             case step::start:
                 if (auto closed = c->observer->close_error()) return self.complete(closed, read_chunk{});
@@ -240,7 +235,7 @@ private:
 
         template <class Self>
         void read_now(Self& self) {
-            std::error_code ec;
+            error_code ec;
             std::size_t n = 0;
             auto what = asio::socket_base::wait_read;
             chunk = read_chunk::take();
@@ -268,7 +263,7 @@ private:
         }
 
         template <class Self>
-        void finish(Self& self, std::error_code ec, std::size_t n) {
+        void finish(Self& self, error_code ec, std::size_t n) {
             --c->reads;
             chunk.set_size(chunk.size() + n);
             if (chunk.empty()) {
@@ -276,7 +271,7 @@ private:
                 return self.complete(c->outcome(ec), std::move(chunk));
             }
             if (c->observer) c->observer->on_bytes_read(chunk.size());
-            self.complete(std::error_code{}, std::move(chunk));
+            self.complete(error_code{}, std::move(chunk));
         }
     };
 

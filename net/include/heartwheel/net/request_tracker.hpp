@@ -1,6 +1,6 @@
 // heartwheel/net/request_tracker.hpp — outstanding requests keyed by id, each with its own deadline.
 //
-// track() starts a request (state queued) with a completion token: void(std::error_code,
+// track() starts a request (state queued) with a completion token: void(error_code,
 // request_state). mark_sent() records that it went out; complete() (a response arrived) cancels its
 // timer in O(1) and completes it with no error; expiry completes it with errc::timed_out and says
 // whether it was still queued or sent and unanswered; fail_all() completes every outstanding request
@@ -24,11 +24,7 @@
 #include <heartwheel/net/policies.hpp>
 #include <heartwheel/timer_scheduler.hpp>
 
-#include <asio/any_io_executor.hpp>
-#include <asio/associated_executor.hpp>
-#include <asio/async_result.hpp>
-#include <asio/executor_work_guard.hpp>
-#include <asio/post.hpp>
+#include <heartwheel/asio.hpp>
 
 #include <cstdint>
 #include <memory>
@@ -61,7 +57,7 @@ public:
     /// more than max_outstanding with heartwheel::errc::wheel_full.
     template <class Token>
     auto track(Id id, duration timeout, Token&& token) {
-        return asio::async_initiate<Token, void(std::error_code, request_state)>(
+        return asio::async_initiate<Token, void(error_code, request_state)>(
             [this](auto handler, Id rid, duration t) {
                 using entry_t = entry<std::decay_t<decltype(handler)>>;
                 auto e = std::make_unique<entry_t>(*this, rid, std::move(handler), ex_);
@@ -89,7 +85,7 @@ public:
     bool complete(const Id& id) { return finish_one(id, {}); }
 
     /// Fails every outstanding request at once (the connection closed); returns how many.
-    std::size_t fail_all(std::error_code ec = errc::connection_closed) {
+    std::size_t fail_all(error_code ec = errc::connection_closed) {
         auto all = std::move(entries_);
         entries_.clear();
         if (counters_ && !all.empty()) counters_->requests_failed_on_close(all.size());
@@ -99,7 +95,7 @@ public:
 
     /// Fails every outstanding request with `ec` and every later one at once (the connection
     /// closed); returns how many were outstanding.
-    std::size_t close(std::error_code ec = errc::connection_closed) {
+    std::size_t close(error_code ec = errc::connection_closed) {
         closed_ = ec;
         return fail_all(ec);
     }
@@ -112,10 +108,10 @@ private:
         request_tracker* tracker;
         Id id;
         request_state state = request_state::queued;
-        virtual void finish(std::error_code ec) = 0; // completes and deletes this entry
+        virtual void finish(error_code ec) = 0; // completes and deletes this entry
         void on_expire() override { tracker->expire(*this); }
         /// The wheel stopped: leave the tracker, then complete.
-        void complete(std::error_code ec) override { tracker->finish_one(id, ec); }
+        void complete(error_code ec) override { tracker->finish_one(id, ec); }
     };
 
     template <class Handler>
@@ -126,14 +122,14 @@ private:
         Handler handler;
         asio::executor_work_guard<asio::associated_executor_t<Handler, asio::any_io_executor>> work;
 
-        void finish(std::error_code ec) override {
+        void finish(error_code ec) override {
             std::unique_ptr<entry> self(this); // unlinks the timer node on destruction
             auto ex = work.get_executor();
             asio::post(ex, [h = std::move(handler), ec, s = this->state]() mutable { std::move(h)(ec, s); });
         }
     };
 
-    bool finish_one(const Id& id, std::error_code ec) {
+    bool finish_one(const Id& id, error_code ec) {
         auto it = entries_.find(id);
         if (it == entries_.end()) return false;
         entry_base* e = it->second;
@@ -152,7 +148,7 @@ private:
     request_policy policy_;
     liveness_counters* counters_;
     std::unordered_map<Id, entry_base*> entries_;
-    std::error_code closed_; ///< set by close(): what a later track() completes with
+    error_code closed_; ///< set by close(): what a later track() completes with
 };
 
 } // namespace heartwheel::net

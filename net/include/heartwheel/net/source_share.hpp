@@ -23,7 +23,7 @@
 #ifndef HEARTWHEEL_NET_SOURCE_SHARE_HPP
 #define HEARTWHEEL_NET_SOURCE_SHARE_HPP
 
-#include <asio/ip/address.hpp>
+#include <heartwheel/asio.hpp>
 
 #include <cstddef>
 #include <unordered_map>

@@ -25,13 +25,7 @@
 #ifndef HEARTWHEEL_NET_TLS_SOCKET_HPP
 #define HEARTWHEEL_NET_TLS_SOCKET_HPP
 
-#include <asio/buffer.hpp>
-#include <asio/compose.hpp>
-#include <asio/ip/tcp.hpp>
-#include <asio/post.hpp>
-#include <asio/ssl/context.hpp>
-#include <asio/ssl/error.hpp> // the errors operations complete with (stream_truncated, the SSL category)
-#include <asio/ssl/stream_base.hpp>
+#include <heartwheel/asio_ssl.hpp>
 
 #include <openssl/ssl.h>
 
@@ -51,7 +45,7 @@ public:
     /// What one OpenSSL call needs next: nothing (done or failed), readability or writability.
     enum class want { nothing, read, write };
 
-    /// Takes the (connected) socket; the context must outlive this object. Throws std::system_error
+    /// Takes the (connected) socket; the context must outlive this object. Throws system_error
     /// when OpenSSL cannot make the connection's SSL object.
     tls_socket(next_layer_type socket, asio::ssl::context& context);
     tls_socket(tls_socket&& other) noexcept;
@@ -73,25 +67,25 @@ public:
     /// Completes void(error_code).
     template <class Token>
     auto async_handshake(handshake_type type, Token&& token) {
-        return asio::async_compose<Token, void(std::error_code)>(
+        return asio::async_compose<Token, void(error_code)>(
             op<handshake_call, false>{this, handshake_call{type}}, token, socket_);
     }
     /// AsyncReadStream: completes void(error_code, size_t) with the bytes of at most one record.
     template <class MutableBuffers, class Token>
     auto async_read_some(const MutableBuffers& buffers, Token&& token) {
-        return asio::async_compose<Token, void(std::error_code, std::size_t)>(
+        return asio::async_compose<Token, void(error_code, std::size_t)>(
             op<read_call, true>{this, read_call{first_buffer<asio::mutable_buffer>(buffers)}}, token, socket_);
     }
     /// AsyncWriteStream: completes void(error_code, size_t) once at least one record went out.
     template <class ConstBuffers, class Token>
     auto async_write_some(const ConstBuffers& buffers, Token&& token) {
-        return asio::async_compose<Token, void(std::error_code, std::size_t)>(
+        return asio::async_compose<Token, void(error_code, std::size_t)>(
             op<write_call, true>{this, write_call{first_buffer<asio::const_buffer>(buffers)}}, token, socket_);
     }
 
     /// Without blocking: decrypts into [data, data + size). Returns the bytes read (ec clear), or 0
     /// with ec set — asio::error::would_block when OpenSSL wants `w` (read or write) first.
-    std::size_t read_ready(void* data, std::size_t size, want& w, std::error_code& ec);
+    std::size_t read_ready(void* data, std::size_t size, want& w, error_code& ec);
     /// Whether OpenSSL holds bytes (decrypted or not) that no readiness of the socket will announce.
     bool has_pending() const noexcept { return ::SSL_has_pending(ssl_) == 1; }
     /// Says close_notify now, without waiting: the peer can tell this close from a cut connection.
@@ -105,7 +99,7 @@ private:
     struct outcome {
         std::size_t n = 0;
         want wait = want::nothing;
-        std::error_code ec;
+        error_code ec;
     };
     outcome handshake(handshake_type type);
     outcome read(asio::mutable_buffer b);
@@ -142,7 +136,7 @@ private:
         bool done = false;
         bool waited = false;
         template <class Self>
-        void operator()(Self& self, std::error_code wait_ec = {}) {
+        void operator()(Self& self, error_code wait_ec = {}) {
             if (done) return finish(self);
             if (wait_ec) {
                 last = outcome{0, want::nothing, wait_ec};

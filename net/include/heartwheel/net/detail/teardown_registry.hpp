@@ -16,9 +16,7 @@
 
 #include <heartwheel/net/detail/list_hook.hpp>
 
-#include <asio/execution/context.hpp>
-#include <asio/execution_context.hpp>
-#include <asio/query.hpp>
+#include <heartwheel/asio.hpp>
 
 #include <mutex>
 

@@ -1,0 +1,86 @@
+// heartwheel/asio.hpp — the one seam between heartwheel and Asio: standalone Asio or Boost.Asio.
+//
+// Every header and source of lib/ and net/ reaches Asio through this header (and asio_ssl.hpp for
+// TLS) and names it `heartwheel::asio`, its error code `heartwheel::error_code` and its exception
+// `heartwheel::system_error`. Which Asio that is is chosen by one macro, HEARTWHEEL_BOOST_ASIO, that
+// the CMake targets set: heartwheel::boost_* targets define it (Boost.Asio, boost::system error
+// codes), heartwheel::* targets do not (standalone Asio, std error codes). A program uses one
+// flavour: both define the same heartwheel symbols.
+//
+// Invariant: nothing here defines a name outside namespace heartwheel, so a consumer's own
+// `asio::` (standalone) and `boost::asio::` spellings keep meaning what they meant.
+// heartwheel's own error enums (heartwheel::errc, net::errc) are std error codes in both flavours;
+// Boost.System (1.79 and later) converts and compares them with boost::system::error_code.
+#ifndef HEARTWHEEL_ASIO_HPP
+#define HEARTWHEEL_ASIO_HPP
+
+// A libstdc++ header before Asio's configuration: Asio picks aligned_alloc or operator new by
+// whether it has seen the standard library yet, and every translation unit must pick the same.
+#include <cstddef>
+
+#if defined(HEARTWHEEL_BOOST_ASIO)
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/basic_stream_socket.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/compose.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/execution/context.hpp>
+#include <boost/asio/execution_context.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/query.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/version.hpp>
+#include <boost/system/error_code.hpp>
+#include <boost/system/system_error.hpp>
+#include <boost/version.hpp>
+// Cancellation slots (Asio 1.19) and error_code built from std error enums (Boost.System 1.79).
+static_assert(BOOST_VERSION >= 107900, "heartwheel's Boost.Asio flavour needs Boost 1.79 or later");
+namespace heartwheel {
+namespace asio = ::boost::asio;
+using error_code = ::boost::system::error_code;
+using system_error = ::boost::system::system_error;
+inline constexpr bool uses_boost_asio = true;
+} // namespace heartwheel
+#else
+#include <asio/any_io_executor.hpp>
+#include <asio/associated_cancellation_slot.hpp>
+#include <asio/associated_executor.hpp>
+#include <asio/async_result.hpp>
+#include <asio/basic_stream_socket.hpp>
+#include <asio/bind_executor.hpp>
+#include <asio/buffer.hpp>
+#include <asio/cancellation_type.hpp>
+#include <asio/compose.hpp>
+#include <asio/dispatch.hpp>
+#include <asio/error.hpp>
+#include <asio/execution/context.hpp>
+#include <asio/execution_context.hpp>
+#include <asio/executor_work_guard.hpp>
+#include <asio/ip/address.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/post.hpp>
+#include <asio/query.hpp>
+#include <asio/read.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/version.hpp>
+static_assert(ASIO_VERSION >= 102200, "heartwheel needs standalone Asio 1.22 or later");
+#include <system_error>
+namespace heartwheel {
+namespace asio = ::asio;
+using error_code = std::error_code;
+using system_error = std::system_error;
+inline constexpr bool uses_boost_asio = false;
+} // namespace heartwheel
+#endif
+
+#endif

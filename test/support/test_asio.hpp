@@ -1,0 +1,33 @@
+// test_asio.hpp — the tests' side of the Asio seam. The suites built for both flavours (standalone
+// Asio and Boost.Asio; test/CMakeLists.txt) include this instead of Asio's own headers and write
+// `asio::` and `error_code`: the same source then tests whichever Asio heartwheel/asio.hpp chose
+// (HEARTWHEEL_BOOST_ASIO, set by the heartwheel::boost_* targets).
+#ifndef HEARTWHEEL_TEST_ASIO_HPP
+#define HEARTWHEEL_TEST_ASIO_HPP
+
+#include <heartwheel/asio.hpp> // TLS: heartwheel/asio_ssl.hpp, where a suite needs it
+
+#if defined(HEARTWHEEL_BOOST_ASIO)
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
+#include <boost/asio/write.hpp>
+namespace asio = boost::asio; // no ::asio exists in this flavour
+#else
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/experimental/awaitable_operators.hpp>
+#include <asio/io_context.hpp>
+#include <asio/read_until.hpp>
+#include <asio/use_awaitable.hpp>
+#include <asio/use_future.hpp>
+#include <asio/write.hpp>
+#endif
+
+using error_code = heartwheel::error_code;
+
+#endif
