@@ -14,11 +14,34 @@ step(${CMAKE_COMMAND} -S ${SOURCE_DIR}/test/package/consumer -B ${WORK_DIR}/buil
      -DREADME=${SOURCE_DIR}/README.md -DDOCS_DIR=${SOURCE_DIR}/docs -DKV_SERVER_SOURCE=${SOURCE_DIR}/examples/kv_server.cpp
      -DCHAT_SERVER_SOURCE=${SOURCE_DIR}/examples/chat/chat_server.cpp)
 step(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
+# The wheel alone and the driver alone, found with OpenSSL, toml++ and Boost unavailable: the package
+# must not look for what those components do not use.
+step(${CMAKE_COMMAND} -S ${SOURCE_DIR}/test/package/core_only -B ${WORK_DIR}/core_only
+     -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_BUILD_TYPE=Release
+     -DCMAKE_DISABLE_FIND_PACKAGE_OpenSSL=ON -DCMAKE_DISABLE_FIND_PACKAGE_tomlplusplus=ON
+     -DCMAKE_DISABLE_FIND_PACKAGE_Boost=ON)
+step(${CMAKE_COMMAND} --build ${WORK_DIR}/core_only)
+# A component the package does not have is refused with the reason.
+step(${CMAKE_COMMAND} -S ${SOURCE_DIR}/test/package/bad_component -B ${WORK_DIR}/bad_component
+     -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix)
+if(NOT step_output MATCHES "heartwheel_FOUND=(FALSE|0): heartwheel has no component 'websocket': this package has core")
+  message(FATAL_ERROR "find_package(heartwheel COMPONENTS websocket) said: ${step_output}")
+endif()
+# A consumer whose standalone Asio is not the one heartwheel was built against is refused, both named.
+file(WRITE ${WORK_DIR}/other_asio/asio/version.hpp "#define ASIO_VERSION 101800 // 1.18.0\n")
+step(${CMAKE_COMMAND} -S ${SOURCE_DIR}/test/package/bad_component -B ${WORK_DIR}/other_asio_build
+     -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DHW_COMPONENTS=driver -Dheartwheel_ASIO_INCLUDE_DIR=${WORK_DIR}/other_asio)
+if(NOT step_output MATCHES "heartwheel_FOUND=(FALSE|0): heartwheel was built against standalone Asio [0-9]+ \\(ASIO_VERSION\\); this project finds 101800")
+  message(FATAL_ERROR "a consumer with another Asio was told: ${step_output}")
+endif()
 # One consumer per exported target; each must run and say what it did.
-foreach(target core heartwheel net boost_net)
-  step(${WORK_DIR}/build/consumer_${target})
-  if(NOT step_output MATCHES "consumer_${target}: ")
-    message(FATAL_ERROR "consumer_${target} printed: ${step_output}")
+foreach(exe core_only/consumer_core core_only/consumer_driver core_only/consumer_old_name build/consumer_net
+            build/consumer_boost_net)
+  step(${WORK_DIR}/${exe})
+  get_filename_component(target ${exe} NAME)
+  string(REPLACE "old_name" "driver" target ${target})
+  if(NOT step_output MATCHES "${target}: ")
+    message(FATAL_ERROR "${exe} printed: ${step_output}")
   endif()
   message(STATUS "${step_output}")
 endforeach()

@@ -6,7 +6,7 @@
 
 namespace {
 struct note final : heartwheel::timer_node {
-    note(std::vector<int>& log, int id) : log(log), id(id) {}
+    note(std::vector<int>& out, int n) : log(out), id(n) {}
     std::vector<int>& log;
     int id;
     void on_expire() override { log.push_back(id); }

@@ -1,4 +1,4 @@
-// consumer_heartwheel — heartwheel::heartwheel: an asio_wheel on an io_context fires three timers in
+// consumer_driver — heartwheel::driver: an asio_wheel on an io_context fires three timers in
 // order, and an async_wait completes through a completion token. Linking the driver imposes nothing:
 // Asio stays header-only (no ASIO_SEPARATE_COMPILATION) and its deprecated names (io_service) remain.
 #include <heartwheel/asio_wheel.hpp>
@@ -6,7 +6,7 @@
 #include <asio/io_service.hpp>
 
 #if defined(ASIO_SEPARATE_COMPILATION) || defined(ASIO_NO_DEPRECATED) || defined(HEARTWHEEL_BOOST_ASIO)
-#error "linking heartwheel::heartwheel defined an Asio macro this consumer did not ask for"
+#error "linking heartwheel::driver defined an Asio macro this consumer did not ask for"
 #endif
 
 #include <iostream>
@@ -24,5 +24,5 @@ int main() {
     wheel.async_wait(4ms, [&](std::error_code ec) { waited = !ec; });
     io.run();
     if (order != std::vector<int>{1, 2, 3} || !waited) return 1;
-    std::cout << "consumer_heartwheel: fired " << order.size() << " timers and a wait\n";
+    std::cout << "consumer_driver: fired " << order.size() << " timers and a wait\n";
 }
