@@ -103,7 +103,7 @@ template <class Stream>
 double tls_heap_per_connection(echo::worker& w, const heartwheel::net::liveness_config& cfg, std::size_t m) {
     asio::ssl::context ctx(asio::ssl::context::tls_server);
     heartwheel::test::self_signed().use(ctx);
-    tcp::acceptor acceptor(w.io, {asio::ip::make_address("127.0.0.1"), 0});
+    tcp::acceptor acceptor(w.ex, {asio::ip::make_address("127.0.0.1"), 0});
     acceptor.listen(4096);
     int done[2], quit[2];
     if (::pipe(done) != 0 || ::pipe(quit) != 0) return 0;
@@ -128,19 +128,19 @@ double tls_heap_per_connection(echo::worker& w, const heartwheel::net::liveness_
     pollfd reported{done[0], POLLIN, 0};
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
     while (child > 0 && ::poll(&reported, 1, 0) == 0 && std::chrono::steady_clock::now() < give_up) {
-        w.io.restart();
-        w.io.run_for(std::chrono::milliseconds(10));
+        w.ioc.restart();
+        w.ioc.run_for(std::chrono::milliseconds(10));
     }
     char c = 0;
     const bool all_connected = child > 0 && reported.revents != 0 && ::read(done[0], &c, 1) == 1;
-    w.io.restart();
-    w.io.run_for(std::chrono::milliseconds(200)); // the server's side of the last handshakes
+    w.ioc.restart();
+    w.ioc.run_for(std::chrono::milliseconds(200)); // the server's side of the last handshakes
     acceptor.close();
-    w.io.poll();
+    w.ioc.poll();
     const std::size_t h1 = heap_in_use();
     const bool ok = all_connected && sessions.size() == m;
     for (auto& s : sessions) s->abort();
-    w.io.poll();
+    w.ioc.poll();
     const bool told = ::write(quit[1], &c, 1) == 1; // or the child is gone already
     int status = 0;
     if (child > 0) ::waitpid(child, &status, 0);
@@ -168,7 +168,7 @@ int main(int argc, char** argv) {
     heartwheel::net::liveness_counters live_counters;
     echo::server_counters counters;
     echo::worker w(options, live_counters, counters);
-    tcp::acceptor acceptor(w.io, {asio::ip::make_address("127.0.0.1"), 0});
+    tcp::acceptor acceptor(w.ex, {asio::ip::make_address("127.0.0.1"), 0});
     acceptor.listen(4096);
 
     std::vector<int> clients; // plain descriptors: the peers cost the heap nothing
@@ -209,7 +209,7 @@ int main(int argc, char** argv) {
     const auto start = [&](std::size_t from, std::size_t to, const heartwheel::net::liveness_config& cfg) {
         const heartwheel::net::connection_context timing(w.wheel, cfg, &w.live_counters, &w.scale, w.context.options);
         for (std::size_t i = from; i < to; ++i) sessions[i]->start(std::move(accepted[i]), timing);
-        w.io.poll(); // the receives are pending, nothing to read
+        w.ioc.poll(); // the receives are pending, nothing to read
         return heap_in_use() - w.wheel.wheel().storage_bytes(); // the slot storage is counted apart
     };
     const std::size_t s0 = w.wheel.wheel().storage_bytes();
@@ -228,7 +228,7 @@ int main(int argc, char** argv) {
     const double kernel = static_cast<double>(slab1 - slab0) * 1024.0 / per / 2.0;
     const std::uint64_t idle_read_buffers = counters.read_buffers.load(), idle_read_bytes = counters.read_buffer_bytes.load();
     for (auto& s : sessions) s->abort();
-    w.io.poll();
+    w.ioc.poll();
     for (int fd : clients) ::close(fd);
     sessions.clear();
 

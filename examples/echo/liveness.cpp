@@ -5,15 +5,15 @@ namespace echo {
 
 asio_liveness::asio_liveness(worker& w, heartwheel::net::liveness_handler& handler)
     : w_(w), handler_(handler), cfg_(w.options.live), self_(std::make_shared<asio_liveness*>(this)),
-      reader_(w.io), writer_(w.io), all_(w.io), write_timeout_(w.io), ping_(w.io), miss_(w.io), handshake_(w.io),
-      age_(w.io) {
+      reader_(w.ex), writer_(w.ex), all_(w.ex), write_timeout_(w.ex), ping_(w.ex), miss_(w.ex), handshake_(w.ex),
+      age_(w.ex) {
     arm(reader_, cfg_.idle.reader_idle, &asio_liveness::reader_idle);
     arm(writer_, cfg_.idle.writer_idle, &asio_liveness::writer_idle);
     arm(all_, cfg_.idle.all_idle, &asio_liveness::all_idle);
     arm(ping_, cfg_.heartbeat.interval, &asio_liveness::send_ping);
     arm(age_, cfg_.limits.max_age, &asio_liveness::max_age);
     if (cfg_.timeouts.read_timeout.count() > 0) {
-        read_timeout_ = std::make_unique<timer>(w.io);
+        read_timeout_ = std::make_unique<timer>(w.ex);
         arm(*read_timeout_, cfg_.timeouts.read_timeout, &asio_liveness::read_timed_out);
     }
 }

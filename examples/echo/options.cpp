@@ -326,6 +326,8 @@ server_options parse_server_options(int argc, const char* const* argv) {
         live_ms("write-timeout", "timeouts.write_timeout", "close when a write makes no progress for this long (0 = off)", l.timeouts.write_timeout),
         own_ms("tick", "the timing wheel's tick", o.tick_ms, 1, 1000),
         own_count("threads", "io_context threads, one wheel each", o.threads, 1, 256),
+        own_count("io-threads", "instead of --threads: one io_context run by this many threads, a strand and a wheel "
+                  "per thread (the thread-pool model; 0 = off)", o.io_threads, 0, 256),
         text_opt("timers", "wheel, asio for one steady_timer per connection per concern, or none for no liveness at all "
                            "(timeouts and heartbeats off whatever else says: a benchmark floor)", timers),
         own_count("max-line", "longest line in bytes before the newline", o.max_line, 1, 16 * 1024 * 1024, " (bytes)"),
@@ -378,6 +380,9 @@ server_options parse_server_options(int argc, const char* const* argv) {
     else bad("--timers", timers, "wheel, asio or none");
     if (o.timers == timer_mode::asio && l.overload.any())
         throw usage_error("--timers asio: scaled timeouts (--*-min, [overload]) need --timers wheel (the baseline has none)");
+    if (o.io_threads > 0 && o.threads > 1)
+        throw usage_error("--io-threads " + std::to_string(o.io_threads) + " and --threads " + std::to_string(o.threads) +
+                          " choose two threading models: give one of them");
     if (!metrics.empty()) o.metrics = parse_endpoint(metrics, "--metrics");
     if (o.tls && (o.cert.empty() || o.key.empty())) throw usage_error("--tls: --cert FILE and --key FILE are required");
     if (!o.tls && (!o.cert.empty() || !o.key.empty())) throw usage_error("--cert/--key: only valid with --tls");

@@ -40,6 +40,11 @@ struct server_options {
     heartwheel::net::liveness_config live; ///< idle, heartbeat, limits, timeouts
     std::int64_t tick_ms = 1;
     unsigned threads = 1;
+    /// --io-threads: one io_context run by this many threads, with a shard (a strand, its wheel and
+    /// the connections it times) per thread: the thread-pool model. 0: an io_context per --threads.
+    unsigned io_threads = 0;
+    /// How many workers (shards) serve connections, in either model.
+    unsigned workers() const noexcept { return io_threads > 0 ? io_threads : threads; }
     timer_mode timers = timer_mode::wheel;
     std::size_t max_line = 65536;
     std::size_t max_connections = 100000;

@@ -49,13 +49,15 @@ void listen_on(asio::ip::tcp::acceptor& a, const asio::ip::tcp::endpoint& ep, co
 
 std::vector<std::unique_ptr<worker>> server::make_workers() {
     std::vector<std::unique_ptr<worker>> out;
-    for (unsigned i = 0; i < options_.threads; ++i)
-        out.push_back(std::make_unique<worker>(options_, live_counters_, counters_));
+    for (unsigned i = 0; i < options_.workers(); ++i)
+        out.push_back(std::make_unique<worker>(options_, live_counters_, counters_, pool_.get()));
     return out;
 }
 
 server::server(const server_options& options)
-    : options_(options), workers_(make_workers()), acceptor_(workers_[0]->io), signals_(workers_[0]->io),
+    : options_(options),
+      pool_(options.io_threads > 0 ? std::make_unique<pool_context>(static_cast<int>(options.io_threads)) : nullptr),
+      workers_(make_workers()), acceptor_(workers_[0]->ex), signals_(workers_[0]->ex),
       accept_pause_([this] {
           if (!stopping_) accept();
       }) {
@@ -87,15 +89,25 @@ server::server(const server_options& options)
             throw startup_error("--key " + options_.key + " does not match --cert " + options_.cert +
                                 " (it is not the certificate's private key)");
     }
-    listen_on(acceptor_, resolve(workers_[0]->io, options_.listen, "--listen"), options_.listen.text(), options_.reuse_port);
+    listen_on(acceptor_, resolve(workers_[0]->ioc, options_.listen, "--listen"), options_.listen.text(), options_.reuse_port);
     if (options_.metrics) {
-        metrics_acceptor_.emplace(workers_[0]->io);
-        listen_on(*metrics_acceptor_, resolve(workers_[0]->io, *options_.metrics, "--metrics"), options_.metrics->text());
+        metrics_acceptor_.emplace(workers_[0]->ex);
+        listen_on(*metrics_acceptor_, resolve(workers_[0]->ioc, *options_.metrics, "--metrics"), options_.metrics->text());
     }
 }
 
 server::~server() {
     if (spare_fd_ >= 0) ::close(spare_fd_);
+    if (!pool_) return;
+    // The thread pool's io_context outlives the workers, yet what is still queued in it must go while
+    // the workers' registries exist and after their wheels let go of their nodes (as a worker's own
+    // io_context does, by member order): stop the wheels, then shut the pool down, then the members go.
+    for (auto& w : workers_) {
+        w->closing = true;
+        w->for_each_session(&session_base::abort);
+    }
+    for (auto& w : workers_) w->wheel.shutdown();
+    pool_->shutdown();
 }
 
 // Raises the soft descriptor limit to the hard one, and says so once if --max-connections cannot be
@@ -128,7 +140,7 @@ endpoint_spec server::local_endpoint() const {
 
 void server::accept() {
     worker& target = *workers_[next_worker_++ % workers_.size()];
-    acceptor_.async_accept(target.io, [this, &target](std::error_code ec, asio::ip::tcp::socket socket) {
+    acceptor_.async_accept(target.ex, [this, &target](std::error_code ec, asio::ip::tcp::socket socket) {
         if (stopping_ || ec == asio::error::operation_aborted) return;
         if (ec == asio::error::no_descriptors || ec.value() == ENFILE || ec == asio::error::no_buffer_space ||
             ec == asio::error::no_memory)
@@ -137,10 +149,10 @@ void server::accept() {
             counters_.accepted.fetch_add(1, std::memory_order_relaxed);
             socket.set_option(asio::ip::tcp::no_delay(true), ec);
             if (counters_.active.load(std::memory_order_relaxed) >= options_.max_connections) {
-                asio::post(target.io, [this, &target, s = std::move(socket)]() mutable { at_the_limit(target, std::move(s)); });
+                asio::post(target.ex, [this, &target, s = std::move(socket)]() mutable { at_the_limit(target, std::move(s)); });
             } else {
                 counters_.active.fetch_add(1, std::memory_order_relaxed); // reserved; the session takes it over
-                asio::post(target.io, [this, &target, s = std::move(socket)]() mutable {
+                asio::post(target.ex, [this, &target, s = std::move(socket)]() mutable {
                     counters_.active.fetch_sub(1, std::memory_order_relaxed);
                     start_session(target, std::move(s));
                 });
@@ -319,7 +331,7 @@ void server::start_timers(std::ostream& out) {
     for (auto& w : workers_) {
         if (options_.stats_interval_ms <= 0 && !options_.metrics) break;
         worker* wp = w.get();
-        asio::post(w->io, [wp, mirror] {
+        asio::post(w->ex, [wp, mirror] {
             wp->mirror_stats();
             wp->mirror = wp->wheel.schedule_every(mirror, [wp] { wp->mirror_stats(); });
         });
@@ -351,14 +363,14 @@ void server::begin_shutdown() {
             return;
         }
         if (counters_.active.load() != 0 && now < deadline + std::chrono::milliseconds(500)) return;
-        for (auto& w : workers_) w->io.stop();
+        for (auto& w : workers_) w->ioc.stop();
     }));
 }
 
 void server::for_each_session(void (session_base::*fn)()) {
     for (auto& w : workers_) {
         worker* wp = w.get();
-        asio::post(wp->io, [wp, fn] { wp->for_each_session(fn); });
+        asio::post(wp->ex, [wp, fn] { wp->for_each_session(fn); });
     }
 }
 
@@ -385,12 +397,12 @@ void server::population_changed() {
     for (auto& w : workers_) {
         worker* wp = w.get();
         // Each worker reads the newest value when the post runs: stale posts change nothing.
-        asio::post(wp->io, [this, wp] { wp->scale.set_pressure(pressure_millis_.load(std::memory_order_relaxed) / 1000.0); });
+        asio::post(wp->ex, [this, wp] { wp->scale.set_pressure(pressure_millis_.load(std::memory_order_relaxed) / 1000.0); });
     }
 }
 
 void server::stop() {
-    asio::post(workers_[0]->io, [this] { begin_shutdown(); });
+    asio::post(workers_[0]->ex, [this] { begin_shutdown(); });
 }
 
 int server::run(std::ostream& out) {
@@ -413,9 +425,9 @@ int server::run(std::ostream& out) {
     start_timers(out);
     std::vector<std::thread> threads;
     std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards;
-    for (auto& w : workers_) guards.push_back(asio::make_work_guard(w->io));
-    for (std::size_t i = 1; i < workers_.size(); ++i) threads.emplace_back([&, i] { workers_[i]->io.run(); });
-    workers_[0]->io.run();
+    for (auto& w : workers_) guards.push_back(asio::make_work_guard(w->ioc));
+    for (std::size_t i = 1; i < workers_.size(); ++i) threads.emplace_back([&, i] { workers_[i]->ioc.run(); });
+    workers_[0]->ioc.run();
     for (auto& t : threads) t.join();
     for (auto& w : workers_) w->mirror_stats();
     out << "final " << stats_line() << std::endl;

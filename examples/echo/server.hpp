@@ -68,6 +68,13 @@ private:
     server_options options_;
     heartwheel::net::liveness_counters live_counters_;
     server_counters counters_;
+    /// --io-threads: the io_context the workers' strands share (an io_context whose shutdown — the
+    /// first half of its destructor — the server can call before the workers go).
+    struct pool_context : asio::io_context {
+        using asio::io_context::io_context;
+        using asio::io_context::shutdown;
+    };
+    std::unique_ptr<pool_context> pool_;
     std::vector<std::unique_ptr<worker>> workers_;
     std::optional<asio::ssl::context> tls_;
     asio::ip::tcp::acceptor acceptor_;

@@ -1,7 +1,10 @@
-// worker.hpp — one io_context thread of the server: its context, its wheel, and its sessions.
+// worker.hpp — one shard of the server: its executor, its wheel, its context and its sessions.
 //
+// Thread per core (--threads): the worker owns an io_context run by one thread. Thread pool
+// (--io-threads): the server owns one io_context run by N threads and each worker is a strand of it;
+// everything of the worker (its wheel, its sessions' sockets, posts to it) runs on that strand.
 // Sessions register themselves so that shutdown can say BYE to each; the registry is touched only
-// from the worker's own thread. wheel_size mirrors the wheel's size for the stats line (other threads
+// from the worker's own executor. wheel_size mirrors the wheel's size for the stats line (other threads
 // read it). When its last session is gone the worker hands freed memory back to the OS a second later
 // (glibc keeps it in its arenas otherwise): one timer, armed only after activity, so an idle worker
 // has nothing pending and never wakes up.
@@ -18,6 +21,7 @@
 #include <heartwheel/net/timeout_scale.hpp>
 
 #include <asio/io_context.hpp>
+#include <asio/strand.hpp>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -49,14 +53,20 @@ struct server_counters {
     std::atomic<std::uint64_t> read_buffers{0}, read_buffer_bytes{0};
 };
 
-// Member order matters: sessions still queued in `io` are destroyed by its destructor, after `wheel`
-// is gone (its nodes were detached) but while `sessions` and the counters still exist.
+// Member order matters: sessions still queued in `own_io` are destroyed by its destructor, after
+// `wheel` is gone (its nodes were detached) but while `sessions` and the counters still exist. The
+// pool's io_context outlives the workers: the server shuts it down first (server::~server).
 struct worker {
-    worker(const server_options& o, heartwheel::net::liveness_counters& lc, server_counters& sc)
-        : options(o), live_counters(lc), counters(sc), io(1), wheel(io.get_executor(), wheel_config(o)),
+    /// With `pool`, a strand of it (the thread-pool model); without, an io_context of its own.
+    worker(const server_options& o, heartwheel::net::liveness_counters& lc, server_counters& sc,
+           asio::io_context* pool = nullptr)
+        : options(o), live_counters(lc), counters(sc), own_io(pool ? nullptr : std::make_unique<asio::io_context>(1)),
+          ioc(pool ? *pool : *own_io),
+          ex(pool ? asio::any_io_executor(asio::make_strand(*pool)) : asio::any_io_executor(own_io->get_executor())),
+          wheel(ex, wheel_config(o)),
           scale(wheel, o.live.overload.threshold), context(wheel, o.live, &lc, &scale, session_options(o)),
           handshakes(share_of_handshakes(o)) {
-        if (o.source_share != 0) shares.emplace((o.source_share + o.threads - 1) / o.threads); // this thread's part
+        if (o.source_share != 0) shares.emplace((o.source_share + o.workers() - 1) / o.workers()); // this worker's part
     }
     ~worker() {
         closing = true; // sessions destroyed by io's destructor must not touch the wheel
@@ -107,7 +117,7 @@ struct worker {
     /// This thread's share of the handshake limits: each split evenly between the threads (rounded up).
     static heartwheel::net::handshake_limits share_of_handshakes(const server_options& o) {
         heartwheel::net::handshake_limits l = o.handshakes;
-        const auto share = [n = o.threads](auto v) { return static_cast<decltype(v)>((v + n - 1) / n); };
+        const auto share = [n = o.workers()](auto v) { return static_cast<decltype(v)>((v + n - 1) / n); };
         l.max_pending = share(l.max_pending);
         l.max_pending_per_source = share(l.max_pending_per_source);
         l.per_source_rate = share(l.per_source_rate);
@@ -126,7 +136,9 @@ struct worker {
     const server_options& options;
     heartwheel::net::liveness_counters& live_counters;
     server_counters& counters;
-    asio::io_context io;
+    std::unique_ptr<asio::io_context> own_io; ///< thread per core: this worker's; thread pool: none
+    asio::io_context& ioc;                    ///< the io_context this worker runs on (its own, or the pool)
+    asio::any_io_executor ex;                 ///< the worker's executor: own_io's, or a strand of the pool
     heartwheel::asio_wheel wheel;
     /// The scaled timeouts of this worker's connections (--*-min flags); pressure set by the server.
     heartwheel::net::timeout_scale scale;

@@ -13,6 +13,20 @@ import time
 BUILD = os.environ.get("HEARTWHEEL_BUILD", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
 SERVER = os.path.join(BUILD, "examples", "echo_server")
 CLIENT = os.path.join(BUILD, "examples", "echo_client")
+# HEARTWHEEL_ECHO_MODEL=pool runs every started server in the thread-pool model (test_pool_model.py).
+MODEL = os.environ.get("HEARTWHEEL_ECHO_MODEL", "threads")
+
+
+def threading_flags(flags):
+    """`flags` for the threading model under test: in the pool model --threads N becomes --io-threads N
+    (one io_context on N threads, a strand per shard) and a server given neither gets --io-threads 2."""
+    flags = list(flags)
+    if MODEL != "pool":
+        return flags
+    if "--threads" in flags:
+        flags[flags.index("--threads")] = "--io-threads"
+        return flags
+    return flags + ["--io-threads", "2"]
 
 
 def rss_mib(pid):
@@ -38,6 +52,8 @@ class Server:
     another command (the fault tests use `ip netns exec NS`, which execs, so the pid is the server's)."""
 
     def __init__(self, *flags, expect_listen=True, host="127.0.0.1", prefix=(), port=0):
+        if expect_listen:  # a server that must refuse its flags is left as the test wrote it
+            flags = threading_flags(flags)
         self.proc = subprocess.Popen([*prefix, SERVER, "--listen", f"{host}:{port}", *flags], stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
         self.host = host

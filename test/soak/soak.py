@@ -204,6 +204,8 @@ def main():
     ap.add_argument("--churn-rate", type=int, default=100, help="churned connections replaced per second")
     ap.add_argument("--server", default=SERVER, help="echo_server binary (e.g. a sanitizer build's)")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--model", choices=["threads", "pool"], default="threads",
+                    help="threads: an io_context per thread (--threads); pool: one io_context on that many threads (--io-threads)")
     ap.add_argument("--no-rss-check", action="store_true", help="for sanitizer builds, whose allocators keep memory")
     a = ap.parse_args()
     if not (1 <= a.seconds <= 600 and 10 <= a.connections <= 60000):
@@ -212,7 +214,8 @@ def main():
     pool = max(1, int(a.connections * a.churn_share))
     steady = a.connections - pool
     max_age_ms = max(2000, a.seconds * 1000 // 3)
-    srv = ServerProc(a.server, ["--threads", str(a.threads), "--reader-idle", "20000", "--writer-idle", "20000",
+    threading = ["--io-threads" if a.model == "pool" else "--threads", str(a.threads)]
+    srv = ServerProc(a.server, [*threading, "--reader-idle", "20000", "--writer-idle", "20000",
                                 "--all-idle", "30000", "--heartbeat-interval", "3000", "--heartbeat-timeout", "3000",
                                 "--heartbeat-misses", "3", "--write-timeout", "10000", "--max-age", str(max_age_ms),
                                 "--max-line", "4096", "--max-connections", str(a.connections * 2)])

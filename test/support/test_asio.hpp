@@ -13,19 +13,28 @@
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/read_until.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/asio/as_tuple.hpp>
 namespace asio = boost::asio; // no ::asio exists in this flavour
+/// co_await op(..., tuple_awaitable) → std::tuple<error_code, ...> instead of a throw.
+inline constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
 #else
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/experimental/awaitable_operators.hpp>
 #include <asio/io_context.hpp>
 #include <asio/read_until.hpp>
+#include <asio/strand.hpp>
+#include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
 #include <asio/use_future.hpp>
 #include <asio/write.hpp>
+#include <asio/experimental/as_tuple.hpp>
+inline constexpr auto tuple_awaitable = asio::experimental::as_tuple(asio::use_awaitable);
 #endif
 
 using error_code = heartwheel::error_code;

@@ -5,9 +5,10 @@
 // arrives, and left unarmed while nothing is pending: an idle wheel never wakes. When it fires, the
 // driver advances the wheel to the real time; if timers are still due (the per-advance budget ran out,
 // or a periodic timer is bursting) it posts another advance instead of arming, so I/O interleaves.
-// A wheel belongs to one executor (one io_context thread): call its members from that thread. From
-// other threads, use async_wait() (its initiation is dispatched to the wheel's executor) or post().
-// For many cores run one io_context and one asio_wheel per thread.
+// A wheel belongs to one executor — a thread's own io_context, or a strand of an io_context run by a
+// pool of threads: call its members from inside that executor. From elsewhere, use async_wait() (its
+// initiation is dispatched to the wheel's executor) or post(). For many cores run one asio_wheel per
+// thread (thread per core) or per strand (thread pool; docs/design.md, "Threading").
 #ifndef HEARTWHEEL_ASIO_WHEEL_HPP
 #define HEARTWHEEL_ASIO_WHEEL_HPP
 

@@ -23,6 +23,10 @@
 // abort(reason) is the same without last words (nothing can be written: an I/O error, a write
 // timeout, a handshake that never finished).
 //
+// Threads: a connection lives on its socket's executor, which must be its wheel's too (a thread's own
+// io_context, or one strand of a pool's). On a strand, send(), close(), abort(), complete_request()
+// and post() may be called from anywhere: outside the strand they post themselves to it.
+//
 // Ownership: create it with std::make_shared; its own writes and linger hold a reference while they
 // are in flight. The application is a connection_handler (an interface: one shared pointer per
 // connection, not a std::function per hook — memory matters at a million idle connections); its
@@ -44,6 +48,7 @@
 #include <heartwheel/net/close_reason.hpp>
 #include <heartwheel/net/connection_context.hpp>
 #include <heartwheel/net/connection_liveness.hpp>
+#include <heartwheel/net/detail/home_executor.hpp>
 #include <heartwheel/net/detail/teardown_registry.hpp>
 #include <heartwheel/net/errc.hpp>
 #include <heartwheel/net/keepalive.hpp>
@@ -208,9 +213,18 @@ public:
     /// slow-consumer — not inside this call (a broadcast loop stays valid): what was queued is
     /// dropped at once, later sends are ignored, and the close follows on the executor's next turn.
     /// Producers that can wait ask writable() first and resume on on_writable().
+    ///
+    /// Safe from any thread when the connection lives on a strand (the thread-pool model): called from
+    /// outside that strand — a broadcast from another shard, a backend thread — it copies the message
+    /// and posts the send to the strand, where sends from one caller keep their order.
     void send(std::string_view message) { send({message}); }
     /// Queues one message made of parts, e.g. send({line, "\n"}).
     void send(std::initializer_list<std::string_view> parts) {
+        if (!detail::running_in_home(stream_.get_executor())) {
+            std::string copy;
+            for (auto part : parts) copy.append(part);
+            return post([m = std::move(copy)](connection& c) { c.send(m); });
+        }
         if (closed_ || ((closing_ || slow_) && !in_last_words_)) return;
         out_.append(parts);
         const std::size_t q = out_.queued();
@@ -235,15 +249,36 @@ public:
 
     /// The one close path (see the top of this file). Idempotent: the first reason wins. `linger`
     /// overrides the options' for this close (a graceful shutdown may give the goodbye its grace).
+    /// From outside the connection's strand (thread-pool model) it is posted there, as send() is.
     void close(close_reason why, std::optional<std::chrono::milliseconds> linger = std::nullopt) {
+        if (!detail::running_in_home(stream_.get_executor()))
+            return post([why, linger](connection& c) { c.close(why, linger); });
         if (linger) linger_ms_ = *linger;
         begin_close(why, true);
     }
     /// Closes now, without last words; on a connection already closing, cuts its linger short (the
-    /// first reason stays).
+    /// first reason stays). Posted from outside the connection's strand, as close() is.
     void abort(close_reason why) {
+        if (!detail::running_in_home(stream_.get_executor())) return post([why](connection& c) { c.abort(why); });
         if (closing_) return finish_close();
         begin_close(why, false);
+    }
+
+    /// Runs fn(*this) on the connection's executor (later, never inline), keeping the connection alive
+    /// until then: the way to reach it from another thread or strand with anything else.
+    template <class F>
+    void post(F&& fn) {
+        asio::post(stream_.get_executor(), [self = this->shared_from_this(), f = std::forward<F>(fn)]() mutable { f(*self); });
+    }
+    /// A tracked request's response arrived (requests().complete(id)); from outside the connection's
+    /// strand — a backend thread answering — it is posted there. Returns false for an id it knows is
+    /// not outstanding (only when called on the strand).
+    bool complete_request(std::uint64_t id) {
+        if (!detail::running_in_home(stream_.get_executor())) {
+            post([id](connection& c) { c.complete_request(id); });
+            return true;
+        }
+        return live_->requests().complete(id);
     }
 
     /// A read on stream() failed with `ec`: closes with what it means, as the connection does for its

@@ -1,0 +1,263 @@
+// thread_pool_test — heartwheel in the thread-pool model: one io_context run by 4 threads, 4 shards
+// (a strand, its wheel and the connections it times), each connection's socket on its shard's strand.
+// Thousands of connections are churned through it while the server does what fan-out servers do
+// across strands: each MSG is broadcast to connections of other shards (cross-strand send), each REQ
+// is a tracked request answered by a backend thread that is no Asio thread at all
+// (complete_request), and each QUIT is closed from another shard's strand (cross-strand close). The
+// library must post those calls to the connection's strand: run under ThreadSanitizer (CI's
+// sanitize.sh) this suite reports any call that raced instead; here it checks that nothing is lost —
+// every request answered, every QUIT said goodbye to, every close counted exactly once.
+#include "test_asio.hpp"
+
+#include <heartwheel/asio_wheel.hpp>
+#include <heartwheel/net/connection.hpp>
+
+#define BOOST_TEST_MODULE thread_pool
+#include <boost/test/unit_test.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <random>
+#include <thread>
+
+namespace net = heartwheel::net;
+using namespace std::chrono_literals;
+using tcp = asio::ip::tcp;
+using connection = net::connection<tcp::socket>;
+
+namespace {
+
+const net::close_reason quit = net::define_close_reason("quit");
+
+net::liveness_config policy() {
+    net::liveness_config cfg;
+    cfg.heartbeat.interval = 100ms; // pings (from each shard's wheel, on its strand) keep flowing
+    cfg.heartbeat.timeout = 2s;
+    cfg.idle.reader_idle = 20s;
+    return cfg;
+}
+
+struct shard {
+    explicit shard(asio::io_context& io, net::liveness_counters& counters)
+        : strand(asio::make_strand(io)), wheel(strand), context(wheel, policy(), &counters) {}
+    asio::any_io_executor strand;
+    heartwheel::asio_wheel wheel;
+    net::connection_context context;
+};
+
+// Every open server connection, for broadcasts from any shard (guarded: shards run in parallel).
+struct registry {
+    std::mutex m;
+    std::vector<std::weak_ptr<connection>> all;
+    void add(const std::shared_ptr<connection>& c) {
+        std::lock_guard l(m);
+        all.push_back(c);
+    }
+    std::vector<std::shared_ptr<connection>> pick(std::size_t n, std::minstd_rand& rng) {
+        std::lock_guard l(m);
+        std::vector<std::shared_ptr<connection>> out;
+        for (std::size_t i = 0; i < n && !all.empty(); ++i) {
+            const std::size_t k = rng() % all.size();
+            if (auto c = all[k].lock()) out.push_back(std::move(c));
+            else { // gone: forget it
+                all[k] = std::move(all.back());
+                all.pop_back();
+            }
+        }
+        return out;
+    }
+};
+
+// A thread that is not an Asio thread: it answers requests by completing them on their connection.
+struct backend {
+    std::mutex m;
+    std::condition_variable cv;
+    std::deque<std::function<void()>> jobs;
+    bool stop = false;
+    std::thread t{[this] {
+        for (;;) {
+            std::unique_lock l(m);
+            cv.wait(l, [this] { return stop || !jobs.empty(); });
+            if (jobs.empty()) return;
+            auto job = std::move(jobs.front());
+            jobs.pop_front();
+            l.unlock();
+            job();
+        }
+    }};
+    void submit(std::function<void()> f) {
+        {
+            std::lock_guard l(m);
+            jobs.push_back(std::move(f));
+        }
+        cv.notify_one();
+    }
+    ~backend() {
+        {
+            std::lock_guard l(m);
+            stop = true;
+        }
+        cv.notify_one();
+        t.join();
+    }
+};
+
+struct server_state {
+    std::vector<std::unique_ptr<shard>>* shards;
+    registry reg;
+    backend answers;
+    std::atomic<std::uint64_t> accepted{0};
+};
+
+asio::awaitable<void> serve(std::shared_ptr<connection> c, server_state& st, std::size_t home) {
+    st.reg.add(c);
+    std::minstd_rand rng(static_cast<unsigned>(home * 7919 + st.accepted.load()));
+    std::string buf;
+    for (;;) {
+        auto [ec, n] = co_await asio::async_read_until(c->stream(), asio::dynamic_buffer(buf), '\n',
+                                                       tuple_awaitable);
+        if (ec) {
+            c->read_failed(ec);
+            co_return;
+        }
+        const std::string line = buf.substr(0, n - 1);
+        buf.erase(0, n);
+        if (line == "PONG") {
+            c->pong_received();
+        } else if (line.rfind("MSG ", 0) == 0) {
+            for (auto& to : st.reg.pick(3, rng)) to->send({line, "\n"}); // mostly other shards' strands
+        } else if (line.rfind("REQ ", 0) == 0) {
+            const std::uint64_t id = std::stoull(line.substr(4));
+            c->requests().track(id, 5s, [c, id](heartwheel::error_code rec, net::request_state) {
+                c->send((rec ? "FAIL " : "DONE ") + std::to_string(id) + "\n");
+            });
+            st.answers.submit([c, id] { c->complete_request(id); }); // from a non-Asio thread
+        } else if (line == "QUIT") {
+            // Closed from the next shard's strand: the close is posted back to this one.
+            auto& other = *(*st.shards)[(home + 1) % st.shards->size()];
+            asio::post(other.strand, [c] { c->close(quit); });
+        }
+    }
+}
+
+struct client_tally {
+    std::atomic<int> finished{0}, answered{0}, failed{0}, goodbyes{0}, broadcasts{0}, errors{0};
+};
+
+// One client: a broadcast, a request it waits for, then QUIT (expects BYE quit) or just leaves.
+asio::awaitable<void> client(tcp::endpoint ep, int id, client_tally& t) {
+    tcp::socket s(co_await asio::this_coro::executor);
+    auto [cec] = co_await s.async_connect(ep, tuple_awaitable);
+    if (cec) {
+        ++t.errors;
+        ++t.finished;
+        co_return;
+    }
+    const bool quits = id % 2 == 0;
+    std::string out = "MSG from " + std::to_string(id) + "\nREQ " + std::to_string(id) + "\n";
+    co_await asio::async_write(s, asio::buffer(out), tuple_awaitable);
+    std::string buf;
+    bool done = false;
+    for (;;) {
+        auto [ec, n] = co_await asio::async_read_until(s, asio::dynamic_buffer(buf), '\n', tuple_awaitable);
+        if (ec) break;
+        const std::string line = buf.substr(0, n - 1);
+        buf.erase(0, n);
+        std::string reply;
+        if (line == "PING") reply = "PONG\n";
+        else if (line.rfind("MSG ", 0) == 0) ++t.broadcasts;
+        else if (line == "DONE " + std::to_string(id)) {
+            ++t.answered;
+            done = true;
+            if (!quits) break; // leave: the server sees our end of stream
+            reply = "QUIT\n";
+        } else if (line.rfind("FAIL", 0) == 0) ++t.failed;
+        else if (line == "BYE quit") {
+            ++t.goodbyes;
+            break;
+        }
+        if (!reply.empty()) co_await asio::async_write(s, asio::buffer(reply), tuple_awaitable);
+    }
+    if (!done) ++t.errors;
+    heartwheel::error_code ignored;
+    s.close(ignored);
+    ++t.finished;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(thousands_of_connections_across_four_threads_with_cross_strand_calls) {
+    constexpr int total = 2000, concurrent = 200, threads = 4;
+    net::liveness_counters counters;
+    asio::io_context io(threads);
+    std::vector<std::unique_ptr<shard>> shards;
+    for (int i = 0; i < threads; ++i) shards.push_back(std::make_unique<shard>(io, counters));
+    server_state st;
+    st.shards = &shards;
+
+    tcp::acceptor acceptor(shards[0]->strand, {asio::ip::make_address("127.0.0.1"), 0});
+    std::function<void()> accept = [&] {
+        auto& home = *shards[st.accepted % shards.size()];
+        acceptor.async_accept(home.strand, [&, &home = home](heartwheel::error_code ec, tcp::socket socket) {
+            if (ec) return;
+            ++st.accepted;
+            // Made on its own shard's strand: its timers go into that shard's wheel.
+            asio::post(home.strand, [&, &home = home, s = std::move(socket)]() mutable {
+                auto c = std::make_shared<connection>(std::move(s), home.context);
+                net::connection_hooks hooks;
+                hooks.send_ping = [raw = c.get()] { raw->send("PING\n"); };
+                hooks.last_words = [raw = c.get()](net::close_reason r) {
+                    raw->send(std::string("BYE ") + net::to_string(r) + "\n");
+                };
+                c->set_hooks(std::move(hooks));
+                std::size_t index = 0;
+                while (shards[index].get() != &home) ++index;
+                asio::co_spawn(home.strand, serve(std::move(c), st, index), asio::detached);
+            });
+            accept();
+        });
+    };
+    accept();
+    auto guard = asio::make_work_guard(io);
+    std::vector<std::thread> pool;
+    for (int i = 0; i < threads; ++i) pool.emplace_back([&] { io.run(); });
+
+    // The clients, on an io_context of their own, `concurrent` at a time.
+    client_tally tally;
+    asio::io_context clients;
+    const auto ep = acceptor.local_endpoint();
+    std::atomic<int> started{0};
+    std::function<void()> launch = [&] {
+        const int id = started++;
+        if (id >= total) return;
+        asio::co_spawn(clients, client(ep, id, tally), [&](std::exception_ptr) { launch(); });
+    };
+    for (int i = 0; i < concurrent; ++i) launch();
+    clients.run_for(120s);
+
+    // Every server connection closes (the client left, or QUIT): wait for the counts to settle.
+    const auto until = std::chrono::steady_clock::now() + 30s;
+    while (counters.snapshot().closes_total() < static_cast<std::uint64_t>(total) && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(10ms);
+    guard.reset();
+    io.stop();
+    for (auto& t : pool) t.join();
+
+    const auto snap = counters.snapshot();
+    BOOST_TEST_MESSAGE("accepted " << st.accepted << ", answered " << tally.answered << ", goodbyes " << tally.goodbyes
+                                   << ", broadcasts received " << tally.broadcasts << ", closes " << snap.closes_text());
+    BOOST_TEST(tally.finished == total);
+    BOOST_TEST(tally.errors == 0);
+    BOOST_TEST(tally.failed == 0);
+    BOOST_TEST(tally.answered == total);     // every request completed from the backend thread
+    BOOST_TEST(tally.goodbyes == total / 2); // every cross-strand close said its goodbye
+    BOOST_TEST(tally.broadcasts > 0);
+    BOOST_TEST(st.accepted == static_cast<std::uint64_t>(total));
+    BOOST_TEST(snap.closes_total() == static_cast<std::uint64_t>(total)); // each close counted once
+    BOOST_TEST(snap.closes[static_cast<std::size_t>(quit)] == static_cast<std::uint64_t>(total / 2));
+    BOOST_TEST(snap.requests == static_cast<std::uint64_t>(total));
+    BOOST_TEST(snap.request_timeouts == 0u);
+}
