@@ -80,6 +80,23 @@ class Server:
         return self.proc.returncode, out, err
 
 
+class CoroServer(Server):
+    """A coroutine-shaped server (test/shapes/coro_echo_server.cpp; `binary` picks its Asio flavour),
+    started like echo_server (first line: listening on HOST:PORT); `io_threads` runs it on a pool."""
+
+    def __init__(self, binary, config, tls=None, io_threads=0):
+        args = [binary, "--listen", "127.0.0.1:0", "--config", config]
+        if io_threads:
+            args += ["--io-threads", str(io_threads)]
+        if tls:
+            args += ["--tls", *tls]
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.host = "127.0.0.1"
+        line = self.proc.stdout.readline()
+        assert line.startswith("listening on 127.0.0.1:"), f"first line was {line!r}, stderr: {self.proc.stderr.read()}"
+        self.port = int(line.strip().rsplit(":", 1)[1])
+
+
 class Line:
     """A line-oriented connection (plain or TLS) with bounded reads."""
 

@@ -20,7 +20,7 @@ import sys
 import time
 import unittest
 
-from harness import BUILD, CLIENT, Server, make_cert, parse_stats, tempdir
+from harness import BUILD, CLIENT, CoroServer, Server, make_cert, parse_stats, tempdir
 
 SANITIZED = bool(os.environ.get("HEARTWHEEL_SANITIZE"))
 CORO = os.path.join(BUILD, "test", "coro_echo_server")
@@ -30,20 +30,6 @@ STALL_S = 12
 # One run per shape by default (the test command stays short); CI runs the normal build twice more
 # (HEARTWHEEL_STALL_RUNS=2 in .ci/run): a timing outcome needs several runs.
 RUNS = int(os.environ.get("HEARTWHEEL_STALL_RUNS", 1))
-
-
-class CoroServer(Server):
-    """coro_echo_server, started like echo_server (first line: listening on HOST:PORT)."""
-
-    def __init__(self, config, tls=None):
-        args = [CORO, "--listen", "127.0.0.1:0", "--config", config]
-        if tls:
-            args += ["--tls", *tls]
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.host = "127.0.0.1"
-        line = self.proc.stdout.readline()
-        assert line.startswith("listening on 127.0.0.1:"), f"first line was {line!r}, stderr: {self.proc.stderr.read()}"
-        self.port = int(line.strip().rsplit(":", 1)[1])
 
 
 class StallAtScale(unittest.TestCase):
@@ -64,7 +50,7 @@ class StallAtScale(unittest.TestCase):
             if tls:
                 flags += ["--tls", "--cert", self.cert, "--key", self.key]
             return Server(*flags)
-        return CoroServer(self.config, (self.cert, self.key) if tls else None)
+        return CoroServer(CORO, self.config, (self.cert, self.key) if tls else None)
 
     def run_once(self, shape, tls):
         with self.start(shape, tls) as srv:

@@ -2,32 +2,32 @@
 // coroutine per connection reading with asio::async_read_until on connection::stream(), calling
 // message_received() per data line (reads are not idle activity by themselves), over TCP or
 // net::tls_socket. The e2e tests run it where the stock echo_server's callback shape could hide a
-// bug (a process stall with many ready sockets).
+// bug (a process stall with many ready sockets), and as a Boost.Asio application: the same source
+// builds for both Asio flavours (coro_echo_server_boost; support/test_asio.hpp is the seam).
+// --io-threads N runs it in the thread-pool model: one io_context on N threads, a strand, a wheel
+// and a context per shard, each connection's socket on its shard's strand.
 //
-//   coro_echo_server [--listen HOST:PORT] [--config FILE] [--tls CERT KEY]
+//   coro_echo_server [--listen HOST:PORT] [--config FILE] [--tls CERT KEY] [--io-threads N]
 //   prints "listening on HOST:PORT" first; on SIGTERM "final closes=reason:n,..." and exits 0.
 //   Lines: "PONG x" answers our ping; any other line is echoed. Pings are "PING n"; the goodbye
 //   is "BYE <reason>".
+#include "test_asio.hpp"
+
+#include <heartwheel/asio_ssl.hpp>
 #include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/net/connection.hpp>
 #include <heartwheel/net/liveness_config.hpp>
 
-#include <asio/co_spawn.hpp>
-#include <asio/detached.hpp>
-#include <asio/experimental/as_tuple.hpp>
-#include <asio/io_context.hpp>
-#include <asio/read_until.hpp>
-#include <asio/signal_set.hpp>
-#include <asio/ssl/context.hpp>
-#include <asio/use_awaitable.hpp>
-
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace net = heartwheel::net;
 using tcp = asio::ip::tcp;
-constexpr auto use_tuple = asio::experimental::as_tuple(asio::use_awaitable);
+constexpr auto use_tuple = tuple_awaitable;
 
 namespace {
 
@@ -72,6 +72,7 @@ int main(int argc, char** argv) {
     // No SIGPIPE setup, as in an application that never heard of it: neither Asio's sockets nor
     // tls_socket write in a way that raises it (both send with MSG_NOSIGNAL).
     std::string host = "127.0.0.1", port = "0", cert, key;
+    int io_threads = 0;
     net::liveness_config cfg;
     try {
         for (int i = 1; i < argc; ++i) {
@@ -82,48 +83,75 @@ int main(int argc, char** argv) {
                 port = v.substr(v.rfind(':') + 1);
             } else if (a == "--config" && i + 1 < argc) {
                 cfg = net::load_liveness_config(argv[++i]);
+            } else if (a == "--io-threads" && i + 1 < argc) {
+                io_threads = std::stoi(argv[++i]);
+                if (io_threads < 1 || io_threads > 64) throw std::invalid_argument("--io-threads: accepted 1..64");
             } else if (a == "--tls" && i + 2 < argc) {
                 cert = argv[++i];
                 key = argv[++i];
             } else {
                 throw std::invalid_argument("unknown argument '" + a +
-                                            "': accepted --listen HOST:PORT, --config FILE, --tls CERT KEY");
+                                            "': accepted --listen HOST:PORT, --config FILE, --tls CERT KEY, --io-threads N");
             }
         }
     } catch (const std::exception& e) {
         std::cerr << "coro_echo_server: " << e.what() << '\n';
         return 2;
     }
-    asio::io_context io(1);
-    heartwheel::asio_wheel wheel(io.get_executor());
+    // A shard per thread: its executor (the io_context's own, or a strand of the pool), its wheel and
+    // its context. Member order: the wheel goes before the io_context (main's scope below).
+    struct shard {
+        shard(asio::any_io_executor e, const net::liveness_config& cfg, net::liveness_counters& counters)
+            : ex(std::move(e)), wheel(ex), ctx(wheel, cfg, &counters, nullptr, options()) {}
+        static net::connection_options options() {
+            net::connection_options opts;
+            opts.reads_are_idle_activity = false; // a message is a whole line: message_received()
+            return opts;
+        }
+        asio::any_io_executor ex;
+        heartwheel::asio_wheel wheel;
+        net::connection_context ctx;
+    };
+    asio::io_context io(io_threads > 0 ? io_threads : 1);
     net::liveness_counters counters;
-    net::connection_options opts;
-    opts.reads_are_idle_activity = false; // a message is a whole line: message_received()
-    const net::connection_context ctx(wheel, cfg, &counters, nullptr, opts);
+    std::vector<std::unique_ptr<shard>> shards;
+    for (int i = 0; i < std::max(io_threads, 1); ++i)
+        shards.push_back(std::make_unique<shard>(
+            io_threads > 0 ? asio::any_io_executor(asio::make_strand(io)) : asio::any_io_executor(io.get_executor()), cfg,
+            counters));
     std::optional<asio::ssl::context> tls;
     if (!cert.empty()) {
         tls.emplace(asio::ssl::context::tls_server);
         tls->use_certificate_chain_file(cert);
         tls->use_private_key_file(key, asio::ssl::context::pem);
     }
-    tcp::acceptor acceptor(io, {asio::ip::make_address(host), static_cast<std::uint16_t>(std::stoi(port))});
+    tcp::acceptor acceptor(shards[0]->ex, {asio::ip::make_address(host), static_cast<std::uint16_t>(std::stoi(port))});
     std::cout << "listening on " << acceptor.local_endpoint().address().to_string() << ':'
               << acceptor.local_endpoint().port() << std::endl;
-    asio::signal_set signals(io, SIGINT, SIGTERM);
-    signals.async_wait([&](std::error_code, int) {
+    asio::signal_set signals(shards[0]->ex, SIGINT, SIGTERM);
+    signals.async_wait([&](error_code, int) {
         acceptor.close();
         io.stop();
     });
+    std::size_t next = 0;
     std::function<void()> accept = [&] {
-        acceptor.async_accept([&](std::error_code ec, tcp::socket s) {
+        shard& home = *shards[next++ % shards.size()];
+        // The socket is made on its shard's executor; the connection is made there too (its timers go
+        // into that shard's wheel).
+        acceptor.async_accept(home.ex, [&, h = &home](error_code ec, tcp::socket s) {
             if (ec) return;
-            if (tls) start(net::tls_socket(std::move(s), *tls), ctx);
-            else start(std::move(s), ctx);
+            asio::post(h->ex, [&, h, s = std::move(s)]() mutable {
+                if (tls) start(net::tls_socket(std::move(s), *tls), h->ctx);
+                else start(std::move(s), h->ctx);
+            });
             accept();
         });
     };
     accept();
+    std::vector<std::thread> pool;
+    for (int i = 1; i < io_threads; ++i) pool.emplace_back([&] { io.run(); });
     io.run();
+    for (auto& t : pool) t.join();
     const auto snap = counters.snapshot();
     std::cout << "final closes=" << snap.closes_text() << " pings=" << snap.pings_sent
               << " pongs=" << snap.pongs_received << std::endl;

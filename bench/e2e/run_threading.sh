@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The two threading models side by side: echo_server --threads N (an io_context per thread) and
+# --io-threads N (one io_context on N threads, a strand and a wheel per shard), N = 1 and 2, each with
+# --timers wheel and the per-socket-timer baseline --timers asio, under the same echo_client load;
+# writes docs/threading_bench.json and the "threading" section of docs/benchmarks.md. Arguments go to
+# threading_bench.py (e.g. --connections 1000 --seconds 5 --rounds 1).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+bash "$root/scripts/install-deps.sh"
+bash "$root/scripts/build.sh" "$root/build"
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+python3 "$root/bench/e2e/threading_bench.py" "$@" | tee /dev/stderr | python3 "$root/bench/put_section.py" threading
