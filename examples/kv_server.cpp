@@ -12,6 +12,7 @@
 #include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/net/connection.hpp>
 #include <heartwheel/net/liveness_config.hpp>
+#include <heartwheel/net/liveness_toml.hpp>
 
 #include <asio/experimental/as_tuple.hpp>
 #include <asio/co_spawn.hpp>

@@ -5,6 +5,7 @@
 #include "fuzz_check.hpp"
 
 #include <heartwheel/net/liveness_config.hpp>
+#include <heartwheel/net/liveness_toml.hpp>
 
 #include <cstdint>
 #include <cstdio>

@@ -21,10 +21,14 @@ step(${CMAKE_COMMAND} -S ${SOURCE_DIR}/test/package/core_only -B ${WORK_DIR}/cor
      -DCMAKE_DISABLE_FIND_PACKAGE_OpenSSL=ON -DCMAKE_DISABLE_FIND_PACKAGE_tomlplusplus=ON
      -DCMAKE_DISABLE_FIND_PACKAGE_Boost=ON)
 step(${CMAKE_COMMAND} --build ${WORK_DIR}/core_only)
+# A connection-level consumer that reads no TOML, found with toml++ unavailable.
+step(${CMAKE_COMMAND} -S ${SOURCE_DIR}/test/package/net_only -B ${WORK_DIR}/net_only
+     -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_BUILD_TYPE=Release -DCMAKE_DISABLE_FIND_PACKAGE_tomlplusplus=ON)
+step(${CMAKE_COMMAND} --build ${WORK_DIR}/net_only)
 # A component the package does not have is refused with the reason.
 step(${CMAKE_COMMAND} -S ${SOURCE_DIR}/test/package/bad_component -B ${WORK_DIR}/bad_component
      -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix)
-if(NOT step_output MATCHES "heartwheel_FOUND=(FALSE|0): heartwheel has no component 'websocket': this package has core")
+if(NOT step_output MATCHES "heartwheel_FOUND=(FALSE|0): heartwheel has no component 'websocket': this package has core, policies, toml, driver, net")
   message(FATAL_ERROR "find_package(heartwheel COMPONENTS websocket) said: ${step_output}")
 endif()
 # A consumer whose standalone Asio is not the one heartwheel was built against is refused, both named.
@@ -35,8 +39,8 @@ if(NOT step_output MATCHES "heartwheel_FOUND=(FALSE|0): heartwheel was built aga
   message(FATAL_ERROR "a consumer with another Asio was told: ${step_output}")
 endif()
 # One consumer per exported target; each must run and say what it did.
-foreach(exe core_only/consumer_core core_only/consumer_driver core_only/consumer_old_name build/consumer_net
-            build/consumer_boost_net)
+foreach(exe core_only/consumer_core core_only/consumer_policies core_only/consumer_driver core_only/consumer_old_name
+            build/consumer_net net_only/consumer_boost_net)
   step(${WORK_DIR}/${exe})
   get_filename_component(target ${exe} NAME)
   string(REPLACE "old_name" "driver" target ${target})

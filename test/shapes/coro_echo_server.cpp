@@ -17,6 +17,7 @@
 #include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/net/connection.hpp>
 #include <heartwheel/net/liveness_config.hpp>
+#include <heartwheel/net/liveness_toml.hpp>
 
 #include <iostream>
 #include <memory>

@@ -8,6 +8,7 @@
 #include <asio/io_context.hpp>
 #include <heartwheel/net/connection_liveness.hpp>
 #include <heartwheel/net/idle_state.hpp>
+#include <heartwheel/net/liveness_toml.hpp>
 #include <heartwheel/net/timeout_scale.hpp>
 
 #include "liveness_recorder.hpp"

@@ -12,7 +12,9 @@
 // naming the key and the source. Tables not present keep their defaults (or the values already in
 // the struct, for apply_liveness_tables in liveness_toml.hpp, which also reads the tables out of a
 // larger document of the application's own). Setting backoff.max alone lowers backoff.initial to it
-// when the default initial is larger. Parsing uses toml++ (Debian's libtomlplusplus-dev).
+// when the default initial is larger. Reading TOML is heartwheel/net/liveness_toml.hpp's
+// (parse_liveness_config, load_liveness_config; target heartwheel::toml, which brings toml++): this
+// header and the policies need no TOML library.
 #ifndef HEARTWHEEL_NET_LIVENESS_CONFIG_HPP
 #define HEARTWHEEL_NET_LIVENESS_CONFIG_HPP
 
@@ -36,11 +38,6 @@ struct liveness_config {
 
     void validate() const;
 };
-
-/// Parses TOML text; tables not present keep their defaults.
-liveness_config parse_liveness_config(std::string_view toml_text, std::string_view source_name = "config");
-/// Reads and parses a file (see read_config_file for what is refused).
-liveness_config load_liveness_config(const std::string& path);
 
 /// The text of a config file. Raises config_error (field `what`) with a message naming the path when
 /// it does not exist, cannot be read, is a directory, a device or anything but a regular file, or is

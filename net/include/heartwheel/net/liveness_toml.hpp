@@ -7,7 +7,8 @@
 //
 // Same rules as liveness_config.hpp: durations with units or in the field's unit, keys named in
 // errors with the source. The application names its own top-level keys and tables; anything else
-// is refused with its name (a misspelled [heartbaet] is not skipped silently). Links toml++ (a PUBLIC dependency of heartwheel::net).
+// is refused with its name (a misspelled [heartbaet] is not skipped silently). Target heartwheel::toml
+// (toml++ is its PUBLIC dependency; nothing else of heartwheel needs it).
 #ifndef HEARTWHEEL_NET_LIVENESS_TOML_HPP
 #define HEARTWHEEL_NET_LIVENESS_TOML_HPP
 
@@ -20,6 +21,11 @@
 #include <vector>
 
 namespace heartwheel::net {
+
+/// Parses TOML text; tables not present keep their defaults.
+liveness_config parse_liveness_config(std::string_view toml_text, std::string_view source_name = "config");
+/// Reads and parses a file (see read_config_file for what is refused).
+liveness_config load_liveness_config(const std::string& path);
 
 /// The names of the liveness tables: idle, timeouts, heartbeat, request, backoff, limits, keepalive.
 bool is_liveness_table(std::string_view name) noexcept;
