@@ -3,8 +3,7 @@
 #ifndef HEARTWHEEL_TEST_SELF_SIGNED_HPP
 #define HEARTWHEEL_TEST_SELF_SIGNED_HPP
 
-#include "test_asio.hpp"
-#include <heartwheel/asio_ssl.hpp>
+#include <heartwheel/asio_ssl.hpp> // heartwheel::asio::ssl, either Asio flavour
 
 #include <openssl/evp.h>
 #include <openssl/x509.h>
@@ -35,16 +34,16 @@ public:
     self_signed& operator=(const self_signed&) = delete;
 
     /// Serve this certificate and key.
-    void use(asio::ssl::context& ctx) const {
+    void use(heartwheel::asio::ssl::context& ctx) const {
         if (SSL_CTX_use_certificate(ctx.native_handle(), cert_) != 1 ||
             SSL_CTX_use_PrivateKey(ctx.native_handle(), key_) != 1)
             throw std::runtime_error("self_signed: the context refused the certificate");
     }
     /// Verify peers against this certificate (and nothing else).
-    void trust(asio::ssl::context& ctx) const {
+    void trust(heartwheel::asio::ssl::context& ctx) const {
         if (X509_STORE_add_cert(SSL_CTX_get_cert_store(ctx.native_handle()), cert_) != 1)
             throw std::runtime_error("self_signed: the context's store refused the certificate");
-        ctx.set_verify_mode(asio::ssl::verify_peer);
+        ctx.set_verify_mode(heartwheel::asio::ssl::verify_peer);
     }
 
 private:
@@ -53,7 +52,7 @@ private:
 };
 
 /// Serves a fresh throwaway certificate on `ctx` (the peer does not verify it).
-inline void use_self_signed(asio::ssl::context& ctx) { self_signed().use(ctx); }
+inline void use_self_signed(heartwheel::asio::ssl::context& ctx) { self_signed().use(ctx); }
 
 } // namespace heartwheel::test
 
