@@ -77,7 +77,7 @@ public:
     duration tick() const noexcept override { return wheel_.tick(); }
     time_point tick_start(time_point t) const noexcept override { return wheel_.time_of(wheel_.tick_floor(t)); }
 
-    // --- node-based scheduling (on the wheel's thread; throws system_error if full/stopped) ---
+    // --- node-based scheduling (on the wheel's thread; throws std::system_error if full/stopped) -
     void schedule_at(timer_node& t, time_point deadline);
     /// The deadline is taken from a fresh clock, so the timer never fires before `delay` really passed.
     /// duration::max() (or any delay past the wheel's range) waits until the range's end: never.

@@ -220,7 +220,7 @@ public:
     void send(std::string_view message) { send({message}); }
     /// Queues one message made of parts, e.g. send({line, "\n"}).
     void send(std::initializer_list<std::string_view> parts) {
-        if (!detail::running_in_home(stream_.get_executor())) {
+        if (away()) {
             std::string copy;
             for (auto part : parts) copy.append(part);
             return post([m = std::move(copy)](connection& c) { c.send(m); });
@@ -251,15 +251,14 @@ public:
     /// overrides the options' for this close (a graceful shutdown may give the goodbye its grace).
     /// From outside the connection's strand (thread-pool model) it is posted there, as send() is.
     void close(close_reason why, std::optional<std::chrono::milliseconds> linger = std::nullopt) {
-        if (!detail::running_in_home(stream_.get_executor()))
-            return post([why, linger](connection& c) { c.close(why, linger); });
+        if (away()) return post([why, linger](connection& c) { c.close(why, linger); });
         if (linger) linger_ms_ = *linger;
         begin_close(why, true);
     }
     /// Closes now, without last words; on a connection already closing, cuts its linger short (the
     /// first reason stays). Posted from outside the connection's strand, as close() is.
     void abort(close_reason why) {
-        if (!detail::running_in_home(stream_.get_executor())) return post([why](connection& c) { c.abort(why); });
+        if (away()) return post([why](connection& c) { c.abort(why); });
         if (closing_) return finish_close();
         begin_close(why, false);
     }
@@ -274,7 +273,7 @@ public:
     /// strand — a backend thread answering — it is posted there. Returns false for an id it knows is
     /// not outstanding (only when called on the strand).
     bool complete_request(std::uint64_t id) {
-        if (!detail::running_in_home(stream_.get_executor())) {
+        if (away()) {
             post([id](connection& c) { c.complete_request(id); });
             return true;
         }
@@ -300,6 +299,9 @@ public:
     std::optional<close_reason> reason() const noexcept { return reason_; }
 
 private:
+    /// Called from outside the connection's strand (so the call must be posted to it).
+    bool away() { return on_strand_ && !detail::running_in_home(stream_.get_executor()); }
+
     // --- stream_observer: what the stream records --------------------------------------------------
     void on_bytes_read(std::size_t) override { live_->on_read(reads_are_idle_activity_); }
     void on_write_started() override {
@@ -493,6 +495,9 @@ private:
     bool writing_ = false, closing_ = false, closed_ = false, in_last_words_ = false, half_closed_ = false;
     bool was_above_ = false;
     bool slow_ = false; ///< past the hard limit: sends are dropped until the (posted) close
+    /// Whether the connection lives on a strand (the thread-pool model): only then do send(), close(),
+    /// abort() and complete_request() look whether they run inside it (asked once, here).
+    const bool on_strand_ = detail::is_strand_executor(stream_.get_executor());
 };
 
 } // namespace heartwheel::net

@@ -31,6 +31,21 @@ struct is_strand : std::false_type {};
 template <class Inner>
 struct is_strand<asio::strand<Inner>> : std::true_type {};
 
+/// Whether `ex` is (or, type-erased, holds) a strand: only then can a call come from outside it
+/// while the program runs (an object asks once, when it is made, and skips the check otherwise).
+template <class Executor>
+bool is_strand_executor(const Executor& ex) noexcept {
+    if constexpr (is_strand<Executor>::value) {
+        return true;
+    } else if constexpr (std::is_same_v<Executor, asio::any_io_executor>) {
+        const std::type_info& type = ex.target_type();
+        return type == typeid(asio::strand<asio::io_context::executor_type>) ||
+               type == typeid(asio::strand<asio::any_io_executor>);
+    } else {
+        return false;
+    }
+}
+
 /// False only when `ex` is (or, type-erased, holds) a strand that is not running in this thread.
 template <class Executor>
 bool running_in_home(const Executor& ex) noexcept {
