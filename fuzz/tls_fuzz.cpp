@@ -5,6 +5,7 @@
 // counted closed exactly once, and leave nothing behind (ASan/LSan); no crash, no hang.
 #include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/net/connection.hpp>
+#include <heartwheel/net/tls_socket.hpp>
 
 #include "self_signed.hpp"
 

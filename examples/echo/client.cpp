@@ -8,6 +8,7 @@
 
 #include <heartwheel/net/connect.hpp>
 #include <heartwheel/net/connection.hpp>
+#include <heartwheel/net/ssl_stream.hpp>
 #include <heartwheel/net/reconnector.hpp>
 #include <heartwheel/net/request_tracker.hpp>
 

@@ -17,6 +17,8 @@
 // Prints a Markdown table and a JSON line. Usage: footprint [connections] (default 5000, at least 2).
 #include "echo/session.hpp"
 #include "echo/worker.hpp"
+
+#include <heartwheel/net/ssl_stream.hpp>
 #include "self_signed.hpp" // test/support: a throwaway certificate made in memory
 
 #include <asio/ip/tcp.hpp>

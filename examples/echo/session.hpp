@@ -16,6 +16,7 @@
 #include "protocol.hpp"
 
 #include <heartwheel/net/connection.hpp>
+#include <heartwheel/net/tls_socket.hpp>
 #include <heartwheel/net/line_framer.hpp>
 
 

@@ -14,10 +14,14 @@ step(${CMAKE_COMMAND} -S ${SOURCE_DIR}/test/package/consumer -B ${WORK_DIR}/buil
      -DREADME=${SOURCE_DIR}/README.md -DDOCS_DIR=${SOURCE_DIR}/docs -DKV_SERVER_SOURCE=${SOURCE_DIR}/examples/kv_server.cpp
      -DCHAT_SERVER_SOURCE=${SOURCE_DIR}/examples/chat/chat_server.cpp)
 step(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
-# The wheel alone and the driver alone, found with OpenSSL, toml++ and Boost unavailable: the package
-# must not look for what those components do not use.
+# The wheel, the policies, the driver and TCP connections, found with OpenSSL, toml++ and Boost
+# unavailable: the package must not look for what those components do not use, and their headers
+# must not include OpenSSL's (an include directory searched first makes every openssl/*.h an error).
+foreach(h ssl conf err evp x509 x509v3 crypto opensslv)
+  file(WRITE ${WORK_DIR}/no_openssl/openssl/${h}.h "#error \"a TCP-only heartwheel header included OpenSSL's <openssl/${h}.h>\"\n")
+endforeach()
 step(${CMAKE_COMMAND} -S ${SOURCE_DIR}/test/package/core_only -B ${WORK_DIR}/core_only
-     -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_BUILD_TYPE=Release
+     -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS=-I${WORK_DIR}/no_openssl
      -DCMAKE_DISABLE_FIND_PACKAGE_OpenSSL=ON -DCMAKE_DISABLE_FIND_PACKAGE_tomlplusplus=ON
      -DCMAKE_DISABLE_FIND_PACKAGE_Boost=ON)
 step(${CMAKE_COMMAND} --build ${WORK_DIR}/core_only)
@@ -28,7 +32,7 @@ step(${CMAKE_COMMAND} --build ${WORK_DIR}/net_only)
 # A component the package does not have is refused with the reason.
 step(${CMAKE_COMMAND} -S ${SOURCE_DIR}/test/package/bad_component -B ${WORK_DIR}/bad_component
      -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix)
-if(NOT step_output MATCHES "heartwheel_FOUND=(FALSE|0): heartwheel has no component 'websocket': this package has core, policies, toml, driver, net")
+if(NOT step_output MATCHES "heartwheel_FOUND=(FALSE|0): heartwheel has no component 'websocket': this package has core, policies, toml, driver, net, tls")
   message(FATAL_ERROR "find_package(heartwheel COMPONENTS websocket) said: ${step_output}")
 endif()
 # A consumer whose standalone Asio is not the one heartwheel was built against is refused, both named.
@@ -40,7 +44,7 @@ if(NOT step_output MATCHES "heartwheel_FOUND=(FALSE|0): heartwheel was built aga
 endif()
 # One consumer per exported target; each must run and say what it did.
 foreach(exe core_only/consumer_core core_only/consumer_policies core_only/consumer_driver core_only/consumer_old_name
-            build/consumer_net net_only/consumer_boost_net)
+            core_only/consumer_net build/consumer_toml build/consumer_tls net_only/consumer_boost_net)
   step(${WORK_DIR}/${exe})
   get_filename_component(target ${exe} NAME)
   string(REPLACE "old_name" "driver" target ${target})

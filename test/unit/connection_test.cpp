@@ -8,6 +8,7 @@
 
 #include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/net/connection.hpp>
+#include <heartwheel/net/ssl_stream.hpp>
 
 #include "tcp_segments.hpp"
 

@@ -9,6 +9,8 @@
 
 #include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/net/connection.hpp>
+#include <heartwheel/net/ssl_stream.hpp>
+#include <heartwheel/net/tls_socket.hpp>
 
 #include "self_signed.hpp"
 

@@ -8,7 +8,10 @@
 // flavour: both define the same heartwheel symbols.
 //
 // Invariant: nothing here defines a name outside namespace heartwheel, so a consumer's own
-// `asio::` (standalone) and `boost::asio::` spellings keep meaning what they meant.
+// `asio::` (standalone) and `boost::asio::` spellings keep meaning what they meant. The seam only
+// re-declares Asio's own `ssl::stream` template (a declaration, no definition) and includes the
+// OpenSSL-free `ssl/stream_base.hpp`, so that TCP-only code can name a TLS stream's type and its
+// handshake_type without OpenSSL's headers (TLS itself: asio_ssl.hpp, the heartwheel::tls target).
 // heartwheel's own error enums (heartwheel::errc, net::errc) are std error codes in both flavours;
 // Boost.System (1.79 and later) converts and compares them with boost::system::error_code.
 #ifndef HEARTWHEEL_ASIO_HPP
@@ -38,6 +41,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/query.hpp>
 #include <boost/asio/read.hpp>
+#include <boost/asio/ssl/stream_base.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/version.hpp>
 #include <boost/system/error_code.hpp>
@@ -45,6 +49,10 @@
 #include <boost/version.hpp>
 // Cancellation slots (Asio 1.19) and error_code built from std error enums (Boost.System 1.79).
 static_assert(BOOST_VERSION >= 107900, "heartwheel's Boost.Asio flavour needs Boost 1.79 or later");
+namespace boost::asio::ssl {
+template <typename Stream>
+class stream;
+} // namespace boost::asio::ssl
 namespace heartwheel {
 namespace asio = ::boost::asio;
 using error_code = ::boost::system::error_code;
@@ -71,10 +79,15 @@ inline constexpr bool uses_boost_asio = true;
 #include <asio/post.hpp>
 #include <asio/query.hpp>
 #include <asio/read.hpp>
+#include <asio/ssl/stream_base.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/version.hpp>
 static_assert(ASIO_VERSION >= 102200, "heartwheel needs standalone Asio 1.22 or later");
 #include <system_error>
+namespace asio::ssl {
+template <typename Stream>
+class stream;
+} // namespace asio::ssl
 namespace heartwheel {
 namespace asio = ::asio;
 using error_code = std::error_code;

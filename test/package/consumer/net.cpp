@@ -1,56 +1,78 @@
-// consumer_net — heartwheel::net: liveness policies loaded from TOML (toml++, found through the
-// package config), both from text and out of the application's own larger document, then a
-// heartbeat that pings on a real io_context, and a net::tls_socket (OpenSSL, through the package)
-// whose handshake against a server that answers garbage fails with a TLS error.
+// consumer_net — heartwheel::net over TCP, built and run with OpenSSL and toml++ unavailable (and
+// OpenSSL's headers poisoned: run_consumer.cmake puts an include directory first whose openssl/*.h
+// fail to compile). A net::connection on a standalone-Asio tcp::socket echoes a line through its
+// write queue, then closes the peer that fell silent as reader-idle, saying BYE first; the peer sees
+// both, and the close is counted once.
 #include <heartwheel/asio_wheel.hpp>
-#include <heartwheel/net/heartbeat.hpp>
-#include <heartwheel/net/liveness_toml.hpp>
-#include <heartwheel/net/tls_socket.hpp>
+#include <heartwheel/net/connection.hpp>
 
 #include <asio/io_context.hpp>
+#include <asio/read_until.hpp>
 #include <asio/write.hpp>
 
+#include <array>
+#include <chrono>
+#include <functional>
 #include <iostream>
+#include <memory>
+#include <string>
+
+namespace net = heartwheel::net;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+// The server's read loop: echoes each line.
+void serve(const std::shared_ptr<net::connection<tcp::socket>>& c, const std::shared_ptr<std::string>& buf) {
+    asio::async_read_until(c->stream(), asio::dynamic_buffer(*buf), '\n', [c, buf](std::error_code ec, std::size_t n) {
+        if (ec) return c->read_failed(ec);
+        c->send(buf->substr(0, n));
+        buf->erase(0, n);
+        serve(c, buf);
+    });
+}
+
+} // namespace
 
 int main() {
-    namespace net = heartwheel::net;
-    const auto from_text = net::parse_liveness_config("[heartbeat]\ninterval = \"5ms\"\ntimeout = \"20ms\"\n");
-    const toml::table doc = toml::parse("[app]\nname = \"kv\"\n[idle]\nreader_idle = \"30s\"\n");
-    const auto from_doc = net::parse_liveness_config(doc, "app.toml", {"app"});
-    if (from_text.heartbeat.interval.count() != 5 || from_doc.idle.reader_idle.count() != 30000) return 1;
-
+    using namespace std::chrono_literals;
     asio::io_context io;
     heartwheel::asio_wheel wheel(io.get_executor());
-    struct pinger final : net::heartbeat::listener {
-        asio::io_context* io;
-        int pings = 0;
-        void send_ping() override {
-            if (++pings == 3) io->stop();
-        }
-        void on_dead() override {}
-    } listener;
-    listener.io = &io;
-    const int& pings = listener.pings;
-    net::heartbeat hb(wheel, from_text.heartbeat, listener);
-    io.run_for(std::chrono::seconds(5));
-    if (pings < 3) return 1;
+    net::liveness_config cfg;
+    cfg.idle.reader_idle = 60ms;
+    net::liveness_counters counters;
+    net::connection_context ctx(wheel, cfg, &counters);
 
-    io.restart();
-    asio::ip::tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
-    asio::ip::tcp::socket peer(io), mine(io);
-    mine.connect(acceptor.local_endpoint());
-    acceptor.accept(peer);
-    static const char garbage[] = "this is not a TLS server hello\r\n\r\n";
-    asio::write(peer, asio::buffer(garbage));
-    asio::ssl::context ctx(asio::ssl::context::tls_client);
-    net::tls_socket client(std::move(mine), ctx);
-    std::error_code handshake_error;
-    client.async_handshake(asio::ssl::stream_base::client, [&](std::error_code ec) { handshake_error = ec; });
-    io.run_for(std::chrono::seconds(5));
-    if (!handshake_error || handshake_error.category() != asio::error::get_ssl_category()) {
-        std::cerr << "expected a TLS error from tls_socket, got: " << handshake_error.message() << '\n';
+    tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
+    acceptor.async_accept([&](std::error_code ec, tcp::socket s) {
+        if (ec) return;
+        auto c = std::make_shared<net::connection<tcp::socket>>(std::move(s), ctx);
+        net::connection_hooks hooks;
+        hooks.last_words = [raw = c.get()](net::close_reason r) { raw->send(std::string("BYE ") + net::to_string(r) + "\n"); };
+        c->set_hooks(std::move(hooks));
+        serve(c, std::make_shared<std::string>());
+    });
+
+    tcp::socket peer(io);
+    peer.connect(acceptor.local_endpoint());
+    asio::write(peer, asio::buffer(std::string("hello\n")));
+    std::string heard;
+    auto chunk = std::make_shared<std::array<char, 256>>();
+    std::function<void()> read_more;
+    read_more = [&] {
+        peer.async_read_some(asio::buffer(*chunk), [&](std::error_code ec, std::size_t n) {
+            heard.append(chunk->data(), n);
+            if (!ec) read_more();
+        });
+    };
+    read_more();
+    io.run_for(5s);
+
+    if (heard != "hello\nBYE reader-idle\n" || counters.snapshot().closes_total() != 1) {
+        std::cerr << "consumer_net: the peer heard '" << heard << "', closes " << counters.snapshot().closes_total()
+                  << '\n';
         return 1;
     }
-    std::cout << "consumer_net: loaded TOML, sent " << pings << " pings, and tls_socket refused garbage ("
-              << handshake_error.message() << ")\n";
+    std::cout << "consumer_net: a TCP connection echoed a line and closed its silent peer as reader-idle "
+                 "(no OpenSSL)\n";
 }

@@ -56,8 +56,6 @@
 #include <heartwheel/net/write_queue.hpp>
 #include <heartwheel/timer_handle.hpp>
 
-#include <heartwheel/asio_ssl.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -124,7 +122,7 @@ class connection final : public std::enable_shared_from_this<connection<NextLaye
 public:
     using stream_type = liveness_stream<NextLayer>;
     using executor_type = typename NextLayer::executor_type;
-    static constexpr bool is_tls = detail::is_tls_stream<NextLayer>::value;
+    static constexpr bool is_tls = detail::tls_traits<NextLayer>::is_tls;
     /// Whether the lowest layer is a TCP socket (keepalive options, the goodbye's cork).
     static constexpr bool is_tcp =
         std::is_same_v<typename stream_type::lowest_layer_type::protocol_type, asio::ip::tcp>;
@@ -286,7 +284,7 @@ public:
     /// (a read ended by the close itself: errc::timed_out, connection_closed) it only ends the close
     /// (the peer's end of stream ends a lingering goodbye), and the first reason stays.
     void read_failed(error_code ec) {
-        const bool peer_closed = ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
+        const bool peer_closed = ec == asio::error::eof || detail::is_tls_truncation(ec);
         abort(peer_closed ? close_reason::peer_closed : close_reason::io_error);
     }
     /// The peer answered our ping (the protocol's pong): a round-trip sample for the heartbeat.
@@ -387,9 +385,9 @@ private:
     void half_close() {
         if (closed_) return;
         error_code ignored;
-        // A tls_socket says close_notify first (it leaves with the last words and the FIN), so the
-        // peer can tell a goodbye from a cut connection.
-        if constexpr (detail::is_tls_socket<NextLayer>) stream_.next_layer().send_close_notify();
+        // A TLS stream says what it says before the FIN (a tls_socket: close_notify, so the peer can
+        // tell a goodbye from a cut connection).
+        if constexpr (is_tls) detail::tls_traits<NextLayer>::say_goodbye(stream_.next_layer());
         stream_.lowest_layer().shutdown(asio::socket_base::shutdown_send, ignored);
         half_closed_ = true;
         if (!linger_.pending()) finish_close();

@@ -28,10 +28,10 @@
 #ifndef HEARTWHEEL_NET_LIVENESS_STREAM_HPP
 #define HEARTWHEEL_NET_LIVENESS_STREAM_HPP
 
+#include <heartwheel/net/detail/tls_traits.hpp>
 #include <heartwheel/net/read_chunk.hpp>
-#include <heartwheel/net/tls_socket.hpp>
 
-#include <heartwheel/asio_ssl.hpp>
+#include <heartwheel/asio.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -61,14 +61,6 @@ template <class T>
 struct is_stream_socket : std::false_type {};
 template <class P, class E>
 struct is_stream_socket<asio::basic_stream_socket<P, E>> : std::true_type {};
-template <class T>
-struct is_tls_stream : std::false_type {};
-template <class S>
-struct is_tls_stream<asio::ssl::stream<S>> : std::true_type {};
-template <>
-struct is_tls_stream<tls_socket> : std::true_type {};
-template <class T>
-inline constexpr bool is_tls_socket = std::is_same_v<T, tls_socket>;
 /// Streams whose receive waits for readiness and then reads without blocking.
 template <class T>
 inline constexpr bool waits_for_readiness = is_stream_socket<T>::value || is_tls_socket<T>;
@@ -76,6 +68,9 @@ inline constexpr bool waits_for_readiness = is_stream_socket<T>::value || is_tls
 
 template <class NextLayer>
 class liveness_stream {
+    static_assert(detail::tls_traits_known<NextLayer>,
+                  "a liveness_stream over asio::ssl::stream needs <heartwheel/net/ssl_stream.hpp> (heartwheel::tls)");
+
 public:
     using next_layer_type = NextLayer;
     using lowest_layer_type = typename NextLayer::lowest_layer_type;
@@ -114,10 +109,8 @@ public:
     /// reading does not keep its peer alive by the bytes it leaves unread).
     bool input_waiting() {
         if (core_->reads == 0) return false;
-        if constexpr (detail::is_tls_socket<NextLayer>) {
-            if (next_.has_pending()) return true;
-        } else if constexpr (detail::is_tls_stream<NextLayer>::value) {
-            if (::SSL_pending(next_.native_handle()) > 0) return true;
+        if constexpr (detail::tls_traits<NextLayer>::is_tls) {
+            if (detail::tls_traits<NextLayer>::has_pending(next_)) return true;
         }
         error_code ec;
         return next_.lowest_layer().is_open() && next_.lowest_layer().available(ec) > 0 && !ec;
@@ -197,7 +190,7 @@ private:
                         return asio::post(next->get_executor(), std::move(self));
                     }
                     return wait(self);
-                } else if constexpr (detail::is_tls_stream<NextLayer>::value) {
+                } else if constexpr (detail::tls_traits<NextLayer>::is_tls) {
                     at = step::probed;
                     return next->async_read_some(asio::buffer(&c->probe, 1), std::move(self));
                 } else {
@@ -214,9 +207,9 @@ private:
                 chunk = read_chunk::take();
                 chunk.data()[0] = c->probe;
                 chunk.set_size(1);
-                if constexpr (detail::is_tls_stream<NextLayer>::value && !detail::waits_for_readiness<NextLayer>) {
+                if constexpr (detail::tls_traits<NextLayer>::is_tls && !detail::waits_for_readiness<NextLayer>) {
                     // The rest of the record is decrypted already: this read completes without waiting.
-                    if (::SSL_pending(next->native_handle()) > 0) {
+                    if (detail::tls_traits<NextLayer>::has_pending(*next)) {
                         at = step::read;
                         return next->async_read_some(asio::buffer(chunk.data() + 1, read_chunk::capacity - 1),
                                                      std::move(self));
@@ -240,9 +233,10 @@ private:
             auto what = asio::socket_base::wait_read;
             chunk = read_chunk::take();
             if constexpr (detail::is_tls_socket<NextLayer>) {
-                tls_socket::want w = tls_socket::want::nothing;
+                using want = typename NextLayer::want;
+                want w = want::nothing;
                 n = next->read_ready(chunk.data(), read_chunk::capacity, w, ec);
-                if (w == tls_socket::want::write) what = asio::socket_base::wait_write;
+                if (w == want::write) what = asio::socket_base::wait_write;
             } else {
                 if (!next->non_blocking()) next->non_blocking(true, ec);
                 if (!ec) n = next->read_some(asio::buffer(chunk.data(), read_chunk::capacity), ec);
@@ -258,7 +252,9 @@ private:
 
         /// Bytes that no readiness of the socket would announce (OpenSSL's, for a tls_socket).
         bool has_pending() const noexcept {
-            if constexpr (detail::is_tls_socket<NextLayer>) return c->observer != nullptr && next->has_pending();
+            if constexpr (detail::is_tls_socket<NextLayer>) {
+                return c->observer != nullptr && detail::tls_traits<NextLayer>::has_pending(*next);
+            }
             else return false;
         }
 

@@ -26,6 +26,7 @@
 #define HEARTWHEEL_NET_TLS_SOCKET_HPP
 
 #include <heartwheel/asio_ssl.hpp>
+#include <heartwheel/net/detail/tls_traits.hpp>
 
 #include <openssl/ssl.h>
 
@@ -166,6 +167,17 @@ private:
     SSL* ssl_;
     bool failed_ = false; ///< an operation failed (not a clean close_notify): no shutdown may follow
 };
+
+namespace detail {
+/// liveness_stream and connection over a tls_socket (see detail/tls_traits.hpp).
+template <>
+struct tls_traits<tls_socket> {
+    static constexpr bool is_tls = true;
+    static bool has_pending(const tls_socket& s) noexcept { return s.has_pending(); }
+    /// It leaves with close_notify before the last words' FIN, so the peer can tell a goodbye from a cut.
+    static void say_goodbye(tls_socket& s) noexcept { s.send_close_notify(); }
+};
+} // namespace detail
 
 } // namespace heartwheel::net
 
