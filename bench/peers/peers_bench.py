@@ -1,0 +1,208 @@
+"""peers_bench.py — heartwheel's echo_server against the servers a user would pick instead (issue 34):
+Netty 4.1 (IdleStateHandler), Go (goroutine per connection, SetReadDeadline, a timer for pings) and
+Node (net, refreshed timers), each speaking the same protocol with the same policy (peers.py), each
+checked first by test_peers.py, all on one thread for the connections, driven by one load generator
+(heartwheel's echo_client, the same for all; its own CPU is reported), in alternated order.
+
+  load   --sizes connections (default 1,000 and 10,000) each sending a line every 100 ms for
+         --seconds, with reader idle 10 s and heartbeats (5 s, 3 misses) on: server CPU µs per
+         response (user + system of the whole process: the JVM's and Go's runtime threads count),
+         echo RTT p50 / p99 from the client; --rounds rounds, medians.
+  idle   --idle connections (default 10,000) that send nothing, heartbeats every 10 min: the
+         server's RSS after they are all accepted minus its RSS before (after a warm-up of 100
+         connections echoing for 2 s, so a JIT and a runtime's first growth are in the baseline,
+         which is reported apart), per connection.
+  death  --death peers (default 2,000) answer PINGs (1 s interval, 3 misses) for 5 s, then all fall
+         silent; each notes when its first unanswered PING and the server's close arrived
+         (bench/scale/peer_observer.py): lateness = close - (that PING + 3 s), as the peer sees it.
+         --death-rounds rounds, pooled.
+Prints Markdown, writes JSON (--out).
+    python3 bench/peers/peers_bench.py [--servers heartwheel,netty,go,node] [--sizes 1000,10000]
+        [--seconds 10] [--rounds 3] [--idle 10000] [--death 2000] [--death-rounds 2] [--out FILE]"""
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import peers  # noqa: E402
+
+CLIENT = os.path.join(peers.BUILD, "examples", "echo_client")
+OBSERVER = os.path.join(HERE, "..", "scale", "peer_observer.py")
+TICKS = os.sysconf("SC_CLK_TCK")
+LOAD = {"reader_idle": 10000, "interval": 5000, "misses": 3}
+IDLE = {"reader_idle": 3600000, "interval": 600000, "misses": 3}
+DEATH = {"reader_idle": 0, "interval": 1000, "misses": 3}
+
+
+def cpu_s(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def sockets(pid):
+    n = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            n += os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:")
+        except OSError:
+            pass
+    return n
+
+
+def children_cpu():
+    t = os.times()
+    return t.children_user + t.children_system
+
+
+def client(port, conns, interval_ms, duration_ms, extra=()):
+    return [CLIENT, "--quiet", "--connect", f"127.0.0.1:{port}", "--connections", str(conns), "--send-interval",
+            str(interval_ms), "--duration", str(duration_ms), "--connect-stagger-us", "100", *extra]
+
+
+def load_run(name, conns, seconds):
+    server, port = peers.start(name, LOAD)
+    try:
+        before, c0 = cpu_s(server.pid), children_cpu()
+        r = subprocess.run(client(port, conns, 100, seconds * 1000, ["--request-timeout", "1000"]),
+                           capture_output=True, text=True, timeout=seconds + 120)
+        after, c1 = cpu_s(server.pid), children_cpu()
+    finally:
+        peers.stop(server)
+    s = json.loads(r.stdout)
+    return {"cpu_us_per_response": (after - before) * 1e6 / max(1, s["responses"]), "responses": s["responses"],
+            "timeouts": s["timeouts"], "rtt_p50_ms": s["rtt_ms"]["p50"], "rtt_p99_ms": s["rtt_ms"]["p99"],
+            "server_cores": (after - before) / seconds, "client_cores": (c1 - c0) / seconds}
+
+
+def idle_run(name, conns):
+    server, port = peers.start(name, IDLE)
+    try:
+        subprocess.run(client(port, 100, 10, 2000), capture_output=True, timeout=60)  # warm-up
+        time.sleep(1)
+        base, s0 = rss_kib(server.pid), sockets(server.pid)
+        c = subprocess.Popen(client(port, conns, 0, 600000), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 120
+        while sockets(server.pid) - s0 < conns and time.monotonic() < deadline:
+            time.sleep(0.5)
+        accepted = sockets(server.pid) - s0
+        time.sleep(3)
+        rss = rss_kib(server.pid)
+        c.terminate()
+        c.wait()
+    finally:
+        peers.stop(server)
+    return {"baseline_kib": base, "accepted": accepted, "bytes_per_conn": (rss - base) * 1024 / max(1, accepted)}
+
+
+def death_run(name, k):
+    server, port = peers.start(name, DEATH)
+    try:
+        obs = subprocess.Popen([sys.executable, OBSERVER, str(port), str(k), str(DEATH["interval"]), "--interval",
+                                str(DEATH["interval"]), "--misses", str(DEATH["misses"])],
+                               stdout=subprocess.PIPE, text=True)
+        if obs.stdout.readline().strip() != "ready":
+            raise SystemExit(f"peer_observer did not connect to {name}")
+        time.sleep(5)
+        obs.send_signal(signal.SIGUSR1)
+        out = json.loads(obs.stdout.readline())
+        obs.wait()
+    finally:
+        peers.stop(server)
+    return out
+
+
+def pct(v, q):
+    return v[min(len(v) - 1, int(q * len(v)))] if v else float("nan")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--servers", default=",".join(peers.NAMES))
+    ap.add_argument("--sizes", default="1000,10000")
+    ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--idle", type=int, default=10000)
+    ap.add_argument("--death", type=int, default=2000)
+    ap.add_argument("--death-rounds", type=int, default=2)
+    ap.add_argument("--out", default=os.path.join(peers.ROOT, "docs", "peers_bench.json"))
+    a = ap.parse_args()
+    names = a.servers.split(",")
+    for n in names:
+        if n not in peers.NAMES:
+            sys.exit(f"--servers: unknown server '{n}' (accepted: {', '.join(peers.NAMES)})")
+    # Each server must do what the policy says before any figure of it counts.
+    subprocess.run([sys.executable, os.path.join(HERE, "test_peers.py"), *names], check=True)
+    res = {"load": {}, "idle": {}, "death": {}}
+
+    def rotated(r):
+        return names[r % len(names):] + names[:r % len(names)]
+
+    for size in map(int, a.sizes.split(",")):
+        runs = {n: [] for n in names}
+        for r in range(a.rounds):
+            for n in rotated(r):
+                runs[n].append(load_run(n, size, a.seconds))
+        res["load"][size] = {n: {k: statistics.median(x[k] for x in v) for k in v[0]} for n, v in runs.items()}
+    for r, n in enumerate(names):
+        res["idle"][n] = idle_run(n, a.idle)
+    lat = {n: [] for n in names}
+    counts = {n: {"observed": 0, "closed": 0, "no_unanswered_ping": 0} for n in names}
+    for r in range(a.death_rounds):
+        for n in rotated(r):
+            o = death_run(n, a.death)
+            lat[n] += o["lateness_ms"]
+            for k in counts[n]:
+                counts[n][k] += o[k]
+    for n in names:
+        v = sorted(lat[n])
+        res["death"][n] = {**counts[n], "p50_ms": pct(v, 0.5), "p99_ms": pct(v, 0.99), "max_ms": v[-1] if v else None,
+                           "min_ms": v[0] if v else None, "early": sum(x < 0 for x in v)}
+    with open(a.out, "w") as f:
+        json.dump(res, f, indent=1)
+
+    hw = lambda table, key: table["heartwheel"][key] if "heartwheel" in table else None  # noqa: E731
+    print(f"One thread serves the connections in every server; one echo_client drives all; {a.rounds} rounds "
+          f"in alternated order, medians.\n")
+    for size, table in res["load"].items():
+        print(f"**{size:,} connections × 10 lines/s, {a.seconds} s** (reader idle 10 s, heartbeat 5 s × 3)\n")
+        print("| server | CPU µs per response | × heartwheel | server cores | RTT p50 / p99 ms | timeouts | client cores |")
+        print("| --- | ---: | ---: | ---: | --- | ---: | ---: |")
+        for n, x in table.items():
+            ratio = x["cpu_us_per_response"] / hw(table, "cpu_us_per_response") if hw(table, "cpu_us_per_response") else 0
+            print(f"| {n} | {x['cpu_us_per_response']:.1f} | {ratio:.2f} | {x['server_cores']:.2f} | "
+                  f"{x['rtt_p50_ms']:.2f} / {x['rtt_p99_ms']:.2f} | {int(x['timeouts'])} | {x['client_cores']:.2f} |")
+        print()
+    print(f"**{a.idle:,} idle connections**: server RSS after they were accepted minus before, per connection "
+          f"(the baseline: the process after a warm-up)\n")
+    print("| server | bytes per idle connection | × heartwheel | accepted | baseline RSS MiB |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for n, x in res["idle"].items():
+        ratio = x["bytes_per_conn"] / hw(res["idle"], "bytes_per_conn") if hw(res["idle"], "bytes_per_conn") else 0
+        print(f"| {n} | {x['bytes_per_conn']:,.0f} | {ratio:.2f} | {x['accepted']:,} | {x['baseline_kib'] / 1024:.1f} |")
+    print()
+    print(f"**Death detection as the peers see it**: {a.death:,} peers stop answering (PING after 1 s of silence, "
+          f"closed at the 3rd unanswered: first unanswered PING + 3 s); close time minus that, {a.death_rounds} rounds pooled\n")
+    print("| server | p50 ms | p99 ms | max ms | min ms | early | closed / observed |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | --- |")
+    for n, x in res["death"].items():
+        print(f"| {n} | {x['p50_ms']:.2f} | {x['p99_ms']:.2f} | {x['max_ms']:.2f} | {x['min_ms']:.2f} | {x['early']} | "
+              f"{x['closed']:,} / {x['observed']:,} |")
+
+
+if __name__ == "__main__":
+    main()
