@@ -5,13 +5,15 @@ checked first by test_peers.py, all on one thread for the connections, driven by
 (heartwheel's echo_client, the same for all; its own CPU is reported), in alternated order.
 
   load   --sizes connections (default 1,000 and 10,000) each sending a line every 100 ms for
-         --seconds, with reader idle 10 s and heartbeats (5 s, 3 misses) on: server CPU µs per
+         --seconds after a 5 s warm-up under the same load (a JIT compiles; runtimes grow their
+         pools), with reader idle 10 s and heartbeats (5 s, 3 misses) on: server CPU µs per
          response (user + system of the whole process: the JVM's and Go's runtime threads count),
          echo RTT p50 / p99 from the client; --rounds rounds, medians.
   idle   --idle connections (default 10,000) that send nothing, heartbeats every 10 min: the
          server's RSS after they are all accepted minus its RSS before (after a warm-up of 100
          connections echoing for 2 s, so a JIT and a runtime's first growth are in the baseline,
-         which is reported apart), per connection.
+         which is reported apart), per connection. The JVM runs with a fixed, pre-touched heap, and
+         its connections' heap is read apart (live heap after a full GC, jcmd) and added.
   death  --death peers (default 2,000) answer PINGs (1 s interval, 3 misses) for 5 s, then all fall
          silent; each notes when its first unanswered PING and the server's close arrived
          (bench/scale/peer_observer.py): lateness = close - (that PING + 3 s), as the peer sees it.
@@ -35,9 +37,13 @@ import peers  # noqa: E402
 CLIENT = os.path.join(peers.BUILD, "examples", "echo_client")
 OBSERVER = os.path.join(HERE, "..", "scale", "peer_observer.py")
 TICKS = os.sysconf("SC_CLK_TCK")
-LOAD = {"reader_idle": 10000, "interval": 5000, "misses": 3}
-IDLE = {"reader_idle": 3600000, "interval": 600000, "misses": 3}
-DEATH = {"reader_idle": 0, "interval": 1000, "misses": 3}
+# The JVM's heap is fixed and touched up front, so its RSS does not move with the collector's moods:
+# a connection's heap is read as the live heap after a full collection (jcmd), its native memory as RSS.
+JVM = ["-Xms256m", "-Xmx256m", "-XX:+AlwaysPreTouch"]
+LOAD = {"reader_idle": 10000, "interval": 5000, "misses": 3, "jvm_flags": JVM}
+IDLE = {"reader_idle": 3600000, "interval": 600000, "misses": 3, "jvm_flags": JVM}
+DEATH = {"reader_idle": 0, "interval": 1000, "misses": 3, "jvm_flags": JVM}
+WARMUP_S = 5
 
 
 def cpu_s(pid):
@@ -77,6 +83,8 @@ def client(port, conns, interval_ms, duration_ms, extra=()):
 def load_run(name, conns, seconds):
     server, port = peers.start(name, LOAD)
     try:
+        # The same warm-up for all (a JIT compiles, runtimes grow their pools); only what follows counts.
+        subprocess.run(client(port, conns, 100, WARMUP_S * 1000), capture_output=True, timeout=WARMUP_S + 120)
         before, c0 = cpu_s(server.pid), children_cpu()
         r = subprocess.run(client(port, conns, 100, seconds * 1000, ["--request-timeout", "1000"]),
                            capture_output=True, text=True, timeout=seconds + 120)
@@ -89,11 +97,25 @@ def load_run(name, conns, seconds):
             "server_cores": (after - before) / seconds, "client_cores": (c1 - c0) / seconds}
 
 
+def live_heap_kib(name, pid):
+    """The JVM's live heap after a full collection (0 for the other servers: their heap is in RSS)."""
+    if name != "netty":
+        return 0
+    subprocess.run(["jcmd", str(pid), "GC.run"], capture_output=True, timeout=60)
+    out = subprocess.run(["jcmd", str(pid), "GC.heap_info"], capture_output=True, text=True, timeout=60).stdout
+    # G1: " garbage-first heap   total 262144K, used 12345K [...]"
+    for line in out.splitlines():
+        if "used" in line and "total" in line:
+            return int(line.split("used")[1].split("K")[0].strip(" ,"))
+    raise SystemExit(f"jcmd GC.heap_info said: {out}")
+
+
 def idle_run(name, conns):
     server, port = peers.start(name, IDLE)
     try:
         subprocess.run(client(port, 100, 10, 2000), capture_output=True, timeout=60)  # warm-up
         time.sleep(1)
+        heap0 = live_heap_kib(name, server.pid)
         base, s0 = rss_kib(server.pid), sockets(server.pid)
         c = subprocess.Popen(client(port, conns, 0, 600000), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 120
@@ -102,11 +124,14 @@ def idle_run(name, conns):
         accepted = sockets(server.pid) - s0
         time.sleep(3)
         rss = rss_kib(server.pid)
+        heap = live_heap_kib(name, server.pid) - heap0
         c.terminate()
         c.wait()
     finally:
         peers.stop(server)
-    return {"baseline_kib": base, "accepted": accepted, "bytes_per_conn": (rss - base) * 1024 / max(1, accepted)}
+    n = max(1, accepted)
+    return {"baseline_kib": base, "accepted": accepted, "rss_bytes_per_conn": (rss - base) * 1024 / n,
+            "heap_bytes_per_conn": heap * 1024 / n, "bytes_per_conn": ((rss - base) + heap) * 1024 / n}
 
 
 def death_run(name, k):
@@ -188,12 +213,14 @@ def main():
                   f"{x['rtt_p50_ms']:.2f} / {x['rtt_p99_ms']:.2f} | {int(x['timeouts'])} | {x['client_cores']:.2f} |")
         print()
     print(f"**{a.idle:,} idle connections**: server RSS after they were accepted minus before, per connection "
-          f"(the baseline: the process after a warm-up)\n")
-    print("| server | bytes per idle connection | × heartwheel | accepted | baseline RSS MiB |")
-    print("| --- | ---: | ---: | ---: | ---: |")
+          f"(the baseline: the process after a warm-up, reported apart); the JVM's heap is fixed and pre-touched "
+          f"({' '.join(JVM)}), so its connections' heap is read as the live heap after a full GC and added\n")
+    print("| server | bytes per idle connection | × heartwheel | of which RSS / JVM heap | accepted | baseline RSS MiB |")
+    print("| --- | ---: | ---: | --- | ---: | ---: |")
     for n, x in res["idle"].items():
         ratio = x["bytes_per_conn"] / hw(res["idle"], "bytes_per_conn") if hw(res["idle"], "bytes_per_conn") else 0
-        print(f"| {n} | {x['bytes_per_conn']:,.0f} | {ratio:.2f} | {x['accepted']:,} | {x['baseline_kib'] / 1024:.1f} |")
+        print(f"| {n} | {x['bytes_per_conn']:,.0f} | {ratio:.2f} | {x['rss_bytes_per_conn']:,.0f} / "
+              f"{x['heap_bytes_per_conn']:,.0f} | {x['accepted']:,} | {x['baseline_kib'] / 1024:.1f} |")
     print()
     print(f"**Death detection as the peers see it**: {a.death:,} peers stop answering (PING after 1 s of silence, "
           f"closed at the 3rd unanswered: first unanswered PING + 3 s); close time minus that, {a.death_rounds} rounds pooled\n")
