@@ -171,7 +171,7 @@ def main():
         if n not in peers.NAMES:
             sys.exit(f"--servers: unknown server '{n}' (accepted: {', '.join(peers.NAMES)})")
     # Each server must do what the policy says before any figure of it counts.
-    subprocess.run([sys.executable, os.path.join(HERE, "test_peers.py"), *names], check=True)
+    subprocess.run([sys.executable, os.path.join(HERE, "test_peers.py"), *names], check=True, stdout=sys.stderr)
     res = {"load": {}, "idle": {}, "death": {}}
 
     def rotated(r):
