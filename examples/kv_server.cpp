@@ -13,6 +13,7 @@
 #include <heartwheel/net/connection.hpp>
 #include <heartwheel/net/liveness_config.hpp>
 #include <heartwheel/net/liveness_toml.hpp>
+#include <heartwheel/net/listen.hpp>
 
 #include <asio/experimental/as_tuple.hpp>
 #include <asio/co_spawn.hpp>
@@ -28,6 +29,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -118,6 +120,7 @@ asio::awaitable<void> listen(tcp::acceptor& acceptor, const net::connection_cont
 
 int main(int argc, char** argv) {
     std::string listen_on = "127.0.0.1:7100";
+    asio::ip::tcp::endpoint endpoint;
     net::liveness_config cfg;
     cfg.idle.reader_idle = std::chrono::seconds(60);
     cfg.heartbeat.interval = std::chrono::seconds(20);
@@ -128,28 +131,24 @@ int main(int argc, char** argv) {
             else if (a == "--config" && i + 1 < argc) cfg = net::load_liveness_config(argv[++i]);
             else throw std::invalid_argument("unknown argument '" + a + "': accepted --listen HOST:PORT, --config FILE");
         }
+        endpoint = net::parse_endpoint(listen_on, "--listen");
     } catch (const std::exception& e) {
         std::cerr << "kv_server: " << e.what() << '\n';
         return 2;
     }
-    const auto colon = listen_on.rfind(':');
     asio::io_context io(1);
     heartwheel::asio_wheel wheel(io.get_executor());
     net::liveness_counters counters;
     const net::connection_context ctx(wheel, cfg, &counters); // what every connection shares
     store db;
-    tcp::acceptor acceptor(io);
+    std::optional<tcp::acceptor> listening;
     try {
-        const tcp::endpoint ep(asio::ip::make_address(listen_on.substr(0, colon)),
-                               static_cast<std::uint16_t>(std::stoi(listen_on.substr(colon + 1))));
-        acceptor.open(ep.protocol());
-        acceptor.set_option(asio::socket_base::reuse_address(true));
-        acceptor.bind(ep);
-        acceptor.listen();
-    } catch (const std::exception& e) {
-        std::cerr << "kv_server: cannot listen on " << listen_on << ": " << e.what() << '\n';
+        listening.emplace(net::listen(io.get_executor(), endpoint));
+    } catch (const net::listen_error& e) {
+        std::cerr << "kv_server: " << e.what() << '\n';
         return 1;
     }
+    tcp::acceptor& acceptor = *listening;
     std::cout << "listening on " << acceptor.local_endpoint().address().to_string() << ':'
               << acceptor.local_endpoint().port() << std::endl;
     asio::signal_set signals(io, SIGINT, SIGTERM);

@@ -17,6 +17,7 @@
 #include <heartwheel/net/connection.hpp>
 #include <heartwheel/net/liveness_config.hpp>
 #include <heartwheel/net/liveness_toml.hpp>
+#include <heartwheel/net/listen.hpp>
 
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
@@ -29,6 +30,7 @@
 
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -93,6 +95,7 @@ asio::awaitable<void> listen(tcp::acceptor& acceptor, const net::connection_cont
 
 int main(int argc, char** argv) {
     std::string listen_on = "127.0.0.1:7200";
+    asio::ip::tcp::endpoint endpoint;
     net::liveness_config cfg;
     cfg.idle.reader_idle = std::chrono::minutes(5);
     cfg.heartbeat.interval = std::chrono::seconds(30);
@@ -104,11 +107,11 @@ int main(int argc, char** argv) {
             else if (a == "--config" && i + 1 < argc) cfg = net::load_liveness_config(argv[++i]);
             else throw std::invalid_argument("unknown argument '" + a + "': accepted --listen HOST:PORT, --config FILE");
         }
+        endpoint = net::parse_endpoint(listen_on, "--listen");
     } catch (const std::exception& e) {
         std::cerr << "chat_server: " << e.what() << '\n';
         return 2;
     }
-    const auto colon = listen_on.rfind(':');
     asio::io_context io(1);
     heartwheel::asio_wheel wheel(io.get_executor());
     net::liveness_counters counters;
@@ -117,18 +120,14 @@ int main(int argc, char** argv) {
     opts.output = cfg.output;             // slow consumers: closed past the limits
     const net::connection_context ctx(wheel, cfg, &counters, nullptr, opts); // what every connection shares
     room r;
-    tcp::acceptor acceptor(io);
+    std::optional<tcp::acceptor> listening;
     try {
-        const tcp::endpoint ep(asio::ip::make_address(listen_on.substr(0, colon)),
-                               static_cast<std::uint16_t>(std::stoi(listen_on.substr(colon + 1))));
-        acceptor.open(ep.protocol());
-        acceptor.set_option(asio::socket_base::reuse_address(true));
-        acceptor.bind(ep);
-        acceptor.listen();
-    } catch (const std::exception& e) {
-        std::cerr << "chat_server: cannot listen on " << listen_on << ": " << e.what() << '\n';
+        listening.emplace(net::listen(io.get_executor(), endpoint));
+    } catch (const net::listen_error& e) {
+        std::cerr << "chat_server: " << e.what() << '\n';
         return 1;
     }
+    tcp::acceptor& acceptor = *listening;
     std::cout << "listening on " << acceptor.local_endpoint().address().to_string() << ':'
               << acceptor.local_endpoint().port() << std::endl;
     asio::signal_set signals(io, SIGINT, SIGTERM);

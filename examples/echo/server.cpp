@@ -4,6 +4,7 @@
 #include "metrics.hpp"
 #include "session.hpp"
 
+#include <heartwheel/net/listen.hpp>
 #include <heartwheel/net/prometheus.hpp>
 
 #include <asio/post.hpp>
@@ -34,15 +35,14 @@ asio::ip::tcp::endpoint resolve(asio::io_context& io, const endpoint_spec& e, co
     return results.begin()->endpoint();
 }
 
-void listen_on(asio::ip::tcp::acceptor& a, const asio::ip::tcp::endpoint& ep, const std::string& text,
-               bool reuse_port = false) {
-    std::error_code ec;
-    a.open(ep.protocol(), ec);
-    if (!ec) a.set_option(asio::socket_base::reuse_address(true), ec);
-    if (!ec && reuse_port) a.set_option(asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>(true), ec);
-    if (!ec) a.bind(ep, ec);
-    if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
-    if (ec) throw startup_error("cannot listen on " + text + ": " + ec.message());
+void listen_on(asio::ip::tcp::acceptor& a, const asio::ip::tcp::endpoint& ep, bool reuse_port = false) {
+    try {
+        heartwheel::net::listen_options o;
+        o.reuse_port = reuse_port;
+        a = heartwheel::net::listen(a.get_executor(), ep, o);
+    } catch (const heartwheel::net::listen_error& e) {
+        throw startup_error(e.what());
+    }
 }
 
 } // namespace
@@ -89,10 +89,10 @@ server::server(const server_options& options)
             throw startup_error("--key " + options_.key + " does not match --cert " + options_.cert +
                                 " (it is not the certificate's private key)");
     }
-    listen_on(acceptor_, resolve(workers_[0]->ioc, options_.listen, "--listen"), options_.listen.text(), options_.reuse_port);
+    listen_on(acceptor_, resolve(workers_[0]->ioc, options_.listen, "--listen"), options_.reuse_port);
     if (options_.metrics) {
         metrics_acceptor_.emplace(workers_[0]->ex);
-        listen_on(*metrics_acceptor_, resolve(workers_[0]->ioc, *options_.metrics, "--metrics"), options_.metrics->text());
+        listen_on(*metrics_acceptor_, resolve(workers_[0]->ioc, *options_.metrics, "--metrics"));
     }
 }
 
