@@ -44,7 +44,8 @@ void activity_timer::requeue() {
 }
 
 void activity_timer::on_expire() {
-    const time_point due = saturating_add(svc_->latest_possible(last_), timeout_);
+    const time_point bound = listener_->exact_activity(*this) ? last_ : svc_->latest_possible(last_);
+    const time_point due = saturating_add(bound, timeout_);
     const time_point now = svc_->now();
     if (due > now) { // activity since it was armed: re-file for the real deadline
         svc_->schedule(*this, due);

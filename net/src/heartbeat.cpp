@@ -52,7 +52,11 @@ void heartbeat::send_ping() {
     const time_point base = std::min(due, ping_sent_);
     const duration next = jittered_interval();
     pinger_.set_timeout(next);
+    // base is an exact time: the next ping is due at base + next itself, not after the span of the
+    // batches since (the activity clock's bound for stamps, which would push each ping later by the
+    // batch that sent the last one).
     pinger_.touch(base);
+    pinger_exact_ = pinger_.last() == base;
     svc_.schedule(pinger_, saturating_add(base, next));
     // Judged at the first wake-up at or after the deadline: the tick holding it, when that tick's
     // wake-up comes after it (a ping leaves a little after its tick; the tick that judges it wakes

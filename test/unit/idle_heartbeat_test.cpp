@@ -237,6 +237,29 @@ BOOST_AUTO_TEST_CASE(heartbeat_pings_stay_on_their_grid_whatever_the_tick) {
     BOOST_TEST((*log.dead < 1215ms + 10ms));
 }
 
+// The activity clock bounds a stamp by the span of the batches since it (here 3 ms: manual_service's
+// lag). A ping's base is an exact time, not a stamp: the next ping must be due at base + interval,
+// not 3 ms later ping after ping (before: 100, 203, 306, 409 ms — the drift the peers saw as ~1 ms
+// per ping in a busy server).
+BOOST_AUTO_TEST_CASE(an_exact_ping_base_is_not_bounded_like_a_stamp) {
+    manual_service svc;
+    svc.lag = 3ms;
+    hb_log log(svc);
+    heartbeat_policy p;
+    p.interval = 100ms;
+    p.timeout = 50ms;
+    p.misses = 5;
+    p.rtt_factor = 0;
+    auto hb = make_hb(svc, log, p);
+    svc.step_by(700ms);
+    BOOST_TEST_REQUIRE(log.pings.size() == 5u);
+    // The first counts from the stamp taken at the start (now - 3 ms, bounded by + 3 ms): at 100.
+    for (std::size_t k = 0; k < log.pings.size(); ++k)
+        BOOST_TEST((log.pings[k] == (k + 1) * 100ms), k << ": " << log.pings[k].count());
+    BOOST_TEST_REQUIRE(log.dead.has_value());
+    BOOST_TEST((*log.dead == 550ms)); // P + (misses - 1) * interval + timeout
+}
+
 // timeout == interval: the next ping falls due in the same tick as the last one's judgement. The
 // judgement must still happen (it once did not: the ping re-armed the miss check first, so a silent
 // peer was pinged forever and never closed); the ping goes out right after it, in the same tick.

@@ -46,6 +46,10 @@ public:
         /// Asked just before an expiry: true puts it off by unread_input_recheck (see the top of
         /// this file). Must not stop or destroy the timer.
         virtual bool put_off(const activity_timer&) { return false; }
+        /// Whether the timer's last activity is an exact time (a clock reading, not a batch stamp):
+        /// its deadline is then last() + timeout, without the activity clock's batch bound. Asked
+        /// once per expiry; the heartbeat's ping schedule is the one user.
+        virtual bool exact_activity(const activity_timer&) const { return false; }
 
     protected:
         ~listener() = default;

@@ -72,10 +72,10 @@ public:
 
     void on_read(time_point stamp) noexcept {
         last_read_ = stamp > last_read_ ? stamp : last_read_;
-        if (policy_.trigger == heartbeat_trigger::inbound) pinger_.touch(stamp);
+        if (policy_.trigger == heartbeat_trigger::inbound) touch(stamp);
     }
     void on_write(time_point stamp) noexcept {
-        if (policy_.trigger == heartbeat_trigger::outbound) pinger_.touch(stamp);
+        if (policy_.trigger == heartbeat_trigger::outbound) touch(stamp);
     }
     /// The answer to our ping arrived (also call on_read for its bytes): records a round trip.
     void on_pong(time_point stamp);
@@ -98,6 +98,12 @@ public:
 
 private:
     void on_expired(activity_timer&, bool) override { send_ping(); }
+    /// The pinger counts from an exact time after a ping (when it fell due), from a stamp after activity.
+    bool exact_activity(const activity_timer&) const override { return pinger_exact_; }
+    void touch(time_point stamp) noexcept {
+        pinger_exact_ = false;
+        pinger_.touch(stamp);
+    }
     void send_ping();
     void judge_ping();
     duration jittered_interval();
@@ -116,6 +122,7 @@ private:
     bool awaiting_pong_ = false;
     bool ping_due_ = false; ///< a ping fell due while the previous one was outstanding
     bool seen_rtt_ = false; ///< a pong was seen: rtt_, srtt_ and rttvar_ hold samples
+    bool pinger_exact_ = false; ///< the pinger was last touched by a ping's exact base, not by activity
     duration rtt_{}, srtt_{}, rttvar_{};
 };
 
