@@ -20,7 +20,8 @@ checked first by test_peers.py, all on one thread for the connections, driven by
          --death-rounds rounds, pooled.
 Prints Markdown, writes JSON (--out).
     python3 bench/peers/peers_bench.py [--servers heartwheel,netty,go,node] [--sizes 1000,10000]
-        [--seconds 10] [--rounds 3] [--idle 10000] [--death 2000] [--death-rounds 2] [--out FILE]"""
+        [--seconds 10] [--rounds 3] [--idle 10000] [--death 2000] [--death-rounds 2]
+        [--phases load,idle,death] [--out FILE]"""
 import argparse
 import json
 import os
@@ -164,9 +165,14 @@ def main():
     ap.add_argument("--idle", type=int, default=10000)
     ap.add_argument("--death", type=int, default=2000)
     ap.add_argument("--death-rounds", type=int, default=2)
+    ap.add_argument("--phases", default="load,idle,death", help="which of load, idle, death to run")
     ap.add_argument("--out", default=os.path.join(peers.ROOT, "docs", "peers_bench.json"))
     a = ap.parse_args()
     names = a.servers.split(",")
+    phases = a.phases.split(",")
+    for ph in phases:
+        if ph not in ("load", "idle", "death"):
+            sys.exit(f"--phases: unknown phase '{ph}' (accepted: load, idle, death)")
     for n in names:
         if n not in peers.NAMES:
             sys.exit(f"--servers: unknown server '{n}' (accepted: {', '.join(peers.NAMES)})")
@@ -177,30 +183,38 @@ def main():
     def rotated(r):
         return names[r % len(names):] + names[:r % len(names)]
 
-    for size in map(int, a.sizes.split(",")):
+    for size in map(int, a.sizes.split(",") if "load" in phases else []):
         runs = {n: [] for n in names}
         for r in range(a.rounds):
             for n in rotated(r):
                 runs[n].append(load_run(n, size, a.seconds))
         res["load"][size] = {n: {k: statistics.median(x[k] for x in v) for k in v[0]} for n, v in runs.items()}
-    for r, n in enumerate(names):
+    for n in names if "idle" in phases else []:
         res["idle"][n] = idle_run(n, a.idle)
     lat = {n: [] for n in names}
     counts = {n: {"observed": 0, "closed": 0, "no_unanswered_ping": 0} for n in names}
-    for r in range(a.death_rounds):
+    for r in range(a.death_rounds if "death" in phases else 0):
         for n in rotated(r):
             o = death_run(n, a.death)
             lat[n] += o["lateness_ms"]
             for k in counts[n]:
                 counts[n][k] += o[k]
-    for n in names:
+    for n in names if "death" in phases else []:
         v = sorted(lat[n])
         res["death"][n] = {**counts[n], "p50_ms": pct(v, 0.5), "p99_ms": pct(v, 0.99), "max_ms": v[-1] if v else None,
                            "min_ms": v[0] if v else None, "early": sum(x < 0 for x in v)}
     with open(a.out, "w") as f:
         json.dump(res, f, indent=1)
 
-    hw = lambda table, key: table["heartwheel"][key] if "heartwheel" in table else None  # noqa: E731
+    report(res, a)
+
+
+def report(res, a):
+    """Markdown tables of the phases that ran."""
+    def ratio(table, n, key):
+        base = table.get("heartwheel", {}).get(key)
+        return table[n][key] / base if base else 0.0
+
     print(f"One thread serves the connections in every server; one echo_client drives all; {a.rounds} rounds "
           f"in alternated order, medians.\n")
     for size, table in res["load"].items():
@@ -208,28 +222,30 @@ def main():
         print("| server | CPU µs per response | × heartwheel | server cores | RTT p50 / p99 ms | timeouts | client cores |")
         print("| --- | ---: | ---: | ---: | --- | ---: | ---: |")
         for n, x in table.items():
-            ratio = x["cpu_us_per_response"] / hw(table, "cpu_us_per_response") if hw(table, "cpu_us_per_response") else 0
-            print(f"| {n} | {x['cpu_us_per_response']:.1f} | {ratio:.2f} | {x['server_cores']:.2f} | "
-                  f"{x['rtt_p50_ms']:.2f} / {x['rtt_p99_ms']:.2f} | {int(x['timeouts'])} | {x['client_cores']:.2f} |")
+            print(f"| {n} | {x['cpu_us_per_response']:.1f} | {ratio(table, n, 'cpu_us_per_response'):.2f} | "
+                  f"{x['server_cores']:.2f} | {x['rtt_p50_ms']:.2f} / {x['rtt_p99_ms']:.2f} | {int(x['timeouts'])} | "
+                  f"{x['client_cores']:.2f} |")
         print()
-    print(f"**{a.idle:,} idle connections**: server RSS after they were accepted minus before, per connection "
-          f"(the baseline: the process after a warm-up, reported apart); the JVM's heap is fixed and pre-touched "
-          f"({' '.join(JVM)}), so its connections' heap is read as the live heap after a full GC and added\n")
-    print("| server | bytes per idle connection | × heartwheel | of which RSS / JVM heap | accepted | baseline RSS MiB |")
-    print("| --- | ---: | ---: | --- | ---: | ---: |")
-    for n, x in res["idle"].items():
-        ratio = x["bytes_per_conn"] / hw(res["idle"], "bytes_per_conn") if hw(res["idle"], "bytes_per_conn") else 0
-        print(f"| {n} | {x['bytes_per_conn']:,.0f} | {ratio:.2f} | {x['rss_bytes_per_conn']:,.0f} / "
-              f"{x['heap_bytes_per_conn']:,.0f} | {x['accepted']:,} | {x['baseline_kib'] / 1024:.1f} |")
-    print()
-    print(f"**Death detection as the peers see it**: {a.death:,} peers stop answering (PING after 1 s of silence, "
-          f"closed at the 3rd unanswered: first unanswered PING + 3 s); close time minus that, {a.death_rounds} rounds pooled\n")
-    print("| server | p50 ms | p99 ms | max ms | min ms | early | closed / observed |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | --- |")
-    for n, x in res["death"].items():
-        print(f"| {n} | {x['p50_ms']:.2f} | {x['p99_ms']:.2f} | {x['max_ms']:.2f} | {x['min_ms']:.2f} | {x['early']} | "
-              f"{x['closed']:,} / {x['observed']:,} |")
-
+    if res["idle"]:
+        print(f"**{a.idle:,} idle connections**: server RSS after they were accepted minus before, per connection "
+              f"(the baseline: the process after a warm-up, reported apart); the JVM's heap is fixed and pre-touched "
+              f"({' '.join(JVM)}), so its connections' heap is read as the live heap after a full GC and added\n")
+        print("| server | bytes per idle connection | × heartwheel | of which RSS / JVM heap | accepted | baseline RSS MiB |")
+        print("| --- | ---: | ---: | --- | ---: | ---: |")
+        for n, x in res["idle"].items():
+            print(f"| {n} | {x['bytes_per_conn']:,.0f} | {ratio(res['idle'], n, 'bytes_per_conn'):.2f} | "
+                  f"{x['rss_bytes_per_conn']:,.0f} / {x['heap_bytes_per_conn']:,.0f} | {x['accepted']:,} | "
+                  f"{x['baseline_kib'] / 1024:.1f} |")
+        print()
+    if res["death"]:
+        print(f"**Death detection as the peers see it**: {a.death:,} peers stop answering (PING after 1 s of silence, "
+              f"closed at the 3rd unanswered: first unanswered PING + 3 s); close time minus that, {a.death_rounds} "
+              f"rounds pooled\n")
+        print("| server | p50 ms | p99 ms | max ms | min ms | early | closed / observed |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | --- |")
+        for n, x in res["death"].items():
+            print(f"| {n} | {x['p50_ms']:.2f} | {x['p99_ms']:.2f} | {x['max_ms']:.2f} | {x['min_ms']:.2f} | "
+                  f"{x['early']} | {x['closed']:,} / {x['observed']:,} |")
 
 if __name__ == "__main__":
     main()
