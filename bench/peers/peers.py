@@ -9,6 +9,7 @@ installs their toolchains); `start(name, policy)` returns (Popen, port)."""
 import os
 import shutil
 import subprocess
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
@@ -17,6 +18,9 @@ OUT = os.path.join(BUILD, "bench", "peers")
 NETTY_JARS = ["netty-common", "netty-buffer", "netty-transport", "netty-codec", "netty-handler", "netty-resolver"]
 CLASSPATH = ":".join(f"/usr/share/java/{j}.jar" for j in NETTY_JARS)
 NAMES = ("heartwheel", "netty", "go", "node")
+
+sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
+from e2e_bench import stop  # noqa: E402,F401  (terminate, then kill: the e2e bench's own)
 
 
 def build():
@@ -60,10 +64,3 @@ def start(name, policy):
     return p, int(line.strip().rsplit(":", 1)[1])
 
 
-def stop(p):
-    p.terminate()
-    try:
-        p.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()

@@ -252,10 +252,10 @@ private:
 
         /// Bytes that no readiness of the socket would announce (OpenSSL's, for a tls_socket).
         bool has_pending() const noexcept {
-            if constexpr (detail::is_tls_socket<NextLayer>) {
+            if constexpr (detail::is_tls_socket<NextLayer>)
                 return c->observer != nullptr && detail::tls_traits<NextLayer>::has_pending(*next);
-            }
-            else return false;
+            else
+                return false;
         }
 
         template <class Self>
