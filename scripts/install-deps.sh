@@ -13,7 +13,7 @@ packages=(
   libtomlplusplus-dev libcli11-dev
   libevent-dev libuv1-dev libev-dev
   clang libclang-rt-14-dev
-  python3 python3-munkres python3-matplotlib procps iproute2 nftables netcat-openbsd valgrind
+  python3 python3-websockets python3-munkres python3-matplotlib procps iproute2 nftables netcat-openbsd valgrind
   sslscan prometheus
 )
 missing=()

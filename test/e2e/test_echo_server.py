@@ -139,8 +139,8 @@ class Transport:
                 received += len(chunk)
                 budget -= len(chunk)
             time.sleep(0.02)
-        code, out, _ = srv.stop()
-        self.assertEqual(code, 0)
+        code, out, stop_err = srv.stop()
+        self.assertEqual(code, 0, stop_err)
         final = [line for line in out.splitlines() if line.startswith("final ")][0]
         self.assertNotIn("writer-idle", final)
         self.assertIn("shutdown:1", final)
@@ -324,8 +324,8 @@ class BadPeerInput(unittest.TestCase):
             c.send("alive\n")
             self.assertEqual(c.readline(), "alive")
             c.close()
-            code, out, _ = srv.stop()
-            self.assertEqual(code, 0)
+            code, out, stop_err = srv.stop()
+            self.assertEqual(code, 0, stop_err)
             self.assertIn("final connections=0 accepted=21", out)
 
     def test_empty_connection(self):
@@ -495,8 +495,8 @@ class Lifecycle(unittest.TestCase):
             silent = [Line(srv.port) for _ in range(4)]  # spread over both threads
             for c in silent:
                 self.assertEqual(c.wait_for("BYE")[0], "BYE heartbeat-timeout")
-            code, out, _ = srv.stop()
-            self.assertEqual(code, 0)
+            code, out, err = srv.stop()
+            self.assertEqual(code, 0, err)
             self.assertIn("heartbeat-timeout:4", out.splitlines()[-1])
 
     def test_survives_a_closed_stdout(self):
@@ -969,8 +969,8 @@ class Overload(unittest.TestCase):
             for c in healthy:
                 c.send("still\n")
                 self.assertEqual(c.readline(), "still")
-            code, out, _ = srv.stop()
-        self.assertEqual(code, 0)
+            code, out, stop_err = srv.stop()
+        self.assertEqual(code, 0, stop_err)
         times = sorted(t for t, _ in filter(None, closed_after))
         self.assertEqual(len(times), 180, f"{180 - len(times)} silent peers were not closed within 5 s")
         self.assertTrue(all(d.startswith(b"BYE reader-idle") for _, d in filter(None, closed_after)))

@@ -140,6 +140,51 @@ BOOST_FIXTURE_TEST_CASE(close_sends_last_words_then_closes, fixture) {
     BOOST_TEST(counters.snapshot().closes_total() == 1u);
 }
 
+// A framing layer that writes its goodbye itself (a WebSocket close frame) holds the close with
+// goodbye_in_flight() until goodbye_written(): no FIN before it, the linger still bounds it, and the
+// reason is counted once.
+BOOST_FIXTURE_TEST_CASE(a_framing_layers_goodbye_holds_the_close_until_written, fixture) {
+    net::liveness_config cfg;
+    std::shared_ptr<net::connection<tcp::socket>> c;
+    net::connection_hooks hooks;
+    hooks.last_words = [&](net::close_reason) { c->goodbye_in_flight(); };
+    c = make(accept_one(), cfg, hooks);
+    c->close(net::close_reason::shutdown);
+    run_for(50ms);
+    BOOST_TEST(c->closing());
+    BOOST_TEST(!c->closed()); // without the hold it would have closed at once: nothing of its own to write
+    peer.non_blocking(true);
+    char byte = 0;
+    error_code ec;
+    peer.read_some(asio::buffer(&byte, 1), ec);
+    BOOST_TEST((ec == asio::error::would_block)); // no FIN yet
+    // The layer's own bytes, then its word that they are out: the FIN follows at once.
+    asio::write(c->stream().next_layer(), asio::buffer("bye", 3));
+    c->goodbye_written();
+    peer.non_blocking(false);
+    std::string got;
+    asio::read(peer, asio::dynamic_buffer(got), ec);
+    BOOST_TEST((ec == asio::error::eof));
+    BOOST_TEST(got == "bye");
+    run_until([&] { return c->closed(); }); // the peer's end is not read here: the linger ends it
+    BOOST_TEST(closes(net::close_reason::shutdown) == 1u);
+
+    // A goodbye that never says it is written is bounded by the linger.
+    std::shared_ptr<net::connection<tcp::socket>> d;
+    net::connection_hooks quiet;
+    quiet.last_words = [&](net::close_reason) { d->goodbye_in_flight(); };
+    net::connection_options opts;
+    opts.linger = 100ms;
+    peer = tcp::socket(io);
+    d = make(accept_one(), cfg, quiet, opts);
+    const auto start = std::chrono::steady_clock::now();
+    d->close(net::close_reason::shutdown);
+    run_until([&] { return d->closed(); });
+    BOOST_TEST((std::chrono::steady_clock::now() - start >= 100ms));
+    BOOST_TEST(closes(net::close_reason::shutdown) == 2u);
+    BOOST_TEST(counters.snapshot().closes_total() == 2u);
+}
+
 // The goodbye and the FIN leave in one segment: a close costs the peer (and, on loopback, the sender,
 // who pays for the receiver's softirq) one transmit and one receive, not two. Counted on the wire
 // with TCP_INFO while the connection lingers (the peer has not closed its end).

@@ -287,6 +287,25 @@ public:
         const bool peer_closed = ec == asio::error::eof || detail::is_tls_truncation(ec);
         abort(peer_closed ? close_reason::peer_closed : close_reason::io_error);
     }
+    /// A handshake of the application's own protocol (a WebSocket upgrade, after TLS's) began / ended:
+    /// it is timed by limits.handshake_timeout, as async_handshake's TLS handshake is.
+    void handshake_started() { live_->handshake_started(); }
+    void handshake_finished() { live_->handshake_done(); }
+
+    /// For a framing layer that writes its goodbye itself (a WebSocket close frame) rather than with
+    /// send(): called inside last_words(), it makes the close wait for goodbye_written() — bounded by
+    /// the linger as the connection's own last words are — before the FIN and the linger's end.
+    void goodbye_in_flight() {
+        if (in_last_words_) goodbye_pending_ = true;
+    }
+    /// The framing layer's goodbye is out (or failed): the close goes on as after the connection's
+    /// own last words (FIN, then the peer's end or the linger's).
+    void goodbye_written() {
+        if (!goodbye_pending_) return;
+        goodbye_pending_ = false;
+        if (!writing_ && out_.empty()) half_close();
+    }
+
     /// The peer answered our ping (the protocol's pong): a round-trip sample for the heartbeat.
     void pong_received() { live_->on_pong(); }
     /// The connection's tracked requests (wheel liveness): track(id, [timeout,] token), complete(id).
@@ -352,8 +371,8 @@ private:
             handler_->last_words(why);
             in_last_words_ = false;
         }
-        if (out_.empty() && !writing_) return finish_close();
-        if (!writing_) write(); // else the write in flight finishes, then the rest goes
+        if (out_.empty() && !writing_ && !goodbye_pending_) return finish_close();
+        if (!writing_ && !out_.empty()) write(); // else the write in flight finishes, then the rest goes
         linger_ = linger_timer();
     }
 
@@ -446,7 +465,10 @@ private:
         }
         out_.consumed(n);
         if (!out_.empty()) return write();
-        if (closing_) return half_close(); // the last words are out
+        if (closing_) { // the last words are out (a framing layer's goodbye: once it says so)
+            if (!goodbye_pending_) half_close();
+            return;
+        }
         if (soft_timer_ && out_.queued() <= soft_limit_) soft_timer_ = {}; // drained below the soft limit in time
         if (was_above_ && out_.queued() <= low_water_) {
             was_above_ = false;
@@ -491,6 +513,7 @@ private:
     bool reads_are_idle_activity_, close_on_idle_;
     bool handshake_done_ = !is_tls;
     bool writing_ = false, closing_ = false, closed_ = false, in_last_words_ = false, half_closed_ = false;
+    bool goodbye_pending_ = false; ///< a framing layer's goodbye is being written (goodbye_in_flight)
     bool was_above_ = false;
     bool slow_ = false; ///< past the hard limit: sends are dropped until the (posted) close
     /// Whether the connection lives on a strand (the thread-pool model): only then do send(), close(),

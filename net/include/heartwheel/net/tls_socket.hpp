@@ -122,8 +122,10 @@ private:
     /// The first non-empty buffer of a sequence (one OpenSSL call takes one), or an empty one.
     template <class Buffer, class Buffers>
     static Buffer first_buffer(const Buffers& buffers) {
-        for (auto it = asio::buffer_sequence_begin(buffers); it != asio::buffer_sequence_end(buffers); ++it)
-            if (it->size() > 0) return Buffer(*it);
+        for (auto it = asio::buffer_sequence_begin(buffers); it != asio::buffer_sequence_end(buffers); ++it) {
+            const Buffer b(*it); // (*it, not it->: Beast's buffer iterators have no operator->)
+            if (b.size() > 0) return b;
+        }
         return Buffer();
     }
 

@@ -1,0 +1,259 @@
+// ws_chat_server — a WebSocket chat on Boost.Beast and heartwheel: every text message a client sends
+// goes to every other client. One io_context runs on --io-threads threads; each thread's share of the
+// connections lives on a strand with its own wheel (a shard), and a broadcast from one shard reaches
+// the others' connections through ws_connection::send, which posts itself to their strands.
+// heartwheel times everything (Beast's own timeouts stay off): the upgrade (handshake timeout),
+// message-level reader idleness, the heartbeat's WebSocket pings, and the output bound that closes a
+// client that does not read (slow-consumer, close code 1008) while the healthy ones lose nothing.
+// Every close is a close frame naming its reason (reader-idle and heartbeat-timeout: 1001), counted once.
+//
+// Usage: ws_chat_server [--listen HOST:PORT] [--io-threads N] [--config FILE] [--max-message BYTES]
+//                       [--tls CERT KEY]
+// Prints "listening on HOST:PORT" first; on SIGINT/SIGTERM closes every client (1001 "shutdown"),
+// prints "final closes=<reason>:<n>,... messages=<n>" and exits 0. Bad flags exit 2.
+#include <heartwheel/asio_ssl.hpp>
+#include <heartwheel/asio_wheel.hpp>
+#include <heartwheel/beast/websocket.hpp>
+#include <heartwheel/net/listen.hpp>
+#include <heartwheel/net/liveness_config.hpp>
+#include <heartwheel/net/liveness_toml.hpp>
+#include <heartwheel/net/tls_socket.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/buffers_to_string.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+
+#include <atomic>
+#include <iostream>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace asio = boost::asio;
+namespace net = heartwheel::net;
+namespace ws = heartwheel::ws;
+using tcp = asio::ip::tcp;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+namespace {
+
+struct options {
+    std::string listen = "127.0.0.1:7300";
+    unsigned io_threads = 2;
+    net::liveness_config live;
+    std::size_t max_message = 64 * 1024;
+    std::optional<std::pair<std::string, std::string>> tls; // certificate, key
+};
+
+// The clients of every shard. Members are added and removed on their own strands; a broadcast
+// copies the list under the lock and sends outside it (send() posts to each member's strand).
+template <class Stream>
+class room {
+public:
+    using member = ws::ws_connection<Stream>;
+    void join(const std::shared_ptr<member>& m) {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        members_.insert(m);
+    }
+    void leave(member* m) {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        for (auto it = members_.begin(); it != members_.end(); ++it)
+            if (it->get() == m) return void(members_.erase(it));
+    }
+    void broadcast(const member* from, const std::string& text) {
+        messages.fetch_add(1, std::memory_order_relaxed);
+        std::vector<std::shared_ptr<member>> to;
+        {
+            const std::lock_guard<std::mutex> lock(mutex_);
+            to.assign(members_.begin(), members_.end());
+        }
+        for (const auto& m : to)
+            if (m.get() != from) m->send(text);
+    }
+    std::vector<std::shared_ptr<member>> everyone() {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        return {members_.begin(), members_.end()};
+    }
+    std::atomic<std::uint64_t> messages{0};
+
+private:
+    std::mutex mutex_;
+    std::set<std::shared_ptr<member>> members_;
+};
+
+// One thread's share: a strand of the pool, its wheel and what its connections share.
+struct shard {
+    shard(asio::io_context& io, const options& o, net::liveness_counters& counters)
+        : strand(asio::make_strand(io)), wheel(strand),
+          context(wheel, o.live, &counters, nullptr, connection_options(o)) {}
+    static net::connection_options connection_options(const options& o) {
+        net::connection_options c;
+        c.output = o.live.output; // slow consumers: closed past the limits
+        return c;
+    }
+    asio::strand<asio::io_context::executor_type> strand;
+    heartwheel::asio_wheel wheel;
+    net::connection_context context;
+};
+
+// Leaves the room when the connection closes (the connection says why: counted already).
+template <class Stream>
+struct leaves_room final : net::connection_handler {
+    leaves_room(room<Stream>& r) : r(r) {}
+    void on_close(net::close_reason) override { r.leave(self); }
+    room<Stream>& r;
+    ws::ws_connection<Stream>* self = nullptr;
+};
+
+template <class Stream>
+asio::awaitable<void> session(std::shared_ptr<ws::ws_connection<Stream>> c, room<Stream>& r) {
+    if constexpr (net::connection<Stream>::is_tls) {
+        auto [ec] = co_await c->connection().async_handshake(asio::ssl::stream_base::server, use_tuple);
+        if (ec) co_return; // closed handshake-failed or handshake-timeout, counted
+    }
+    if (auto [ec] = co_await c->async_accept(use_tuple); ec) co_return;
+    r.join(c);
+    boost::beast::flat_buffer in;
+    for (;;) {
+        auto [ec, n] = co_await c->async_read(in, use_tuple);
+        if (ec) co_return; // the connection closed itself with the reason
+        r.broadcast(c.get(), boost::beast::buffers_to_string(in.data()));
+        in.consume(n);
+    }
+}
+
+template <class Stream>
+Stream make_stream(tcp::socket s, asio::ssl::context* tls) {
+    if constexpr (std::is_same_v<Stream, tcp::socket>) return s;
+    else return Stream(std::move(s), *tls);
+}
+
+template <class Stream>
+int serve(const options& o, asio::ssl::context* tls) {
+    asio::io_context io(static_cast<int>(o.io_threads));
+    net::liveness_counters counters;
+    std::list<shard> shards;
+    for (unsigned i = 0; i < o.io_threads; ++i) shards.emplace_back(io, o, counters);
+    room<Stream> r;
+    std::optional<tcp::acceptor> acceptor;
+    try {
+        acceptor.emplace(net::listen(shards.front().strand, net::parse_endpoint(o.listen, "--listen")));
+    } catch (const net::listen_error& e) {
+        std::cerr << "ws_chat_server: " << e.what() << '\n';
+        return 1;
+    }
+    std::cout << "listening on " << acceptor->local_endpoint().address().to_string() << ':'
+              << acceptor->local_endpoint().port() << std::endl;
+    bool stopping = false;
+    asio::co_spawn(shards.front().strand, [&]() -> asio::awaitable<void> {
+        for (auto next = shards.begin();; ) {
+            shard& s = *next;
+            if (++next == shards.end()) next = shards.begin();
+            auto [ec, socket] = co_await acceptor->async_accept(s.strand, use_tuple);
+            if (stopping) co_return;
+            if (ec) continue;
+            socket.set_option(tcp::no_delay(true), ec);
+            auto handler = std::make_shared<leaves_room<Stream>>(r);
+            ws::ws_options wo;
+            wo.max_message = o.max_message;
+            auto c = ws::ws_connection<Stream>::create(make_stream<Stream>(std::move(socket), tls), s.context, handler, wo);
+            handler->self = c.get();
+            c->connection().apply_socket_options(o.live.keepalive);
+            asio::co_spawn(s.strand, session(std::move(c), r), asio::detached);
+        }
+    }, asio::detached);
+
+    // SIGINT/SIGTERM: stop accepting, a close frame to everyone ("shutdown"), and stop once all are
+    // gone (or after two seconds).
+    asio::signal_set signals(shards.front().strand, SIGINT, SIGTERM);
+    signals.async_wait([&](boost::system::error_code ec, int) {
+        if (ec) return;
+        stopping = true;
+        acceptor->close(ec);
+        asio::co_spawn(shards.front().strand, [&]() -> asio::awaitable<void> {
+            for (const auto& m : r.everyone()) m->close(net::close_reason::shutdown);
+            asio::steady_timer poll(shards.front().strand);
+            const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+            while (!r.everyone().empty() && std::chrono::steady_clock::now() < deadline) {
+                poll.expires_after(std::chrono::milliseconds(10));
+                co_await poll.async_wait(use_tuple);
+            }
+            io.stop();
+        }, asio::detached);
+    });
+    std::vector<std::thread> threads;
+    for (unsigned i = 1; i < o.io_threads; ++i) threads.emplace_back([&io] { io.run(); });
+    io.run();
+    for (auto& t : threads) t.join();
+    std::cout << "final closes=" << counters.snapshot().closes_text() << " messages=" << r.messages.load() << std::endl;
+    return 0;
+}
+
+options parse(int argc, char** argv) {
+    options o;
+    o.live.idle.reader_idle = std::chrono::minutes(5);
+    o.live.heartbeat.interval = std::chrono::seconds(30);
+    o.live.heartbeat.timeout = std::chrono::seconds(10);
+    const auto number = [](const std::string& flag, const char* text, unsigned long long lo, unsigned long long hi) {
+        std::size_t used = 0;
+        unsigned long long v = 0;
+        try {
+            v = std::stoull(text, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (used == 0 || text[used] != '\0' || v < lo || v > hi)
+            throw std::invalid_argument(flag + " '" + text + "': accepted " + std::to_string(lo) + ".." + std::to_string(hi));
+        return v;
+    };
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        const bool has = i + 1 < argc;
+        if (a == "--listen" && has) o.listen = argv[++i];
+        else if (a == "--io-threads" && has) o.io_threads = static_cast<unsigned>(number(a, argv[++i], 1, 256));
+        else if (a == "--config" && has) o.live = net::load_liveness_config(argv[++i]);
+        else if (a == "--max-message" && has) o.max_message = number(a, argv[++i], 16, 64ull << 20);
+        else if (a == "--tls" && i + 2 < argc) {
+            o.tls.emplace(argv[i + 1], argv[i + 2]);
+            i += 2;
+        } else
+            throw std::invalid_argument("unknown argument '" + a + "': accepted --listen HOST:PORT, --io-threads N, "
+                                        "--config FILE, --max-message BYTES, --tls CERT KEY");
+    }
+    net::parse_endpoint(o.listen, "--listen"); // a bad address is a usage error (exit 2)
+    return o;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    options o;
+    try {
+        o = parse(argc, argv);
+    } catch (const std::exception& e) {
+        std::cerr << "ws_chat_server: " << e.what() << '\n';
+        return 2;
+    }
+    if (!o.tls) return serve<tcp::socket>(o, nullptr);
+    asio::ssl::context tls(asio::ssl::context::tls_server);
+    boost::system::error_code ec;
+    tls.use_certificate_chain_file(o.tls->first, ec);
+    if (!ec) tls.use_private_key_file(o.tls->second, asio::ssl::context::pem, ec);
+    if (ec) {
+        std::cerr << "ws_chat_server: cannot load --tls " << o.tls->first << ' ' << o.tls->second << ": " << ec.message() << '\n';
+        return 1;
+    }
+    return serve<net::tls_socket>(o, &tls);
+}

@@ -1,0 +1,317 @@
+// heartwheel/beast/websocket.hpp — a Boost.Beast WebSocket stream over a heartwheel connection: the
+// framing layer above the byte transport, under the connection's one close path.
+//
+//   auto ws = ws::ws_connection<tcp::socket>::create(std::move(socket), ctx, app_handler);
+//   co_await ws->async_accept(use_awaitable);               // the upgrade, under handshake_timeout
+//   auto n = co_await ws->async_read(buffer, use_awaitable); // one whole message: reader activity
+//   ws->send(text);                                         // a queued message, bounded; any thread
+//
+// The layers. net::connection keeps what every connection has: its liveness (wheel timers), the
+// count of each close with its reason, the linger, the FIN, the handler. Beast's
+// websocket::stream<connection::stream_type&> frames messages over the connection's own stream, so
+// every byte Beast reads or writes is recorded there (any byte proves liveness to the heartbeat;
+// writer idleness sees the frames). This layer is the connection's handler and speaks WebSocket for it:
+//  - the heartbeat's ping is a ping frame (one in flight at most); the pong arrives through Beast's
+//    control callback, during a read, and is the heartbeat's round trip;
+//  - idleness counts whole messages (async_read's completions), not frames or bytes: a peer that
+//    trickles fragments of a message that never ends, or only answers pings, is idle, as a peer
+//    trickling a line that never ends is in the line protocols;
+//  - the goodbye is a close frame whose code says why (close_code_for) and whose reason text is the
+//    close reason's name; the connection waits for it (goodbye_in_flight / goodbye_written), bounded
+//    by its linger, then sends its FIN. Beast's own teardown is the connection's: async_teardown on a
+//    liveness_stream completes at once and leaves the socket to the close path;
+//  - a peer that breaks the protocol or sends a message over max_message is answered by Beast with a
+//    close frame (1002 / 1009) and closed protocol-error / message-too-big, counted once;
+//  - the output is bounded in messages and in bytes (the connection's output policy: the hard limit
+//    closes at once, the soft one after its time, slow-consumer); writable()/on_writable as the
+//    connection's.
+// Beast's own timeouts (stream_base::timeout) stay off: the wheel times everything.
+//
+// Threads: as net::connection — it lives on its socket's executor (a thread's io_context or a strand
+// of a pool's); send() and close() may be called from anywhere and post themselves when away.
+// Invariants: one write (message or close frame) and one ping are in flight at most, as Beast
+// requires; after the close frame nothing else is written; the queue's bytes are counted in queued_.
+#ifndef HEARTWHEEL_BEAST_WEBSOCKET_HPP
+#define HEARTWHEEL_BEAST_WEBSOCKET_HPP
+
+#if !defined(HEARTWHEEL_BOOST_ASIO)
+#error "heartwheel/beast/websocket.hpp needs heartwheel's Boost.Asio flavour (link heartwheel::beast)"
+#endif
+
+#include <heartwheel/net/connection.hpp>
+#include <heartwheel/net/detail/home_executor.hpp>
+
+#include <boost/beast/core/bind_handler.hpp>
+#include <boost/beast/websocket.hpp>
+
+#include <cstddef>
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace heartwheel::net {
+
+// Beast's teardown customization for a connection's stream: the connection's close path owns the
+// socket (FIN after the goodbye, the linger, the close), so Beast's part of it is done at once.
+template <class NextLayer>
+void teardown(boost::beast::role_type, liveness_stream<NextLayer>&, error_code& ec) {
+    ec = {};
+}
+template <class NextLayer, class TeardownHandler>
+void async_teardown(boost::beast::role_type, liveness_stream<NextLayer>& stream, TeardownHandler&& handler) {
+    asio::post(stream.get_executor(), boost::beast::bind_front_handler(std::forward<TeardownHandler>(handler), error_code{}));
+}
+
+} // namespace heartwheel::net
+
+namespace heartwheel::ws {
+
+namespace websocket = boost::beast::websocket;
+
+/// Closes of this layer's own: a peer that broke the protocol (Beast answered 1002), or sent a
+/// message larger than max_message (Beast answered 1009).
+inline const net::close_reason protocol_error = net::define_close_reason("protocol-error");
+inline const net::close_reason message_too_big = net::define_close_reason("message-too-big");
+
+/// What goes in the close frame for a close reason: 1001 (going away) for the liveness policies,
+/// max age and shutdown; 1008 (policy violation) for a slow consumer; 1002 / 1009 for protocol errors
+/// and oversized messages; 1000 (normal) for the application's own reasons.
+inline websocket::close_code close_code_for(net::close_reason r) {
+    using net::close_reason;
+    if (r == close_reason::slow_consumer) return websocket::close_code::policy_error;
+    if (r == protocol_error) return websocket::close_code::protocol_error;
+    if (r == message_too_big) return websocket::close_code::too_big;
+    if (net::is_policy_reason(r) || r == close_reason::shutdown) return websocket::close_code::going_away;
+    return websocket::close_code::normal;
+}
+
+struct ws_options {
+    std::size_t max_message = 64 * 1024;    ///< a larger incoming message closes message-too-big
+    std::size_t max_queued_messages = 4096; ///< queued past this: slow-consumer (bytes: the output policy)
+    bool binary = false;                    ///< send() writes binary messages instead of text
+};
+
+template <class NextLayer>
+class ws_connection final : public std::enable_shared_from_this<ws_connection<NextLayer>>,
+                            private net::connection_handler {
+    struct token {};
+
+public:
+    using connection_type = net::connection<NextLayer>;
+    using websocket_type = websocket::stream<typename connection_type::stream_type&>;
+
+    /// A WebSocket connection over `next_layer` (TLS streams: handshake with connection() first),
+    /// timed as `ctx` says with whole messages as reader activity. `handler` (may be null) is told
+    /// on_close, on_writable and on_idle; pings and goodbyes are this layer's.
+    static std::shared_ptr<ws_connection> create(NextLayer next_layer, const net::connection_context& ctx,
+                                                 std::shared_ptr<net::connection_handler> handler = nullptr,
+                                                 ws_options options = {}) {
+        auto self = std::make_shared<ws_connection>(token{}, ctx, std::move(handler), options);
+        net::connection_options o = ctx.options;
+        o.reads_are_idle_activity = false; // messages are activity (message_received), not bytes
+        self->conn_ = std::make_shared<connection_type>(
+            std::move(next_layer), ctx.timers,
+            [&ctx](net::liveness_handler& h) {
+                return std::make_unique<net::connection_liveness>(ctx.timers, ctx.config, h, ctx.counters, ctx.scale);
+            },
+            std::shared_ptr<net::connection_handler>(self, static_cast<net::connection_handler*>(self.get())), ctx.counters, o);
+        self->on_strand_ = net::detail::is_strand_executor(self->conn_->get_executor());
+        self->ws_.emplace(self->conn_->stream());
+        self->ws_->read_message_max(options.max_message);
+        self->ws_->binary(options.binary);
+        self->ws_->control_callback([raw = self.get()](websocket::frame_type kind, boost::beast::string_view) {
+            if (kind == websocket::frame_type::pong) raw->conn_->pong_received();
+        });
+        return self;
+    }
+
+    ws_connection(token, const net::connection_context& ctx, std::shared_ptr<net::connection_handler> handler,
+                  ws_options options)
+        : timers_(ctx.timers), app_(std::move(handler)), options_(options), output_(ctx.options.output) {
+        output_.validate();
+    }
+
+    /// The WebSocket upgrade in the server role, timed by the handshake timeout; a bad request is
+    /// answered by Beast (400) and closed handshake-failed. Completion: void(error_code).
+    template <class Token>
+    auto async_accept(Token&& token) {
+        return asio::async_compose<Token, void(error_code)>(accept_op{this->shared_from_this()}, token, conn_->stream());
+    }
+
+    /// Reads one whole message into `buffer` (a DynamicBuffer): reader activity. An error closes the
+    /// connection with what it means (peer-closed for the peer's close frame or end of stream,
+    /// protocol-error, message-too-big, io-error); after a close, the close's error. Completion:
+    /// void(error_code, std::size_t).
+    template <class DynamicBuffer, class Token>
+    auto async_read(DynamicBuffer& buffer, Token&& token) {
+        return asio::async_compose<Token, void(error_code, std::size_t)>(read_op<DynamicBuffer>{this->shared_from_this(), buffer},
+                                                                         token, conn_->stream());
+    }
+
+    /// Queues one message (text, or binary with ws_options::binary); written in order, one at a time.
+    /// Ignored once closing. Bounded as the connection's output (see the top of this file). From
+    /// outside the connection's strand it is copied and posted there.
+    void send(std::string_view message) { send(std::string(message)); }
+    void send(std::string message) {
+        if (away()) return conn_->post([self = this->shared_from_this(), m = std::move(message)](connection_type&) mutable {
+            self->send(std::move(m));
+        });
+        if (conn_->closing() || slow_) return;
+        queued_ += message.size();
+        queue_.push_back(std::move(message));
+        if (queued_ > output_.high_water) was_above_ = true;
+        bound_output();
+        if (!writing_ && !slow_) write_next();
+    }
+    /// Whether a producer may send now (the output's high-water mark); on_writable follows a false.
+    bool writable() const noexcept { return queued_ <= output_.high_water; }
+    /// Bytes queued and not yet written (the message being written included).
+    std::size_t queued() const noexcept { return queued_; }
+
+    /// The connection's close path: a close frame saying `why`, then the FIN; from any thread.
+    void close(net::close_reason why) { conn_->close(why); }
+
+    connection_type& connection() noexcept { return *conn_; }
+    websocket_type& websocket() noexcept { return *ws_; }
+    auto get_executor() noexcept { return conn_->get_executor(); }
+
+private:
+    bool away() { return on_strand_ && !net::detail::running_in_home(conn_->get_executor()); }
+
+    // --- net::connection_handler: the connection asks, WebSocket answers --------------------------
+    void send_ping() override {
+        if (!open_ || pinging_) return;
+        pinging_ = true;
+        ws_->async_ping({}, [self = this->shared_from_this()](error_code) { self->pinging_ = false; });
+    }
+    void last_words(net::close_reason why) override {
+        drop_queue();
+        if (!open_) return; // no WebSocket yet (mid-upgrade): nothing to say
+        conn_->goodbye_in_flight();
+        const std::string_view name = net::to_string(why);
+        websocket::close_reason frame(close_code_for(why), boost::beast::string_view(name.data(), name.size()));
+        // Beast queues it behind a message write in flight; then it waits for the peer's close frame.
+        ws_->async_close(frame, [self = this->shared_from_this()](error_code) { self->conn_->goodbye_written(); });
+    }
+    void on_close(net::close_reason why) override {
+        drop_queue();
+        soft_timer_ = {};
+        if (auto app = std::exchange(app_, nullptr)) app->on_close(why);
+    }
+    void on_writable() override {} // the connection's own queue is never used
+    void on_idle(net::idle_event e) override {
+        if (app_) app_->on_idle(e);
+    }
+
+    // --- the message queue -------------------------------------------------------------------------
+    void write_next() {
+        writing_ = true;
+        ws_->async_write(asio::buffer(queue_.front()), [self = this->shared_from_this()](error_code ec, std::size_t) {
+            self->on_written(ec);
+        });
+    }
+    void on_written(error_code ec) {
+        writing_ = false;
+        if (!queue_.empty()) { // dropped by a close while in flight: already uncounted
+            queued_ -= queue_.front().size();
+            queue_.pop_front();
+        }
+        if (ec) return conn_->abort(net::close_reason::io_error); // while closing: ends the close
+        if (conn_->closing()) return;
+        if (!queue_.empty()) return write_next();
+        if (soft_timer_ && queued_ <= output_.soft_limit) soft_timer_ = {};
+        if (was_above_ && queued_ <= output_.low_water) {
+            was_above_ = false;
+            if (app_) app_->on_writable();
+        }
+    }
+    // Everything but the message in flight (Beast is writing from it) goes.
+    void drop_queue() {
+        while (queue_.size() > (writing_ ? 1u : 0u)) {
+            queued_ -= queue_.back().size();
+            queue_.pop_back();
+        }
+    }
+    void bound_output() {
+        const bool hard = (output_.hard_limit > 0 && queued_ > output_.hard_limit) || queue_.size() > options_.max_queued_messages;
+        if (hard) {
+            slow_ = true;
+            drop_queue(); // the memory goes now; the close follows on the next turn (a broadcast loop stays valid)
+            return conn_->post([](connection_type& c) { c.close(net::close_reason::slow_consumer); });
+        }
+        if (output_.soft_limit > 0 && queued_ > output_.soft_limit && !soft_timer_) {
+            soft_timer_ = heartwheel::timer_handle([weak = this->weak_from_this()] {
+                auto self = weak.lock();
+                if (!self) return;
+                if (self->queued_ > self->output_.soft_limit) self->conn_->close(net::close_reason::slow_consumer);
+                else self->soft_timer_ = {};
+            });
+            timers_.schedule(soft_timer_.node(), timers_.deadline_after(std::chrono::duration_cast<duration>(output_.soft_limit_time)));
+        }
+    }
+
+    // --- composed operations -----------------------------------------------------------------------
+    struct accept_op {
+        std::shared_ptr<ws_connection> c;
+        bool started = false;
+        template <class Self>
+        void operator()(Self& self, error_code ec = {}) {
+            if (!started) {
+                started = true;
+                c->conn_->handshake_started();
+                return c->ws_->async_accept(std::move(self));
+            }
+            c->conn_->handshake_finished();
+            if (c->conn_->closing()) return self.complete(ec ? ec : error_code(net::errc::connection_closed));
+            if (ec) {
+                c->conn_->abort(net::close_reason::handshake_failed);
+                return self.complete(ec);
+            }
+            c->open_ = true;
+            self.complete(ec);
+        }
+    };
+
+    template <class DynamicBuffer>
+    struct read_op {
+        std::shared_ptr<ws_connection> c;
+        DynamicBuffer& buffer;
+        bool started = false;
+        template <class Self>
+        void operator()(Self& self, error_code ec = {}, std::size_t n = 0) {
+            if (!started) {
+                started = true;
+                return c->ws_->async_read(buffer, std::move(self));
+            }
+            if (ec) c->read_failed(ec);
+            else c->conn_->message_received();
+            self.complete(ec, n);
+        }
+    };
+
+    void read_failed(error_code ec) {
+        // The peer's close frame (Beast answered it): the close handshake is over.
+        if (ec == websocket::error::closed) return conn_->abort(net::close_reason::peer_closed);
+        if (conn_->closing()) return conn_->read_failed(ec); // ended by our own close
+        if (ec == websocket::error::message_too_big) return conn_->abort(message_too_big);
+        if (ec == websocket::condition::protocol_violation) return conn_->abort(protocol_error);
+        conn_->read_failed(ec);
+    }
+
+    timer_scheduler& timers_;
+    std::shared_ptr<net::connection_handler> app_;
+    ws_options options_;
+    net::output_policy output_;
+    std::shared_ptr<connection_type> conn_;
+    std::optional<websocket_type> ws_;
+    std::deque<std::string> queue_;
+    std::size_t queued_ = 0;
+    heartwheel::timer_handle soft_timer_;
+    bool open_ = false, writing_ = false, pinging_ = false, slow_ = false, was_above_ = false;
+    bool on_strand_ = false; ///< the connection lives on a strand: send() looks whether it runs inside it
+};
+
+} // namespace heartwheel::ws
+
+#endif

@@ -1,0 +1,315 @@
+"""test_ws_chat.py — ws_chat_server (Boost.Beast WebSocket on heartwheel, one io_context on two threads)
+end to end with a real WebSocket client: Python's `websockets` (Debian's python3-websockets), never
+hand-made frames except where a test sends garbage on purpose.
+
+Each test starts its own server on 127.0.0.1:0 with a liveness config written for it, judges what the
+*client* sees (close codes, reasons, when), and checks the server's final line: every close counted
+once with its reason."""
+import asyncio
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+try:
+    import websockets
+except ImportError:  # a Python without Debian's packages (pyenv, a venv): Debian's own has them
+    if sys.executable != "/usr/bin/python3" and os.path.exists("/usr/bin/python3"):
+        os.execv("/usr/bin/python3", ["/usr/bin/python3", *sys.argv])
+    raise
+
+sys.path.insert(0, os.path.dirname(__file__))
+from harness import BUILD, make_cert  # noqa: E402
+
+SERVER = os.path.join(BUILD, "examples", "ws_chat_server")
+SANITIZED = bool(os.environ.get("HEARTWHEEL_SANITIZE"))
+
+
+class ChatServer:
+    def __init__(self, config, *flags):
+        self.dir = tempfile.TemporaryDirectory()
+        path = os.path.join(self.dir.name, "live.toml")
+        with open(path, "w") as f:
+            f.write(config)
+        self.proc = subprocess.Popen([SERVER, "--listen", "127.0.0.1:0", "--config", path, *flags],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        assert line.startswith("listening on 127.0.0.1:"), f"first line {line!r}: {self.proc.stderr.read()}"
+        self.port = int(line.strip().rsplit(":", 1)[1])
+
+    def stop(self):
+        """SIGTERM; returns the final line's closes as {reason: n} and the message count."""
+        self.proc.send_signal(signal.SIGTERM)
+        out, err = self.proc.communicate(timeout=30)
+        assert self.proc.returncode == 0, f"exit {self.proc.returncode}: {err}"
+        final = [line for line in out.splitlines() if line.startswith("final ")][0]
+        fields = dict(part.split("=", 1) for part in final.split()[1:])
+        closes = {} if fields["closes"] == "none" else {
+            r: int(n) for r, n in (c.rsplit(":", 1) for c in fields["closes"].split(","))}
+        return closes, int(fields["messages"])
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.communicate()
+        self.dir.cleanup()
+
+
+def run(coro):
+    return asyncio.run(asyncio.wait_for(coro, 60))
+
+
+async def connect(port, tls=None, rcvbuf=None):
+    scheme = "wss" if tls else "ws"
+    sock = None
+    if rcvbuf:  # a small receive buffer: what the peer does not read backs up in the server, not the kernel
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        sock.connect(("127.0.0.1", port))
+    # The client's own keepalive pings are off: the server's heartbeat is under test.
+    return await websockets.connect(f"{scheme}://127.0.0.1:{port}", ssl=tls, sock=sock, ping_interval=None,
+                                    open_timeout=10, close_timeout=5, max_queue=None)
+
+
+async def closed_by_server(ws, within=10):
+    """Reads until the server closes; returns (close code, reason, seconds waited)."""
+    start = time.monotonic()
+    try:
+        while True:
+            await asyncio.wait_for(ws.recv(), within)
+    except websockets.ConnectionClosed as e:
+        rcvd = e.rcvd
+        return (rcvd.code, rcvd.reason, time.monotonic() - start) if rcvd else (None, None, time.monotonic() - start)
+
+
+class WebSocketChat(unittest.TestCase):
+    def test_messages_reach_every_other_client(self):
+        with ChatServer("[idle]\nreader_idle = \"10s\"\n") as srv:
+            async def go():
+                a, b, c = [await connect(srv.port) for _ in range(3)]
+                for i in range(50):
+                    await a.send(f"m{i}")
+                for peer in (b, c):
+                    self.assertEqual([await peer.recv() for _ in range(50)], [f"m{i}" for i in range(50)])
+                with self.assertRaises(asyncio.TimeoutError):  # not echoed to its sender
+                    await asyncio.wait_for(a.recv(), 0.3)
+                for ws in (a, b, c):
+                    await ws.close()
+            run(go())
+            closes, messages = srv.stop()
+            self.assertEqual(messages, 50)
+            self.assertEqual(closes, {"peer-closed": 3})
+
+    def test_silent_client_gets_close_frame_1001_reader_idle(self):
+        with ChatServer("[idle]\nreader_idle = \"400ms\"\n") as srv:
+            async def go():
+                ws = await connect(srv.port)
+                return await closed_by_server(ws)
+            code, reason, waited = run(go())
+            self.assertEqual((code, reason), (1001, "reader-idle"))
+            self.assertGreaterEqual(waited, 0.39)  # never early, as the client sees it
+            self.assertLess(waited, 3.0)
+            closes, _ = srv.stop()
+            self.assertEqual(closes, {"reader-idle": 1})
+
+    def test_pings_keep_an_answering_client_and_close_one_that_stopped(self):
+        # Pings are WebSocket ping frames; websockets answers them with pong frames by itself. The
+        # second client keeps reading but stops answering (its pong() does nothing), and notes when
+        # each ping arrived: the close must come after the policy's death time, counted from the first
+        # unanswered ping as the client saw it, and with close code 1001 "heartbeat-timeout".
+        config = "[idle]\nreader_idle = \"30s\"\n[heartbeat]\ninterval = \"100ms\"\ntimeout = \"100ms\"\nmisses = 3\n"
+        with ChatServer(config) as srv:
+            async def go():
+                healthy = await connect(srv.port)
+                mute = await connect(srv.port)
+                pings = []
+
+                async def no_pong(data=b""):
+                    pings.append(time.monotonic())
+                mute.pong = no_pong
+                code, reason, _ = await closed_by_server(mute)
+                closed_at = time.monotonic()
+                self.assertEqual((code, reason), (1001, "heartbeat-timeout"))
+                self.assertGreaterEqual(len(pings), 3)  # one ping per interval, each unanswered
+                # Dead after three missed pongs: not before 3 x 100 ms from the first ping.
+                self.assertGreaterEqual(closed_at - pings[0], 0.29)
+                self.assertLess(closed_at - pings[0], 3.0)
+                self.assertTrue(healthy.open, "the client answering pings was closed")
+                await healthy.send("still here")
+                await healthy.close()
+            run(go())
+            closes, _ = srv.stop()
+            self.assertEqual(closes, {"heartbeat-timeout": 1, "peer-closed": 1})
+
+    def test_slow_reader_is_closed_slow_consumer_and_healthy_readers_lose_nothing(self):
+        # One writer, one healthy reader, one reader that never reads (paused: a frozen peer). The
+        # writer is paced by the healthy reader (at most 200 messages ahead), so only the frozen one's
+        # queue grows: past the 512 KiB bound (after the kernel's buffers fill) it is closed
+        # slow-consumer; the healthy reader gets every message, in order.
+        config = ("[idle]\nreader_idle = \"30s\"\n[output]\nhigh_water = 65536\nlow_water = 16384\n"
+                  "hard_limit = 524288\nsoft_limit = 0\n")
+        with ChatServer(config) as srv:
+            async def go():
+                writer, healthy, slow = [await connect(srv.port) for _ in range(3)]
+                slow.transport.pause_reading()
+                payload = "x" * 1000
+                n = 8000  # 8 MB through each reader
+                got = 0
+
+                async def read_all():
+                    nonlocal got
+                    while got < n:
+                        self.assertEqual(await healthy.recv(), f"{got}:{payload}")
+                        got += 1
+                reader = asyncio.create_task(read_all())
+                for i in range(n):
+                    while i - got > 200:
+                        await asyncio.sleep(0.001)
+                    await writer.send(f"{i}:{payload}")
+                await asyncio.wait_for(reader, 30)
+                self.assertEqual(got, n)
+                slow.transport.resume_reading()
+                # What was in the kernel's buffers, then the end: a close frame 1008 if it could
+                # still be written within the linger, else the connection cut after it.
+                code, reason, _ = await closed_by_server(slow, within=20)
+                self.assertIn((code, reason), {(1008, "slow-consumer"), (None, None)})
+                for ws in (writer, healthy):
+                    await ws.close()
+            run(go())
+            closes, messages = srv.stop()
+            self.assertEqual(messages, 8000)
+            self.assertEqual(closes, {"slow-consumer": 1, "peer-closed": 2})
+
+    def test_garbage_frame_is_a_protocol_error_1002(self):
+        with ChatServer("[idle]\nreader_idle = \"10s\"\n") as srv:
+            async def go():
+                ws = await connect(srv.port)
+                # A real client's connection, then a frame with a reserved opcode (0xB): not WebSocket.
+                ws.transport.write(bytes([0x8B, 0x80, 1, 2, 3, 4]))
+                return await closed_by_server(ws)
+            code, _, _ = run(go())
+            self.assertEqual(code, 1002)
+            closes, _ = srv.stop()
+            self.assertEqual(closes, {"protocol-error": 1})
+
+    def test_oversized_message_is_closed_1009(self):
+        with ChatServer("[idle]\nreader_idle = \"10s\"\n", "--max-message", "1024") as srv:
+            async def go():
+                ws = await connect(srv.port)
+                await ws.send("y" * 4096)
+                return await closed_by_server(ws)
+            code, _, _ = run(go())
+            self.assertEqual(code, 1009)
+            closes, _ = srv.stop()
+            self.assertEqual(closes, {"message-too-big": 1})
+
+    def test_stalled_upgrade_is_closed_by_the_handshake_timeout(self):
+        with ChatServer("[idle]\nreader_idle = \"10s\"\n[limits]\nhandshake_timeout = \"300ms\"\n") as srv:
+            s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+            s.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n")  # and never the rest
+            start = time.monotonic()
+            self.assertEqual(s.recv(4096), b"")  # closed, nothing said: no WebSocket yet
+            waited = time.monotonic() - start
+            self.assertGreaterEqual(waited, 0.29)
+            self.assertLess(waited, 5)
+            s.close()
+            closes, _ = srv.stop()
+            self.assertEqual(closes, {"handshake-timeout": 1})
+
+    def test_not_an_upgrade_is_answered_400_and_closed_handshake_failed(self):
+        with ChatServer("[idle]\nreader_idle = \"10s\"\n") as srv:
+            s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+            s.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            reply = b""
+            while True:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                reply += chunk
+            self.assertTrue(reply.startswith(b"HTTP/1.1 400"), reply[:80])
+            s.close()
+            closes, _ = srv.stop()
+            self.assertEqual(closes, {"handshake-failed": 1})
+
+    def test_wss_chat_and_reader_idle(self):
+        with tempfile.TemporaryDirectory() as d:
+            cert, key = make_cert(d)
+            ctx = ssl.create_default_context(cafile=cert)
+            with ChatServer("[idle]\nreader_idle = \"500ms\"\n", "--tls", cert, key) as srv:
+                async def go():
+                    a, b = await connect(srv.port, ctx), await connect(srv.port, ctx)
+                    await a.send("over tls")
+                    self.assertEqual(await b.recv(), "over tls")
+                    return await closed_by_server(b)
+                code, reason, _ = run(go())
+                self.assertEqual((code, reason), (1001, "reader-idle"))
+                closes, _ = srv.stop()
+                self.assertEqual(closes, {"reader-idle": 2})
+
+    def test_sigterm_says_1001_shutdown_to_everyone(self):
+        with ChatServer("[idle]\nreader_idle = \"30s\"\n") as srv:
+            async def go():
+                clients = [await connect(srv.port) for _ in range(8)]
+                await clients[0].send("hi")
+                for c in clients[1:]:
+                    self.assertEqual(await c.recv(), "hi")
+                srv.proc.send_signal(signal.SIGTERM)
+                return [await closed_by_server(c) for c in clients]
+            seen = run(go())
+            self.assertEqual({(code, reason) for code, reason, _ in seen}, {(1001, "shutdown")})
+            out, err = srv.proc.communicate(timeout=30)
+            self.assertEqual(srv.proc.returncode, 0, err)
+            self.assertIn("final closes=shutdown:8 messages=1", out)
+
+    def test_a_goodbye_behind_a_message_in_flight_still_arrives(self):
+        # A reader that is not reading (a small receive buffer: ~4 MB of the 6 MB sent back up in the
+        # server) has a message write in flight when the shutdown's close frame is queued behind it.
+        # The connection waits for that goodbye (within its linger) instead of closing the socket at
+        # once: once the reader reads again it gets what was written, in order, then the close frame
+        # (what was still queued is dropped at the close, as the connection's own queue is).
+        config = "[idle]\nreader_idle = \"30s\"\n[output]\nhard_limit = 16777216\nsoft_limit = 0\n"
+        with ChatServer(config) as srv:
+            async def go():
+                writer, reader = await connect(srv.port), await connect(srv.port, rcvbuf=16384)
+                reader.transport.pause_reading()
+                payload = "z" * 1000
+                for i in range(6000):
+                    await writer.send(f"{i}:{payload}")
+                await asyncio.sleep(0.15)
+                srv.proc.send_signal(signal.SIGTERM)
+                await asyncio.sleep(0.15)
+                reader.transport.resume_reading()
+                got = 0
+                try:
+                    while True:
+                        self.assertEqual(await asyncio.wait_for(reader.recv(), 10), f"{got}:{payload}")
+                        got += 1
+                except websockets.ConnectionClosed as e:
+                    self.assertGreater(got, 0)
+                    self.assertIsNotNone(e.rcvd, f"cut after {got} messages without its close frame")
+                    self.assertEqual((e.rcvd.code, e.rcvd.reason), (1001, "shutdown"))
+            run(go())
+            out, err = srv.proc.communicate(timeout=30)
+            self.assertEqual(srv.proc.returncode, 0, err)
+            self.assertIn("final closes=shutdown:2 messages=6000", out)
+
+    def test_bad_flags_exit_2_naming_the_flag(self):
+        for args, needle in ((["--io-threads", "0"], "--io-threads '0': accepted 1..256"),
+                             (["--listen", "nonsense"], "--listen"),
+                             (["--max-message", "x"], "--max-message 'x'"),
+                             (["--frobnicate"], "unknown argument '--frobnicate'")):
+            p = subprocess.run([SERVER, *args], capture_output=True, text=True, timeout=10)
+            self.assertEqual(p.returncode, 2, (args, p.stderr))
+            self.assertIn(needle, p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
