@@ -44,7 +44,8 @@ if(NOT step_output MATCHES "heartwheel_FOUND=(FALSE|0): heartwheel was built aga
 endif()
 # One consumer per exported target; each must run and say what it did.
 foreach(exe core_only/consumer_core core_only/consumer_policies core_only/consumer_driver core_only/consumer_old_name
-            core_only/consumer_net build/consumer_toml build/consumer_tls net_only/consumer_boost_net)
+            core_only/consumer_net build/consumer_toml build/consumer_tls net_only/consumer_boost_net
+            net_only/consumer_beast)
   step(${WORK_DIR}/${exe})
   get_filename_component(target ${exe} NAME)
   string(REPLACE "old_name" "driver" target ${target})

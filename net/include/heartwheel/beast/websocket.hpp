@@ -95,7 +95,7 @@ struct ws_options {
 template <class NextLayer>
 class ws_connection final : public std::enable_shared_from_this<ws_connection<NextLayer>>,
                             private net::connection_handler {
-    struct token {};
+    struct make_tag {}; // create() only
 
 public:
     using connection_type = net::connection<NextLayer>;
@@ -107,7 +107,7 @@ public:
     static std::shared_ptr<ws_connection> create(NextLayer next_layer, const net::connection_context& ctx,
                                                  std::shared_ptr<net::connection_handler> handler = nullptr,
                                                  ws_options options = {}) {
-        auto self = std::make_shared<ws_connection>(token{}, ctx, std::move(handler), options);
+        auto self = std::make_shared<ws_connection>(make_tag{}, ctx, std::move(handler), options);
         net::connection_options o = ctx.options;
         o.reads_are_idle_activity = false; // messages are activity (message_received), not bytes
         self->conn_ = std::make_shared<connection_type>(
@@ -126,7 +126,7 @@ public:
         return self;
     }
 
-    ws_connection(token, const net::connection_context& ctx, std::shared_ptr<net::connection_handler> handler,
+    ws_connection(make_tag, const net::connection_context& ctx, std::shared_ptr<net::connection_handler> handler,
                   ws_options options)
         : timers_(ctx.timers), app_(std::move(handler)), options_(options), output_(ctx.options.output) {
         output_.validate();
