@@ -118,7 +118,13 @@ struct leaves_room final : net::connection_handler {
 };
 
 template <class Stream>
-asio::awaitable<void> session(std::shared_ptr<ws::ws_connection<Stream>> c, room<Stream>& r) {
+asio::awaitable<void> session(Stream stream, const net::connection_context& ctx, const options& o, room<Stream>& r) {
+    auto handler = std::make_shared<leaves_room<Stream>>(r);
+    ws::ws_options wo;
+    wo.max_message = o.max_message;
+    auto c = ws::ws_connection<Stream>::create(std::move(stream), ctx, handler, wo);
+    handler->self = c.get();
+    c->connection().apply_socket_options(o.live.keepalive);
     if constexpr (net::connection<Stream>::is_tls) {
         auto [ec] = co_await c->connection().async_handshake(asio::ssl::stream_base::server, use_tuple);
         if (ec) co_return; // closed handshake-failed or handshake-timeout, counted
@@ -165,13 +171,8 @@ int serve(const options& o, asio::ssl::context* tls) {
             if (stopping) co_return;
             if (ec) continue;
             socket.set_option(tcp::no_delay(true), ec);
-            auto handler = std::make_shared<leaves_room<Stream>>(r);
-            ws::ws_options wo;
-            wo.max_message = o.max_message;
-            auto c = ws::ws_connection<Stream>::create(make_stream<Stream>(std::move(socket), tls), s.context, handler, wo);
-            handler->self = c.get();
-            c->connection().apply_socket_options(o.live.keepalive);
-            asio::co_spawn(s.strand, session(std::move(c), r), asio::detached);
+            // The connection is made on its shard's strand: its timers go into that shard's wheel.
+            asio::co_spawn(s.strand, session(make_stream<Stream>(std::move(socket), tls), s.context, o, r), asio::detached);
         }
     }, asio::detached);
 

@@ -79,6 +79,22 @@ async def connect(port, tls=None, rcvbuf=None):
                                     open_timeout=10, close_timeout=5, max_queue=None)
 
 
+async def all_joined(clients):
+    """Waits until every client is in the room (the server adds one after its upgrade, a moment after
+    the client has seen the upgrade answered): the first client's probe reaches all the others.
+    Returns how many probes were sent (each is a message the server counts)."""
+    for k in range(100):
+        await clients[0].send(f"probe {k}")
+        try:
+            for c in clients[1:]:
+                while await asyncio.wait_for(c.recv(), 0.2) != f"probe {k}":
+                    pass
+            return k + 1
+        except asyncio.TimeoutError:
+            continue
+    raise AssertionError("the clients never were all in the room")
+
+
 async def closed_by_server(ws, within=10):
     """Reads until the server closes; returns (close code, reason, seconds waited)."""
     start = time.monotonic()
@@ -95,6 +111,7 @@ class WebSocketChat(unittest.TestCase):
         with ChatServer("[idle]\nreader_idle = \"10s\"\n") as srv:
             async def go():
                 a, b, c = [await connect(srv.port) for _ in range(3)]
+                probes.append(await all_joined([a, b, c]))
                 for i in range(50):
                     await a.send(f"m{i}")
                 for peer in (b, c):
@@ -103,9 +120,10 @@ class WebSocketChat(unittest.TestCase):
                     await asyncio.wait_for(a.recv(), 0.3)
                 for ws in (a, b, c):
                     await ws.close()
+            probes = []
             run(go())
             closes, messages = srv.stop()
-            self.assertEqual(messages, 50)
+            self.assertEqual(messages, 50 + probes[0])
             self.assertEqual(closes, {"peer-closed": 3})
 
     def test_silent_client_gets_close_frame_1001_reader_idle(self):
@@ -159,6 +177,7 @@ class WebSocketChat(unittest.TestCase):
         with ChatServer(config) as srv:
             async def go():
                 writer, healthy, slow = [await connect(srv.port) for _ in range(3)]
+                probes.append(await all_joined([writer, healthy, slow]))
                 slow.transport.pause_reading()
                 payload = "x" * 1000
                 n = 8000  # 8 MB through each reader
@@ -183,9 +202,10 @@ class WebSocketChat(unittest.TestCase):
                 self.assertIn((code, reason), {(1008, "slow-consumer"), (None, None)})
                 for ws in (writer, healthy):
                     await ws.close()
+            probes = []
             run(go())
             closes, messages = srv.stop()
-            self.assertEqual(messages, 8000)
+            self.assertEqual(messages, 8000 + probes[0])
             self.assertEqual(closes, {"slow-consumer": 1, "peer-closed": 2})
 
     def test_garbage_frame_is_a_protocol_error_1002(self):
@@ -246,6 +266,7 @@ class WebSocketChat(unittest.TestCase):
             with ChatServer("[idle]\nreader_idle = \"500ms\"\n", "--tls", cert, key) as srv:
                 async def go():
                     a, b = await connect(srv.port, ctx), await connect(srv.port, ctx)
+                    await all_joined([a, b])
                     await a.send("over tls")
                     self.assertEqual(await b.recv(), "over tls")
                     return await closed_by_server(b)
@@ -258,16 +279,15 @@ class WebSocketChat(unittest.TestCase):
         with ChatServer("[idle]\nreader_idle = \"30s\"\n") as srv:
             async def go():
                 clients = [await connect(srv.port) for _ in range(8)]
-                await clients[0].send("hi")
-                for c in clients[1:]:
-                    self.assertEqual(await c.recv(), "hi")
+                probes.append(await all_joined(clients))
                 srv.proc.send_signal(signal.SIGTERM)
                 return [await closed_by_server(c) for c in clients]
+            probes = []
             seen = run(go())
             self.assertEqual({(code, reason) for code, reason, _ in seen}, {(1001, "shutdown")})
             out, err = srv.proc.communicate(timeout=30)
             self.assertEqual(srv.proc.returncode, 0, err)
-            self.assertIn("final closes=shutdown:8 messages=1", out)
+            self.assertIn(f"final closes=shutdown:8 messages={probes[0]}", out)
 
     def test_a_goodbye_behind_a_message_in_flight_still_arrives(self):
         # A reader that is not reading (a small receive buffer: ~4 MB of the 6 MB sent back up in the
@@ -278,12 +298,15 @@ class WebSocketChat(unittest.TestCase):
         config = "[idle]\nreader_idle = \"30s\"\n[output]\nhard_limit = 16777216\nsoft_limit = 0\n"
         with ChatServer(config) as srv:
             async def go():
-                writer, reader = await connect(srv.port), await connect(srv.port, rcvbuf=16384)
+                writer, observer = await connect(srv.port), await connect(srv.port)
+                reader = await connect(srv.port, rcvbuf=16384)
+                probes.append(await all_joined([writer, observer, reader]))
                 reader.transport.pause_reading()
                 payload = "z" * 1000
                 for i in range(6000):
                     await writer.send(f"{i}:{payload}")
-                await asyncio.sleep(0.15)
+                for i in range(6000):  # the server has relayed them all
+                    self.assertEqual(await observer.recv(), f"{i}:{payload}")
                 srv.proc.send_signal(signal.SIGTERM)
                 await asyncio.sleep(0.15)
                 reader.transport.resume_reading()
@@ -296,10 +319,11 @@ class WebSocketChat(unittest.TestCase):
                     self.assertGreater(got, 0)
                     self.assertIsNotNone(e.rcvd, f"cut after {got} messages without its close frame")
                     self.assertEqual((e.rcvd.code, e.rcvd.reason), (1001, "shutdown"))
+            probes = []
             run(go())
             out, err = srv.proc.communicate(timeout=30)
             self.assertEqual(srv.proc.returncode, 0, err)
-            self.assertIn("final closes=shutdown:2 messages=6000", out)
+            self.assertIn(f"final closes=shutdown:3 messages={6000 + probes[0]}", out)
 
     def test_bad_flags_exit_2_naming_the_flag(self):
         for args, needle in ((["--io-threads", "0"], "--io-threads '0': accepted 1..256"),
