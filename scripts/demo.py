@@ -5,7 +5,9 @@ Starts the server on a free port and shows, as they happen: healthy clients echo
 closed for reader-idle, a client that stops answering pings closed for heartbeat-timeout, a request
 that times out, a client reconnecting with growing backoff while the server is restarted, and an
 overload moment: a flood of idle connections near --max-connections shed at the scaled reader-idle
-timeout while healthy clients keep working. Prints a summary, then stops everything it started."""
+timeout while healthy clients keep working, and a WebSocket chat on Boost.Beast whose idle and
+unresponsive clients get close frames naming the reason (demo_ws.py). Prints a summary, then stops
+everything it started."""
 import json
 import os
 import select
@@ -141,6 +143,16 @@ def overload_scene():
             and summary.get("requests") == summary.get("responses"))
 
 
+def websocket_scene():
+    """The WebSocket scene (scripts/demo_ws.py, in a Python that has websockets): ws_chat_server on Beast."""
+    say("scene", "WebSocket: Boost.Beast on heartwheel, ping frames and close frames with their reasons")
+    env = dict(os.environ, DEMO_T0=str(time.time() - (time.monotonic() - T0)), HEARTWHEEL_BUILD=BUILD)
+    p = subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "demo_ws.py")],
+                       env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
+    print(p.stdout, end="", flush=True)
+    return p.returncode == 0
+
+
 def main():
     print("heartwheel demo: echo/heartbeat server with idle detection, heartbeats, request timeouts and backoff\n")
     server, port, server_lines = start_server()
@@ -203,6 +215,7 @@ def main():
     print("server after restart: ", final2[0] if final2 else "(no final line)")
     ok = (results.get("silent") == "BYE reader-idle" and results.get("stuck") == "BYE heartbeat-timeout")
     ok = overload_scene() and ok
+    ok = websocket_scene() and ok
     print("\ndemo", "finished: every behaviour shown" if ok else "finished, but a scene did not go as scripted")
     return 0 if ok else 1
 

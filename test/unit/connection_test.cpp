@@ -147,12 +147,19 @@ BOOST_FIXTURE_TEST_CASE(a_framing_layers_goodbye_holds_the_close_until_written, 
     net::liveness_config cfg;
     std::shared_ptr<net::connection<tcp::socket>> c;
     net::connection_hooks hooks;
-    hooks.last_words = [&](net::close_reason) { c->goodbye_in_flight(); };
+    int corked = -1;
+    hooks.last_words = [&](net::close_reason) {
+        c->goodbye_in_flight();
+        // The goodbye may wait for the peer before our FIN: its bytes must not sit corked (200 ms).
+        socklen_t len = sizeof corked;
+        ::getsockopt(c->lowest_layer().native_handle(), IPPROTO_TCP, TCP_CORK, &corked, &len);
+    };
     c = make(accept_one(), cfg, hooks);
     c->close(net::close_reason::shutdown);
     run_for(50ms);
     BOOST_TEST(c->closing());
     BOOST_TEST(!c->closed()); // without the hold it would have closed at once: nothing of its own to write
+    BOOST_TEST(corked == 0);
     peer.non_blocking(true);
     char byte = 0;
     error_code ec;

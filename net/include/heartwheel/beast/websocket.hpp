@@ -45,7 +45,7 @@
 #include <boost/beast/websocket.hpp>
 
 #include <cstddef>
-#include <deque>
+#include <vector>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -207,34 +207,39 @@ private:
     // --- the message queue -------------------------------------------------------------------------
     void write_next() {
         writing_ = true;
-        ws_->async_write(asio::buffer(queue_.front()), [self = this->shared_from_this()](error_code ec, std::size_t) {
+        current_ = std::move(queue_[head_]); // Beast writes from current_: the queue may grow meanwhile
+        if (++head_ == queue_.size()) {      // drained: an idle connection holds no queue at all
+            head_ = 0;
+            std::vector<std::string>().swap(queue_);
+        } else if (head_ >= 64 && head_ * 2 >= queue_.size()) { // the written (empty) front goes
+            queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(head_));
+            head_ = 0;
+        }
+        ws_->async_write(asio::buffer(current_), [self = this->shared_from_this()](error_code ec, std::size_t) {
             self->on_written(ec);
         });
     }
     void on_written(error_code ec) {
         writing_ = false;
-        if (!queue_.empty()) { // dropped by a close while in flight: already uncounted
-            queued_ -= queue_.front().size();
-            queue_.pop_front();
-        }
+        queued_ -= current_.size();
+        std::string().swap(current_);
         if (ec) return conn_->abort(net::close_reason::io_error); // while closing: ends the close
         if (conn_->closing()) return;
-        if (!queue_.empty()) return write_next();
+        if (pending() > 0) return write_next();
         if (soft_timer_ && queued_ <= output_.soft_limit) soft_timer_ = {};
         if (was_above_ && queued_ <= output_.low_water) {
             was_above_ = false;
             if (app_) app_->on_writable();
         }
     }
-    // Everything but the message in flight (Beast is writing from it) goes.
+    // Everything not yet being written goes (Beast is writing from current_).
     void drop_queue() {
-        while (queue_.size() > (writing_ ? 1u : 0u)) {
-            queued_ -= queue_.back().size();
-            queue_.pop_back();
-        }
+        for (std::size_t i = head_; i < queue_.size(); ++i) queued_ -= queue_[i].size();
+        std::vector<std::string>().swap(queue_);
+        head_ = 0;
     }
     void bound_output() {
-        const bool hard = (output_.hard_limit > 0 && queued_ > output_.hard_limit) || queue_.size() > options_.max_queued_messages;
+        const bool hard = (output_.hard_limit > 0 && queued_ > output_.hard_limit) || pending() + (writing_ ? 1u : 0u) > options_.max_queued_messages;
         if (hard) {
             slow_ = true;
             drop_queue(); // the memory goes now; the close follows on the next turn (a broadcast loop stays valid)
@@ -305,7 +310,12 @@ private:
     net::output_policy output_;
     std::shared_ptr<connection_type> conn_;
     std::optional<websocket_type> ws_;
-    std::deque<std::string> queue_;
+    // The messages not yet written, oldest at head_ (a vector, not a deque: an empty one allocates
+    // nothing), and the one being written.
+    std::vector<std::string> queue_;
+    std::string current_;
+    std::size_t head_ = 0;
+    std::size_t pending() const noexcept { return queue_.size() - head_; }
     std::size_t queued_ = 0;
     heartwheel::timer_handle soft_timer_;
     bool open_ = false, writing_ = false, pinging_ = false, slow_ = false, was_above_ = false;

@@ -296,7 +296,11 @@ public:
     /// send(): called inside last_words(), it makes the close wait for goodbye_written() — bounded by
     /// the linger as the connection's own last words are — before the FIN and the linger's end.
     void goodbye_in_flight() {
-        if (in_last_words_) goodbye_pending_ = true;
+        if (!in_last_words_ || goodbye_pending_) return;
+        goodbye_pending_ = true;
+        // Its goodbye may wait for the peer (a WebSocket close handshake) before our FIN: a corked
+        // tail would sit in the kernel for up to 200 ms instead of leaving now.
+        hold_tail_for_fin(false);
     }
     /// The framing layer's goodbye is out (or failed): the close goes on as after the connection's
     /// own last words (FIN, then the peer's end or the linger's).
@@ -389,12 +393,14 @@ private:
     // acknowledgement fewer per close (on loopback the sender pays for the receiver's softirq too).
     // Full segments still go at once; nothing waits longer than the write. Best effort: without
     // TCP_CORK, or if it fails, they go as two segments as before.
-    void hold_tail_for_fin() noexcept {
+    void hold_tail_for_fin(bool hold = true) noexcept {
 #ifdef TCP_CORK
         if constexpr (is_tcp) {
-            const int on = 1;
+            const int on = hold ? 1 : 0;
             (void)::setsockopt(stream_.lowest_layer().native_handle(), IPPROTO_TCP, TCP_CORK, &on, sizeof on);
         }
+#else
+        (void)hold;
 #endif
     }
 

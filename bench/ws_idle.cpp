@@ -1,0 +1,332 @@
+// ws_idle — idle WebSocket connections with keep-alive pings: heartwheel's ws::ws_connection against
+// Beast's own timing (websocket::stream<beast::tcp_stream> with stream_base::timeout: an idle timer per
+// stream that pings after idle_timeout / 2 of silence and closes after idle_timeout).
+//
+// The same policy in both: a ping after 1 s without a byte from the peer, dead 2 s after the last one
+// (heartwheel: heartbeat interval 1 s, timeout 1 s, one miss). The same server shape in both: one
+// thread, a coroutine per connection reading whole messages. The clients are Beast WebSocket clients
+// in a child process (they answer every ping, as Beast does while reading).
+//
+// What one run of a mode prints (one JSON line):
+//  - bytes per idle connection: the server's RSS after N connections went idle, less before any;
+//  - CPU per ping round: the server's user+system CPU over a window, per ping the clients received;
+//  - wake-ups per second: the server's voluntary context switches over that window (each is a sleep
+//    in epoll_wait ended by something due or arriving);
+//  - death lateness as the peers see it: the clients stop answering at once; each notes when it sent
+//    its last pong and when it saw the server's close; lateness = seen - (last pong + 2 s), p50 / p99 /
+//    max, and how many were early.
+// Usage: ws_idle --mode heartwheel|beast [--connections N] [--window-ms MS]. bench/ws/run.sh runs both
+// modes, alternated, and writes docs/benchmarks.md's section.
+#include <heartwheel/asio_wheel.hpp>
+#include <heartwheel/beast/websocket.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/websocket.hpp>
+
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace websocket = beast::websocket;
+namespace net = heartwheel::net;
+namespace ws = heartwheel::ws;
+using tcp = asio::ip::tcp;
+using namespace std::chrono_literals;
+using steady = std::chrono::steady_clock;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+constexpr auto death = 2000ms; // ping after 1 s of silence, dead 1 s later
+
+namespace {
+
+long rss_kib() {
+    std::ifstream f("/proc/self/status");
+    for (std::string line; std::getline(f, line);)
+        if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+    return 0;
+}
+double cpu_seconds() {
+    rusage u{};
+    ::getrusage(RUSAGE_SELF, &u);
+    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+long voluntary_switches() {
+    rusage u{};
+    ::getrusage(RUSAGE_SELF, &u);
+    return u.ru_nvcsw;
+}
+void raise_fd_limit() {
+    rlimit l{};
+    ::getrlimit(RLIMIT_NOFILE, &l);
+    l.rlim_cur = l.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &l);
+}
+void write_all(int fd, const std::string& s) {
+    for (std::size_t done = 0; done < s.size();) {
+        const auto n = ::write(fd, s.data() + done, s.size() - done);
+        if (n <= 0) return;
+        done += static_cast<std::size_t>(n);
+    }
+}
+std::string read_line(int fd) {
+    std::string s;
+    char c = 0;
+    while (::read(fd, &c, 1) == 1 && c != '\n') s += c;
+    return s;
+}
+
+// --- the clients (child process) -------------------------------------------------------------------
+struct client_state {
+    steady::time_point last_pong{}, closed_seen{};
+    int phase = 0; ///< 1: answering, 2: silent (raw reads), 3: closed
+    websocket::stream<tcp::socket>* s = nullptr; ///< while its coroutine runs
+};
+
+asio::awaitable<void> client(tcp::endpoint server, client_state& st, long& pings, int& up) {
+    websocket::stream<tcp::socket> s(co_await asio::this_coro::executor);
+    if (auto [ec] = co_await s.next_layer().async_connect(server, use_tuple); ec) co_return;
+    if (auto [ec] = co_await s.async_handshake("127.0.0.1", "/", use_tuple); ec) co_return;
+    ++up;
+    st.s = &s;
+    st.phase = 1;
+    s.control_callback([&](websocket::frame_type kind, beast::string_view) {
+        if (kind != websocket::frame_type::ping) return;
+        ++pings;
+        st.last_pong = steady::now(); // Beast answers it as this read goes on
+    });
+    beast::flat_buffer in;
+    for (;;) { // Beast answers pings while this read is pending; "stop" cancels it
+        auto [ec, n] = co_await s.async_read(in, use_tuple);
+        if (ec) break;
+        in.consume(n);
+    }
+    // Silent from here on: the raw bytes, until the server's close frame (heartwheel says goodbye
+    // with one) or its FIN (Beast's idle timeout tears the connection down without one). The server's
+    // frames are unmasked and, here, only control frames: two header bytes and a short payload.
+    st.phase = 2;
+    std::vector<unsigned char> pending;
+    unsigned char chunk[1024];
+    for (bool closed = false; !closed;) {
+        auto [ec, n] = co_await s.next_layer().async_read_some(asio::buffer(chunk), use_tuple);
+        if (ec) break;
+        pending.insert(pending.end(), chunk, chunk + n);
+        while (pending.size() >= 2 && pending.size() >= 2u + (pending[1] & 0x7fu)) {
+            if ((pending[0] & 0x0fu) == 0x8u) closed = true;
+            pending.erase(pending.begin(), pending.begin() + 2 + (pending[1] & 0x7f));
+        }
+    }
+    st.closed_seen = steady::now();
+    st.s = nullptr;
+}
+
+int run_clients(unsigned short port, int n, int to_parent, int from_parent) {
+    asio::io_context io(1);
+    std::vector<client_state> states(static_cast<std::size_t>(n));
+    long pings = 0;
+    int up = 0;
+    const tcp::endpoint server(asio::ip::make_address("127.0.0.1"), port);
+    // Connect in waves of 500: a burst of 10,000 SYNs overflows the listen backlog.
+    asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+        asio::steady_timer t(io);
+        for (int i = 0; i < n; ++i) {
+            asio::co_spawn(io, client(server, states[static_cast<std::size_t>(i)], pings, up), asio::detached);
+            if (i % 500 == 499) {
+                while (up < i + 1 - 100) {
+                    t.expires_after(5ms);
+                    co_await t.async_wait(use_tuple);
+                }
+            }
+        }
+    }, asio::detached);
+    while (up < n) io.run_one_for(1s);
+    write_all(to_parent, "up\n");
+    // "count": report pings so far; "stop": stop answering, then report the deaths.
+    for (;;) {
+        // Serve the connections while waiting for the parent's word.
+        std::string word;
+        for (;;) {
+            io.run_for(20ms);
+            pollfd p{from_parent, POLLIN, 0};
+            if (::poll(&p, 1, 0) > 0) {
+                word = read_line(from_parent);
+                break;
+            }
+        }
+        if (word == "count") {
+            write_all(to_parent, std::to_string(pings) + "\n");
+        } else if (word == "stop") {
+            const auto stopped = steady::now();
+            const auto until = stopped + death + 10s;
+            // A cancel can land while Beast's read has no socket operation of its own pending (its
+            // pong waiting for the write lock): cancelled again until every read has ended.
+            while (steady::now() < until) {
+                for (auto& st : states)
+                    if (st.phase == 1 && st.s) st.s->next_layer().cancel();
+                io.run_for(10ms);
+            }
+            std::vector<double> late;
+            int early = 0, missing = 0;
+            for (const auto& st : states) {
+                if (st.closed_seen == steady::time_point{}) {
+                    ++missing;
+                    std::fprintf(stderr, "ws_idle: a client not closed: phase %d, last ping %.0f ms before the stop\n", st.phase,
+                                 std::chrono::duration<double, std::milli>(stopped - st.last_pong).count());
+                    continue;
+                }
+                const double l = std::chrono::duration<double, std::milli>(st.closed_seen - (st.last_pong + death)).count();
+                if (l < 0) ++early;
+                late.push_back(l);
+            }
+            std::sort(late.begin(), late.end());
+            const auto at = [&](double q) { return late.empty() ? -1.0 : late[std::min(late.size() - 1, static_cast<std::size_t>(q * static_cast<double>(late.size())))]; };
+            char buf[256];
+            std::snprintf(buf, sizeof buf, "%.3f %.3f %.3f %.3f %d %d\n", at(0.5), at(0.99), late.empty() ? -1.0 : late.back(),
+                          late.empty() ? 0.0 : late.front(), early, missing);
+            write_all(to_parent, buf);
+            return 0;
+        }
+    }
+}
+
+// --- the server (parent process) -------------------------------------------------------------------
+asio::awaitable<void> serve_heartwheel(std::shared_ptr<ws::ws_connection<tcp::socket>> c) {
+    if (auto [ec] = co_await c->async_accept(use_tuple); ec) co_return;
+    beast::flat_buffer in;
+    for (;;) {
+        auto [ec, n] = co_await c->async_read(in, use_tuple);
+        if (ec) co_return;
+        in.consume(n);
+    }
+}
+
+asio::awaitable<void> serve_beast(tcp::socket socket) {
+    websocket::stream<beast::tcp_stream> s(std::move(socket));
+    websocket::stream_base::timeout t;
+    t.handshake_timeout = 10s;
+    t.idle_timeout = death;
+    t.keep_alive_pings = true;
+    s.set_option(t);
+    if (auto [ec] = co_await s.async_accept(use_tuple); ec) co_return;
+    beast::flat_buffer in;
+    for (;;) {
+        auto [ec, n] = co_await s.async_read(in, use_tuple);
+        if (ec) co_return;
+        in.consume(n);
+    }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    std::string mode;
+    int n = 10000;
+    long window_ms = 10000;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const std::string a = argv[i];
+        if (a == "--mode") mode = argv[i + 1];
+        else if (a == "--connections") n = std::stoi(argv[i + 1]);
+        else if (a == "--window-ms") window_ms = std::stol(argv[i + 1]);
+    }
+    if (mode != "heartwheel" && mode != "beast") {
+        std::cerr << "usage: ws_idle --mode heartwheel|beast [--connections N] [--window-ms MS]\n";
+        return 2;
+    }
+    raise_fd_limit();
+    // The clients' process is forked before anything of Asio exists (an epoll set shared across a
+    // fork would let one side's deregistrations remove the other's); it learns the port by a pipe.
+    int down[2], up[2];
+    if (::pipe(down) != 0 || ::pipe(up) != 0) return 1;
+    const pid_t child = ::fork();
+    if (child == 0) {
+        ::close(down[1]);
+        ::close(up[0]);
+        const auto port = static_cast<unsigned short>(std::stoi(read_line(down[0])));
+        std::fflush(stdout);
+        ::_exit(run_clients(port, n, up[1], down[0]));
+    }
+    ::close(down[0]);
+    ::close(up[1]);
+    asio::io_context io(1);
+    heartwheel::asio_wheel wheel(io.get_executor());
+    net::liveness_config cfg;
+    cfg.heartbeat.interval = 1000ms;
+    cfg.heartbeat.timeout = 1000ms;
+    cfg.heartbeat.misses = 1;
+    net::liveness_counters counters;
+    const net::connection_context ctx(wheel, cfg, &counters);
+    tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
+    acceptor.listen(4096);
+    const long rss_before = rss_kib();
+    write_all(down[1], std::to_string(acceptor.local_endpoint().port()) + "\n");
+    asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+        for (;;) {
+            auto [ec, socket] = co_await acceptor.async_accept(use_tuple);
+            if (ec) co_return;
+            socket.set_option(tcp::no_delay(true), ec); // as servers do
+            if (mode == "heartwheel") {
+                auto c = ws::ws_connection<tcp::socket>::create(std::move(socket), ctx);
+                asio::co_spawn(io, serve_heartwheel(std::move(c)), asio::detached);
+            } else {
+                asio::co_spawn(io, serve_beast(std::move(socket)), asio::detached);
+            }
+        }
+    }, asio::detached);
+    // Until the clients are up, then a second of settling.
+    for (;;) {
+        io.run_for(20ms);
+        pollfd p{up[0], POLLIN, 0};
+        if (::poll(&p, 1, 0) > 0) break;
+    }
+    read_line(up[0]);
+    io.run_for(1500ms);
+    const long rss_idle = rss_kib();
+    // The window: CPU, wake-ups and pings (counted by the clients).
+    write_all(down[1], "count\n");
+    for (pollfd p{up[0], POLLIN, 0}; ::poll(&p, 1, 0) <= 0;) io.run_for(5ms);
+    const long pings0 = std::stol(read_line(up[0]));
+    const double cpu0 = cpu_seconds();
+    const long sw0 = voluntary_switches();
+    io.run_for(std::chrono::milliseconds(window_ms));
+    const double cpu1 = cpu_seconds();
+    const long sw1 = voluntary_switches();
+    write_all(down[1], "count\n");
+    for (pollfd p{up[0], POLLIN, 0}; ::poll(&p, 1, 0) <= 0;) io.run_for(5ms);
+    const long pings1 = std::stol(read_line(up[0]));
+    // The deaths.
+    write_all(down[1], "stop\n");
+    for (pollfd p{up[0], POLLIN, 0}; ::poll(&p, 1, 0) <= 0;) io.run_for(5ms);
+    double p50 = 0, p99 = 0, mx = 0, mn = 0;
+    int early = 0, missing = 0;
+    std::sscanf(read_line(up[0]).c_str(), "%lf %lf %lf %lf %d %d", &p50, &p99, &mx, &mn, &early, &missing);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    const long pings = pings1 - pings0;
+    std::printf("{\"mode\":\"%s\",\"connections\":%d,\"bytes_per_idle_connection\":%.0f,\"pings\":%ld,"
+                "\"cpu_us_per_ping\":%.3f,\"wakeups_per_s\":%.1f,\"death_p50_ms\":%.2f,\"death_p99_ms\":%.2f,"
+                "\"death_max_ms\":%.2f,\"death_min_ms\":%.2f,\"early\":%d,\"not_closed\":%d}\n",
+                mode.c_str(), n, static_cast<double>(rss_idle - rss_before) * 1024.0 / n, pings,
+                pings > 0 ? (cpu1 - cpu0) * 1e6 / static_cast<double>(pings) : -1.0,
+                static_cast<double>(sw1 - sw0) * 1000.0 / static_cast<double>(window_ms), p50, p99, mx, mn, early, missing);
+    // A failure: nothing pinged, a silent peer never closed, or heartwheel closing one early (Beast's
+    // idle timer runs on a grid of idle_timeout / 2: early closes are how it works, reported above).
+    return pings > 0 && missing == 0 && (mode == "beast" || early == 0) ? 0 : 1;
+}
