@@ -178,9 +178,12 @@ int run_clients(unsigned short port, int n, int to_parent, int from_parent) {
             const auto until = stopped + death + 10s;
             // A cancel can land while Beast's read has no socket operation of its own pending (its
             // pong waiting for the write lock): cancelled again until every read has ended.
-            while (steady::now() < until) {
-                for (auto& st : states)
+            for (bool all_closed = false; !all_closed && steady::now() < until;) {
+                all_closed = true;
+                for (auto& st : states) {
                     if (st.phase == 1 && st.s) st.s->next_layer().cancel();
+                    if (st.closed_seen == steady::time_point{}) all_closed = false;
+                }
                 io.run_for(10ms);
             }
             std::vector<double> late;
