@@ -149,11 +149,12 @@ public:
                                                                          token, conn_->stream());
     }
 
-    /// Queues one message (text, or binary with ws_options::binary); written in order, one at a time.
-    /// Ignored once closing. Bounded as the connection's output (see the top of this file). From
+    /// Queues one message (text, or binary with ws_options::binary); written in order, one at a time,
+    /// from the end of the upgrade on (a greeting may be sent before it). Ignored once closing. Bounded as the connection's output (see the top of this file). From
     /// outside the connection's strand it is copied and posted there.
     void send(std::string_view message) { send(std::string(message)); }
-    void send(std::string message) {
+    void send(const char* message) { send(std::string(message)); }
+    void send(std::string&& message) {
         if (away()) return conn_->post([self = this->shared_from_this(), m = std::move(message)](connection_type&) mutable {
             self->send(std::move(m));
         });
@@ -162,7 +163,7 @@ public:
         queue_.push_back(std::move(message));
         if (queued_ > output_.high_water) was_above_ = true;
         bound_output();
-        if (!writing_ && !slow_) write_next();
+        if (!writing_ && !slow_ && open_) write_next(); // before the upgrade: written once it is done
     }
     /// Whether a producer may send now (the output's high-water mark); on_writable follows a false.
     bool writable() const noexcept { return queued_ <= output_.high_water; }
@@ -274,6 +275,7 @@ private:
                 return self.complete(ec);
             }
             c->open_ = true;
+            if (c->pending() > 0 && !c->writing_) c->write_next(); // what was sent during the upgrade
             self.complete(ec);
         }
     };
