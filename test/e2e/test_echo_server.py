@@ -449,7 +449,10 @@ class Lifecycle(unittest.TestCase):
         # Prometheus' own checker on the live endpoint (Debian's prometheus package, installed by the
         # test command); RTT and timer lateness are histograms, fds and the wheel's health are exported.
         self.assertIsNotNone(shutil.which("promtool"), "promtool missing: bash scripts/install-deps.sh installs it")
-        with Server("--metrics", "127.0.0.1:0", "--heartbeat-interval", "50", "--heartbeat-timeout", "500") as srv:
+        # Pings every 50 ms are answered while the client reads; the long timeout means a client not read
+        # while promtool runs (seconds on a loaded machine) is never closed heartbeat-timeout, which
+        # would take one descriptor away from the count checked below.
+        with Server("--metrics", "127.0.0.1:0", "--heartbeat-interval", "50", "--heartbeat-timeout", "60000") as srv:
             mport = int(srv.proc.stdout.readline().strip().rsplit(":", 1)[1])
             c = Line(srv.port, answer_pings=True)
             c.send("x\n")
