@@ -192,6 +192,49 @@ BOOST_FIXTURE_TEST_CASE(a_framing_layers_goodbye_holds_the_close_until_written, 
     BOOST_TEST(counters.snapshot().closes_total() == 2u);
 }
 
+// A phase deadline (expires_after): re-armed or cancelled it never fires; left alone it closes with
+// the application's reason after its time (never before), its last words go out, and the pending
+// read completes with timed_out.
+BOOST_FIXTURE_TEST_CASE(a_phase_deadline_closes_with_its_reason_and_last_words, fixture) {
+    const auto slow_head = net::define_close_reason("test-slow-head");
+    net::liveness_config cfg;
+    std::shared_ptr<net::connection<tcp::socket>> c;
+    net::connection_hooks hooks;
+    hooks.last_words = [&](net::close_reason r) { c->send(std::string("TIMEOUT ") + net::to_string(r) + "\n"); };
+    net::connection_options opts;
+    opts.linger = 100ms; // the peer below never closes its end: the linger ends the close
+    c = make(accept_one(), cfg, hooks, opts);
+    c->expires_after(100ms, slow_head);
+    run_for(60ms);
+    c->expires_after(100ms, slow_head); // a new phase: counted from now
+    run_for(80ms);
+    BOOST_TEST(!c->closing());
+    c->expires_never();
+    run_for(200ms);
+    BOOST_TEST(!c->closing());
+
+    error_code got;
+    bool done = false;
+    char buf[16];
+    c->stream().async_read_some(asio::buffer(buf), [&](error_code ec, std::size_t) {
+        got = ec;
+        done = true;
+    });
+    const auto start = std::chrono::steady_clock::now();
+    c->expires_after(150ms, slow_head);
+    run_until([&] { return c->closing(); });
+    BOOST_TEST((std::chrono::steady_clock::now() - start >= 150ms));
+    std::string said;
+    error_code ec;
+    asio::read(peer, asio::dynamic_buffer(said), ec);
+    BOOST_TEST((ec == asio::error::eof));
+    BOOST_TEST(said == "TIMEOUT test-slow-head\n");
+    run_until([&] { return done; });
+    BOOST_TEST((got == net::errc::timed_out));
+    BOOST_TEST(closes(slow_head) == 1u);
+    BOOST_TEST(counters.snapshot().closes_total() == 1u);
+}
+
 // The goodbye and the FIN leave in one segment: a close costs the peer (and, on loopback, the sender,
 // who pays for the receiver's softirq) one transmit and one receive, not two. Counted on the wire
 // with TCP_INFO while the connection lingers (the peer has not closed its end).

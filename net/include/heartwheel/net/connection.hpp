@@ -12,6 +12,7 @@
 //   c->apply_socket_options(config.keepalive);             // TLS: c->async_handshake(...)
 //   n = co_await c->stream().async_read_some(buf, use_awaitable);   // recorded: no on_read() by hand
 //   c->send(reply);                                        // coalesced, bounded, timed
+//   c->expires_after(10s, header_timeout);                 // a phase of the protocol, on the wheel
 //
 // The close path. close(reason) — from a policy, the application, a peer's EOF, an I/O error, a
 // handshake failure or timeout, or shutdown — latches once: the liveness policies stop (outstanding
@@ -310,6 +311,27 @@ public:
         if (!writing_ && out_.empty()) half_close();
     }
 
+    /// A deadline for a phase of the application's protocol (Beast's expires_after, on the wheel): an
+    /// HTTP server's wait for the next request, its request head, its body. Unless expires_never() or
+    /// another expires_after() comes first, the connection closes with `why` — its last words
+    /// included (a 408) — and pending operations complete with errc::timed_out. One deadline at a
+    /// time; its timer is made at the first call and re-armed by later ones (no allocation per
+    /// phase). On the connection's executor only.
+    void expires_after(std::chrono::milliseconds d, close_reason why) {
+        if (closing_) return;
+        deadline_reason_ = why;
+        if (!deadline_)
+            deadline_ = heartwheel::timer_handle([weak = this->weak_from_this()] {
+                auto self = weak.lock();
+                if (!self || self->closing_) return;
+                self->deadline_fired_ = true;
+                self->begin_close(self->deadline_reason_, self->handshake_done_);
+            });
+        svc_.schedule(deadline_.node(), svc_.deadline_after(std::chrono::duration_cast<duration>(d)));
+    }
+    /// No phase deadline (after expires_after): the application is not waiting for the peer.
+    void expires_never() noexcept { deadline_.cancel(); }
+
     /// The peer answered our ping (the protocol's pong): a round-trip sample for the heartbeat.
     void pong_received() { live_->on_pong(); }
     /// The connection's tracked requests (wheel liveness): track(id, [timeout,] token), complete(id).
@@ -335,7 +357,7 @@ private:
     }
     error_code close_error() const noexcept override {
         if (!closed_) return {};
-        return reason_ && is_policy_reason(*reason_) ? error_code(errc::timed_out)
+        return reason_ && (deadline_fired_ || is_policy_reason(*reason_)) ? error_code(errc::timed_out)
                                                      : error_code(errc::connection_closed);
     }
 
@@ -368,6 +390,7 @@ private:
         if (counters_) counters_->closed(why);
         out_.drop_pending(); // what was not yet written is not worth waiting for
         soft_timer_ = {};
+        deadline_.cancel();
         if (!last_words) return finish_close();
         if (handler_) {
             hold_tail_for_fin(); // before the goodbye: send() writes at once when nothing is in flight
@@ -513,6 +536,8 @@ private:
     std::unique_ptr<Liveness> live_;
     heartwheel::timer_handle linger_;
     heartwheel::timer_handle soft_timer_; ///< armed while above the soft limit
+    heartwheel::timer_handle deadline_;   ///< the application's phase deadline (expires_after), once used
+    close_reason deadline_reason_ = close_reason::shutdown;
     std::uint32_t high_water_ = 0, low_water_ = 0, hard_limit_ = 0, soft_limit_ = 0, soft_limit_ms_ = 0;
     std::uint32_t bound_from_ = 0xffffffff; ///< the lower of the hard and soft limits that are on
     std::optional<close_reason> reason_;
@@ -520,6 +545,7 @@ private:
     bool handshake_done_ = !is_tls;
     bool writing_ = false, closing_ = false, closed_ = false, in_last_words_ = false, half_closed_ = false;
     bool goodbye_pending_ = false; ///< a framing layer's goodbye is being written (goodbye_in_flight)
+    bool deadline_fired_ = false;  ///< closed by expires_after's deadline: operations get timed_out
     bool was_above_ = false;
     bool slow_ = false; ///< past the hard limit: sends are dropped until the (posted) close
     /// Whether the connection lives on a strand (the thread-pool model): only then do send(), close(),
