@@ -15,7 +15,9 @@
 #include "test_asio.hpp"
 
 #include <memory>
+#include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace std::chrono_literals;
@@ -232,6 +234,38 @@ BOOST_FIXTURE_TEST_CASE(a_phase_deadline_closes_with_its_reason_and_last_words, 
     run_until([&] { return done; });
     BOOST_TEST((got == net::errc::timed_out));
     BOOST_TEST(closes(slow_head) == 1u);
+    BOOST_TEST(counters.snapshot().closes_total() == 1u);
+}
+
+// close_after_sent: what is queued (more than the kernel takes: the peer is not reading yet) is all
+// written before the close, which close() would have dropped; the connection stays open meanwhile.
+BOOST_FIXTURE_TEST_CASE(close_after_sent_writes_everything_queued_first, fixture) {
+    const auto done_talking = net::define_close_reason("test-done-talking");
+    net::liveness_config cfg;
+    peer.open(tcp::v4());
+    peer.set_option(asio::socket_base::receive_buffer_size(16384));
+    auto s = accept_one();
+    s.set_option(asio::socket_base::send_buffer_size(16384));
+    auto c = make(std::move(s), cfg);
+    const std::string part(300 * 1024, 'x');
+    for (int i = 0; i < 5; ++i) c->send(part);
+    c->close(done_talking);
+    run_for(50ms);
+    BOOST_TEST(!c->closing()); // the peer has not read: most of it is still queued
+    BOOST_TEST(c->output().queued() > 0u);
+    std::string got;
+    error_code ec;
+    std::atomic<bool> read_all{false};
+    std::thread reader([&] {
+        asio::read(peer, asio::dynamic_buffer(got), ec);
+        read_all = true;
+    });
+    run_until([&] { return read_all.load(); });
+    reader.join();
+    BOOST_TEST((ec == asio::error::eof));
+    BOOST_TEST(got.size() == 5 * part.size());
+    run_until([&] { return c->closed(); });
+    BOOST_TEST(closes(done_talking) == 1u);
     BOOST_TEST(counters.snapshot().closes_total() == 1u);
 }
 

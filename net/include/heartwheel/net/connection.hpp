@@ -254,6 +254,16 @@ public:
         if (linger) linger_ms_ = *linger;
         begin_close(why, true);
     }
+    /// Closes with `why` once everything queued so far is written — a response that ends the
+    /// connection (HTTP's "Connection: close"), which close() would drop if it were still queued.
+    /// Until then the connection is open; its last words, if any, follow that output. Posted from
+    /// outside the connection's strand, as close() is.
+    void close_after_sent(close_reason why) {
+        if (away()) return post([why](connection& c) { c.close_after_sent(why); });
+        if (closing_) return;
+        if (out_.empty() && !writing_) return close(why);
+        close_after_sent_ = why;
+    }
     /// Closes now, without last words; on a connection already closing, cuts its linger short (the
     /// first reason stays). Posted from outside the connection's strand, as close() is.
     void abort(close_reason why) {
@@ -494,6 +504,7 @@ private:
         }
         out_.consumed(n);
         if (!out_.empty()) return write();
+        if (close_after_sent_ && !closing_) return begin_close(*close_after_sent_, true);
         if (closing_) { // the last words are out (a framing layer's goodbye: once it says so)
             if (!goodbye_pending_) half_close();
             return;
@@ -541,6 +552,7 @@ private:
     std::uint32_t high_water_ = 0, low_water_ = 0, hard_limit_ = 0, soft_limit_ = 0, soft_limit_ms_ = 0;
     std::uint32_t bound_from_ = 0xffffffff; ///< the lower of the hard and soft limits that are on
     std::optional<close_reason> reason_;
+    std::optional<close_reason> close_after_sent_; ///< close_after_sent(): closes once the queue is written
     bool reads_are_idle_activity_, close_on_idle_;
     bool handshake_done_ = !is_tls;
     bool writing_ = false, closing_ = false, closed_ = false, in_last_words_ = false, half_closed_ = false;
