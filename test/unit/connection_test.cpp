@@ -249,7 +249,7 @@ BOOST_FIXTURE_TEST_CASE(close_after_sent_writes_everything_queued_first, fixture
     auto c = make(std::move(s), cfg);
     const std::string part(300 * 1024, 'x');
     for (int i = 0; i < 5; ++i) c->send(part);
-    c->close(done_talking);
+    c->close_after_sent(done_talking);
     run_for(50ms);
     BOOST_TEST(!c->closing()); // the peer has not read: most of it is still queued
     BOOST_TEST(c->output().queued() > 0u);
