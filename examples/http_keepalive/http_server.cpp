@@ -1,0 +1,195 @@
+// http_server — an HTTP/1.1 keep-alive server on Boost.Beast and heartwheel. Every deadline is the
+// wheel's (heartwheel/beast/http.hpp): the wait for a kept-alive connection's next request (a silent
+// close, as nginx's keepalive_timeout), a request head that must be whole in time (a slowloris gets
+// "408 Request Timeout", as client_header_timeout), a body read in time between reads (408), at most
+// --max-requests per connection and no new request after --max-age (the last answer says
+// "Connection: close"); --config adds the library's policies (write timeout, output bound,
+// keepalive). Every close is counted once with its reason.
+//
+// Routes: GET / answers "hello\n"; POST /echo answers its body; anything else 404.
+// Usage: http_server [--listen HOST:PORT] [--keepalive-timeout MS] [--header-timeout MS]
+//                    [--body-timeout MS] [--max-requests N] [--max-age MS] [--header-limit BYTES]
+//                    [--body-limit BYTES] [--config FILE]
+// Prints "listening on HOST:PORT" first; on SIGINT/SIGTERM closes every connection ("shutdown"),
+// prints "final closes=<reason>:<n>,... requests=<n>" and exits 0. Bad flags exit 2.
+#include <heartwheel/asio_wheel.hpp>
+#include <heartwheel/beast/http.hpp>
+#include <heartwheel/net/listen.hpp>
+#include <heartwheel/net/liveness_config.hpp>
+#include <heartwheel/net/liveness_toml.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+
+namespace asio = boost::asio;
+namespace net = heartwheel::net;
+namespace http = heartwheel::http;
+namespace bhttp = boost::beast::http;
+using tcp = asio::ip::tcp;
+using connection = http::http_connection<tcp::socket>;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+namespace {
+
+struct options {
+    std::string listen = "127.0.0.1:7400";
+    http::http_policy http;
+    net::liveness_config live;
+};
+
+struct server_state {
+    std::set<std::shared_ptr<connection>> open;
+    std::uint64_t requests = 0;
+    bool stopping = false;
+};
+
+// Forgets the connection when it closes (the connection says why: counted already).
+struct forget final : net::connection_handler {
+    explicit forget(server_state& s) : s(s) {}
+    void on_close(net::close_reason) override {
+        for (auto it = s.open.begin(); it != s.open.end(); ++it)
+            if (it->get() == self) return void(s.open.erase(it));
+    }
+    server_state& s;
+    connection* self = nullptr;
+};
+
+bhttp::response<bhttp::string_body> answer(const bhttp::request<bhttp::string_body>& req) {
+    bhttp::response<bhttp::string_body> res;
+    res.set(bhttp::field::content_type, "text/plain");
+    if (req.method() == bhttp::verb::get && req.target() == "/") res.body() = "hello\n";
+    else if (req.method() == bhttp::verb::post && req.target() == "/echo") res.body() = req.body();
+    else {
+        res.result(bhttp::status::not_found);
+        res.body() = "not found\n";
+    }
+    return res;
+}
+
+asio::awaitable<void> session(tcp::socket socket, const net::connection_context& ctx, const options& o, server_state& s) {
+    auto handler = std::make_shared<forget>(s);
+    auto c = connection::create(std::move(socket), ctx, handler, o.http);
+    handler->self = c.get();
+    c->connection().apply_socket_options(o.live.keepalive);
+    s.open.insert(c);
+    for (;;) {
+        bhttp::request<bhttp::string_body> req;
+        if (auto [ec] = co_await c->async_read_request(req, use_tuple); ec) co_return; // closed, counted
+        ++s.requests;
+        auto res = answer(req);
+        c->send(res);
+    }
+}
+
+int serve(const options& o) {
+    asio::io_context io(1);
+    heartwheel::asio_wheel wheel(io.get_executor());
+    net::liveness_counters counters;
+    net::connection_options copts;
+    copts.output = o.live.output;
+    const net::connection_context ctx(wheel, o.live, &counters, nullptr, copts);
+    server_state state;
+    std::optional<tcp::acceptor> acceptor;
+    try {
+        acceptor.emplace(net::listen(io.get_executor(), net::parse_endpoint(o.listen, "--listen")));
+    } catch (const net::listen_error& e) {
+        std::cerr << "http_server: " << e.what() << '\n';
+        return 1;
+    }
+    std::cout << "listening on " << acceptor->local_endpoint().address().to_string() << ':'
+              << acceptor->local_endpoint().port() << std::endl;
+    asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+        for (;;) {
+            auto [ec, socket] = co_await acceptor->async_accept(use_tuple);
+            if (state.stopping) co_return;
+            if (ec) continue;
+            socket.set_option(tcp::no_delay(true), ec);
+            asio::co_spawn(io, session(std::move(socket), ctx, o, state), asio::detached);
+        }
+    }, asio::detached);
+
+    // SIGINT/SIGTERM: stop accepting, close every connection (shutdown: silent, as an idle close),
+    // and stop once all are gone (or after two seconds).
+    asio::signal_set signals(io, SIGINT, SIGTERM);
+    signals.async_wait([&](boost::system::error_code ec, int) {
+        if (ec) return;
+        state.stopping = true;
+        acceptor->close(ec);
+        asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+            for (const auto& c : std::set<std::shared_ptr<connection>>(state.open)) c->close(net::close_reason::shutdown);
+            asio::steady_timer poll(io);
+            const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+            while (!state.open.empty() && std::chrono::steady_clock::now() < deadline) {
+                poll.expires_after(std::chrono::milliseconds(10));
+                co_await poll.async_wait(use_tuple);
+            }
+            io.stop();
+        }, asio::detached);
+    });
+    io.run();
+    std::cout << "final closes=" << counters.snapshot().closes_text() << " requests=" << state.requests << std::endl;
+    return 0;
+}
+
+options parse(int argc, char** argv) {
+    options o;
+    const auto number = [](const std::string& flag, const char* text, unsigned long long lo, unsigned long long hi) {
+        std::size_t used = 0;
+        unsigned long long v = 0;
+        try {
+            v = std::stoull(text, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (used == 0 || text[used] != '\0' || v < lo || v > hi)
+            throw std::invalid_argument(flag + " '" + text + "': accepted " + std::to_string(lo) + ".." + std::to_string(hi));
+        return v;
+    };
+    const auto ms = [&](const std::string& flag, const char* text, unsigned long long lo) {
+        return std::chrono::milliseconds(number(flag, text, lo, 86'400'000));
+    };
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        const bool has = i + 1 < argc;
+        if (a == "--listen" && has) o.listen = argv[++i];
+        else if (a == "--keepalive-timeout" && has) o.http.keepalive_timeout = ms(a, argv[++i], 0);
+        else if (a == "--header-timeout" && has) o.http.header_timeout = ms(a, argv[++i], 1);
+        else if (a == "--body-timeout" && has) o.http.body_timeout = ms(a, argv[++i], 1);
+        else if (a == "--max-age" && has) o.http.max_age = ms(a, argv[++i], 0);
+        else if (a == "--max-requests" && has) o.http.max_requests = static_cast<std::uint32_t>(number(a, argv[++i], 1, 1'000'000'000));
+        else if (a == "--header-limit" && has) o.http.header_limit = static_cast<std::uint32_t>(number(a, argv[++i], 256, 1u << 20));
+        else if (a == "--body-limit" && has) o.http.body_limit = number(a, argv[++i], 0, 1ull << 32);
+        else if (a == "--config" && has) o.live = net::load_liveness_config(argv[++i]);
+        else
+            throw std::invalid_argument("unknown argument '" + a + "': accepted --listen HOST:PORT, --keepalive-timeout MS, "
+                                        "--header-timeout MS, --body-timeout MS, --max-requests N, --max-age MS, "
+                                        "--header-limit BYTES, --body-limit BYTES, --config FILE");
+    }
+    o.http.validate(); // the flags' ranges are the policy's: this only confirms them
+    net::parse_endpoint(o.listen, "--listen"); // a bad address is a usage error (exit 2)
+    return o;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    options o;
+    try {
+        o = parse(argc, argv);
+    } catch (const std::exception& e) { // flags and config: named, with the accepted range
+        std::cerr << "http_server: " << e.what() << '\n';
+        return 2;
+    }
+    return serve(o);
+}

@@ -1,0 +1,335 @@
+// heartwheel/beast/http.hpp — an HTTP/1.1 keep-alive connection on Boost.Beast's parser, timed by the
+// wheel: the request phases of nginx's keepalive_timeout, client_header_timeout and
+// client_body_timeout, its keepalive_requests and keepalive_time, under the connection's close path.
+//
+//   auto h = http::http_connection<tcp::socket>::create(std::move(socket), ctx, nullptr, policy);
+//   for (;;) {
+//       http::request<string_body> req;
+//       if (auto [ec] = co_await h->async_read_request(req, use_tuple); ec) break; // closed, counted
+//       h->send(make_response(req));                       // keep-alive decided here; bounded, timed
+//   }
+//
+// The phases, each one deadline of the connection (connection::expires_after: one wheel timer per
+// connection, re-armed, never allocated again):
+//  - waiting for the next request on a kept-alive connection: keepalive_timeout, then a silent close
+//    (FIN, no response: there is no request to answer), reason keepalive-timeout. A new connection waits for its first request under
+//    header_timeout instead (nginx's client_header_timeout covers it), and closes as silently.
+//  - from the request's first byte until its head is complete: header_timeout, then "408 Request
+//    Timeout" with Connection: close, reason header-timeout (a slowloris trickling its head);
+//  - the body, between two reads: body_timeout, then 408, reason body-timeout;
+//  - while the application prepares its answer: nothing (a tracked request's deadline is the tool).
+// A request is reader activity when it is whole (message_received), not per byte: a trickled head
+// never looks active to the idle policies. A head or body over its limit, or a request the parser
+// rejects, is answered 431 / 413 / 400 and closed bad-request; the peer's end of stream between
+// requests closes peer-closed. send() serializes a response into the connection's write queue
+// (bounded by the output policy, timed by write_timeout); keep-alive is the request's wish unless
+// the connection served max_requests (reason max-requests) or is older than max_age (max-age): that
+// response says "Connection: close" and the connection closes once it is written
+// (close_after_sent). Reads after a close complete with its error; bytes a peer sends after our
+// goodbye are read and dropped until its end of stream or the linger's (nginx's lingering close).
+//
+// Threads: as net::connection (its socket's executor; send() and close() post themselves when away).
+// Invariants: one read at a time; at most one phase deadline armed; an idle kept-alive connection
+// holds no read buffer (it is given back after every request that left nothing behind).
+#ifndef HEARTWHEEL_BEAST_HTTP_HPP
+#define HEARTWHEEL_BEAST_HTTP_HPP
+
+#if !defined(HEARTWHEEL_BOOST_ASIO)
+#error "heartwheel/beast/http.hpp needs heartwheel's Boost.Asio flavour (link heartwheel::beast)"
+#endif
+
+#include <heartwheel/net/connection.hpp>
+#include <heartwheel/net/detail/home_executor.hpp>
+#include <heartwheel/net/policies.hpp>
+
+#include <boost/beast/core/buffers_range.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace heartwheel::http {
+
+namespace bhttp = boost::beast::http;
+using std::chrono::milliseconds;
+
+/// This layer's closes (max age is the library's close_reason::max_age).
+inline const net::close_reason keepalive_timeout = net::define_close_reason("keepalive-timeout");
+inline const net::close_reason header_timeout = net::define_close_reason("header-timeout");
+inline const net::close_reason body_timeout = net::define_close_reason("body-timeout");
+inline const net::close_reason max_requests = net::define_close_reason("max-requests");
+inline const net::close_reason bad_request = net::define_close_reason("bad-request");
+/// The client's own "Connection: close" (or HTTP/1.0 without keep-alive) ended it, after the answer.
+inline const net::close_reason client_close = net::define_close_reason("client-close");
+
+/// The keep-alive policy; defaults are nginx's. validate() throws net::config_error naming the field
+/// and its accepted range.
+struct http_policy {
+    milliseconds keepalive_timeout{75'000}; ///< a kept-alive connection waits this long for a request (0: no keep-alive)
+    milliseconds header_timeout{60'000};    ///< a request head must be complete within this of its first byte
+    milliseconds body_timeout{60'000};      ///< at most this between two reads of a body
+    std::uint32_t max_requests = 1000;      ///< requests per connection; the last is answered "Connection: close"
+    milliseconds max_age{3'600'000};        ///< the first answer after this age says "Connection: close" (0: no limit)
+    std::uint32_t header_limit = 8 * 1024;  ///< bytes of a request head (431 past it)
+    std::uint64_t body_limit = 1 << 20;     ///< bytes of a request body (413 past it)
+
+    void validate(const std::string& prefix = "http") const {
+        const auto day = milliseconds(86'400'000);
+        const auto range = [&](const char* field, milliseconds v, milliseconds lo) {
+            if (v < lo || v > day)
+                throw net::config_error(prefix + "." + field, std::to_string(v.count()),
+                                        std::to_string(lo.count()) + ".." + std::to_string(day.count()) + " ms");
+        };
+        range("keepalive_timeout", keepalive_timeout, milliseconds(0));
+        range("header_timeout", header_timeout, milliseconds(1));
+        range("body_timeout", body_timeout, milliseconds(1));
+        range("max_age", max_age, milliseconds(0));
+        if (max_requests < 1 || max_requests > 1'000'000'000)
+            throw net::config_error(prefix + ".max_requests", std::to_string(max_requests), "1..1000000000");
+        if (header_limit < 256 || header_limit > (1u << 20))
+            throw net::config_error(prefix + ".header_limit", std::to_string(header_limit), "256..1048576 bytes");
+        if (body_limit > (1ull << 32))
+            throw net::config_error(prefix + ".body_limit", std::to_string(body_limit), "0..4294967296 bytes");
+    }
+};
+
+/// A message's bytes as they go on the wire (Beast's serializer, run to the end into one string).
+template <bool isRequest, class Body, class Fields>
+std::string serialize(bhttp::message<isRequest, Body, Fields>& m) {
+    bhttp::serializer<isRequest, Body, Fields> sr{m};
+    std::string out;
+    error_code ec;
+    while (!ec && !sr.is_done())
+        sr.next(ec, [&](error_code&, const auto& buffers) {
+            std::size_t n = 0;
+            for (const auto b : boost::beast::buffers_range_ref(buffers)) {
+                out.append(static_cast<const char*>(b.data()), b.size());
+                n += b.size();
+            }
+            sr.consume(n);
+        });
+    return out;
+}
+
+template <class NextLayer>
+class http_connection final : public std::enable_shared_from_this<http_connection<NextLayer>>,
+                              private net::connection_handler {
+    struct make_tag {}; // create() only
+
+public:
+    using connection_type = net::connection<NextLayer>;
+
+    /// An HTTP connection over `next_layer` (TLS: handshake with connection() first), timed as `ctx`
+    /// and `policy` say, whole requests as reader activity. `handler` (may be null) is told on_close,
+    /// on_writable and on_idle.
+    static std::shared_ptr<http_connection> create(NextLayer next_layer, const net::connection_context& ctx,
+                                                   std::shared_ptr<net::connection_handler> handler = nullptr,
+                                                   http_policy policy = {}) {
+        policy.validate();
+        auto self = std::make_shared<http_connection>(make_tag{}, std::move(handler), policy);
+        net::connection_options o = ctx.options;
+        o.reads_are_idle_activity = false; // requests are activity (message_received), not bytes
+        self->conn_ = std::make_shared<connection_type>(
+            std::move(next_layer), ctx.timers,
+            [&ctx](net::liveness_handler& h) {
+                return std::make_unique<net::connection_liveness>(ctx.timers, ctx.config, h, ctx.counters, ctx.scale);
+            },
+            std::shared_ptr<net::connection_handler>(self, static_cast<net::connection_handler*>(self.get())), ctx.counters, o);
+        self->born_ = std::chrono::steady_clock::now();
+        self->on_strand_ = net::detail::is_strand_executor(self->conn_->get_executor());
+        return self;
+    }
+    http_connection(make_tag, std::shared_ptr<net::connection_handler> handler, const http_policy& policy)
+        : app_(std::move(handler)), policy_(policy) {}
+
+    /// Reads the next request into `req` under the phase deadlines above. An error means the
+    /// connection closed itself (peer-closed, a timeout, bad-request, ...; counted) or was closed.
+    /// Completion: void(error_code).
+    template <class Body, class Allocator, class Token>
+    auto async_read_request(bhttp::request<Body, bhttp::basic_fields<Allocator>>& req, Token&& token) {
+        return asio::async_compose<Token, void(error_code)>(
+            read_op<Body, Allocator>{this->shared_from_this(), req}, token, conn_->stream());
+    }
+
+    /// Sends the response to the last request read: its version, and keep-alive as the request asked
+    /// unless a limit (max_requests, max_age, keep-alive off) ends the connection, which then closes
+    /// once the response is written. Bounded as the connection's output.
+    template <class Body, class Fields>
+    void send(bhttp::response<Body, Fields>& res) {
+        if (on_strand_ && !net::detail::running_in_home(conn_->get_executor()))
+            return conn_->post([self = this->shared_from_this(), r = res](connection_type&) mutable { self->send(r); });
+        std::optional<net::close_reason> last;
+        if (!keep_alive_) last = client_close;
+        else if (served_ + 1 >= policy_.max_requests) last = max_requests;
+        else if (policy_.max_age.count() > 0 && age() >= policy_.max_age) last = net::close_reason::max_age;
+        else if (policy_.keepalive_timeout.count() == 0) last = keepalive_timeout;
+        ++served_;
+        res.version(version_);
+        res.keep_alive(!last);
+        res.prepare_payload();
+        conn_->send(serialize(res));
+        if (last) {
+            done_ = true;
+            conn_->close_after_sent(*last);
+        }
+    }
+
+    /// The connection's close path (an idle or waiting connection closes silently); from any thread.
+    void close(net::close_reason why) { conn_->close(why); }
+
+    connection_type& connection() noexcept { return *conn_; }
+    std::uint32_t requests_served() const noexcept { return served_; }
+    auto get_executor() noexcept { return conn_->get_executor(); }
+
+private:
+    milliseconds age() const {
+        return std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - born_);
+    }
+
+    // --- net::connection_handler ------------------------------------------------------------------
+    void last_words(net::close_reason why) override {
+        // An error answer chosen by the read, or a 408 for a request cut short by its deadline; any
+        // other close (idle, limits, shutdown, a new connection that never sent a byte: a browser's
+        // preconnect) says nothing: there is no request to answer.
+        if ((why == header_timeout || why == body_timeout) && in_request_) {
+            bhttp::response<bhttp::empty_body> res(bhttp::status::request_timeout, version_);
+            res.keep_alive(false);
+            res.prepare_payload();
+            conn_->send(serialize(res));
+        } else if (why == bad_request && error_status_ != bhttp::status::unknown) {
+            bhttp::response<bhttp::string_body> res(error_status_, version_);
+            res.keep_alive(false);
+            res.body() = std::string(bhttp::obsolete_reason(error_status_)) + "\n";
+            res.prepare_payload();
+            conn_->send(serialize(res));
+        }
+    }
+    void on_close(net::close_reason why) override {
+        if (auto app = std::exchange(app_, nullptr)) app->on_close(why);
+    }
+    void on_writable() override {
+        if (app_) app_->on_writable();
+    }
+    void on_idle(net::idle_event e) override {
+        if (app_) app_->on_idle(e);
+    }
+
+    // --- reading a request ------------------------------------------------------------------------
+    template <class Body, class Allocator>
+    struct read_op {
+        using parser_type = bhttp::request_parser<Body, Allocator>;
+        enum class step { start, first_byte, head, body, drain };
+        std::shared_ptr<http_connection> c;
+        bhttp::request<Body, bhttp::basic_fields<Allocator>>& req;
+        std::unique_ptr<parser_type> parser = nullptr;
+        step at = step::start;
+
+        template <class Self>
+        void operator()(Self& self, error_code ec = {}, std::size_t n = 0) {
+            auto& conn = *c->conn_;
+            auto& buf = c->buffer_;
+            switch (at) {
+            case step::start:
+                if (conn.closing() || c->done_) return self.complete(error_code(net::errc::connection_closed));
+                if (buf.size() > 0) return read_head(self); // pipelined: the next request is here
+                c->wait_for_request();
+                at = step::first_byte;
+                return conn.stream().async_read_some(buf.prepare(1024), std::move(self));
+            case step::first_byte:
+                if (!ec) buf.commit(n);
+                if (ec || conn.closing()) return failed(self, ec);
+                return read_head(self);
+            case step::head:
+            case step::body:
+                if (ec || conn.closing()) return failed(self, ec);
+                if (parser->is_done()) return finish(self);
+                at = step::body;
+                conn.expires_after(c->policy_.body_timeout, body_timeout);
+                return bhttp::async_read_some(conn.stream(), buf, *parser, std::move(self));
+            case step::drain: // after our goodbye: read and drop until the peer's end or the linger's
+                buf.consume(buf.size());
+                if (ec) {
+                    conn.read_failed(ec);
+                    return self.complete(error_code(net::errc::connection_closed));
+                }
+                return conn.stream().async_read_some(buf.prepare(1024), std::move(self));
+            }
+        }
+
+        template <class Self>
+        void read_head(Self& self) {
+            auto& conn = *c->conn_;
+            conn.expires_after(c->policy_.header_timeout, header_timeout);
+            c->in_request_ = true;
+            parser = std::make_unique<parser_type>();
+            parser->header_limit(c->policy_.header_limit);
+            parser->body_limit(c->policy_.body_limit);
+            at = step::head;
+            bhttp::async_read_header(conn.stream(), c->buffer_, *parser, std::move(self));
+        }
+
+        template <class Self>
+        void finish(Self& self) {
+            auto& conn = *c->conn_;
+            conn.expires_never();
+            conn.message_received();
+            c->in_request_ = false;
+            req = parser->release();
+            c->version_ = req.version();
+            c->keep_alive_ = req.keep_alive();
+            if (c->buffer_.size() == 0) c->buffer_.shrink_to_fit(); // an idle connection holds no buffer
+            self.complete({});
+        }
+
+        template <class Self>
+        void failed(Self& self, error_code ec) {
+            auto& conn = *c->conn_;
+            if (conn.closing()) {
+                if (ec) conn.read_failed(ec); // the peer's end ends our goodbye's linger
+                if (conn.closed() || ec) return self.complete(ec ? ec : error_code(net::errc::connection_closed));
+                at = step::drain;
+                c->buffer_.consume(c->buffer_.size());
+                return conn.stream().async_read_some(c->buffer_.prepare(1024), std::move(self));
+            }
+            if (ec == bhttp::error::end_of_stream || ec == bhttp::error::partial_message)
+                conn.abort(net::close_reason::peer_closed); // between requests, or cutting one short
+            else if (ec.category() == bhttp::make_error_code(bhttp::error::bad_method).category()) {
+                c->error_status_ = ec == bhttp::error::header_limit ? bhttp::status::request_header_fields_too_large
+                                 : ec == bhttp::error::body_limit   ? bhttp::status::payload_too_large
+                                                                    : bhttp::status::bad_request;
+                conn.close(bad_request);
+            } else
+                conn.read_failed(ec);
+            self.complete(ec);
+        }
+    };
+
+    // Between requests: the keep-alive wait (or, before the first, the head's). Not cut short by the
+    // age: an idle close races the client's next request (which it may not retry), so the age ends
+    // a connection only with an answer saying so, as nginx's keepalive_time does.
+    void wait_for_request() {
+        if (served_ == 0) return conn_->expires_after(policy_.header_timeout, header_timeout);
+        conn_->expires_after(policy_.keepalive_timeout, keepalive_timeout);
+    }
+
+    std::shared_ptr<net::connection_handler> app_;
+    http_policy policy_;
+    std::shared_ptr<connection_type> conn_;
+    boost::beast::flat_buffer buffer_;
+    std::chrono::steady_clock::time_point born_;
+    std::uint32_t served_ = 0;
+    unsigned version_ = 11;
+    bhttp::status error_status_ = bhttp::status::unknown;
+    bool keep_alive_ = true;
+    bool in_request_ = false; ///< a request's first byte is here and it is not yet whole (a timeout: 408)
+    bool done_ = false; ///< the last response is queued: no more requests are read
+    bool on_strand_ = false; ///< the connection lives on a strand: send() looks whether it runs inside it
+};
+
+} // namespace heartwheel::http
+
+#endif

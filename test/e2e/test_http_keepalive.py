@@ -1,0 +1,315 @@
+"""test_http_keepalive.py — http_server (Boost.Beast HTTP/1.1 on heartwheel's http_connection) end to end:
+a keep-alive client (Python's http.client, reusing one connection), slowloris clients trickling a
+request head or body, idle kept-alive connections, the request and age limits, bad requests.
+
+What is judged is what the *client* sees — the bytes, the 408, the end of stream and when — measured
+from the client's own clock against the policy's time: never early, and within a generous bound late.
+The server's final line must count every close once, with its reason."""
+import http.client
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import unittest
+import warnings
+
+sys.path.insert(0, os.path.dirname(__file__))
+from harness import BUILD  # noqa: E402
+
+SERVER = os.path.join(BUILD, "examples", "http_server")
+LATE = 1.0  # seconds a close may come after its time on a loaded (or sanitized) machine
+
+
+class HttpServer:
+    def __init__(self, *flags):
+        self.proc = subprocess.Popen([SERVER, "--listen", "127.0.0.1:0", *flags], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        assert line.startswith("listening on 127.0.0.1:"), f"first line {line!r}: {self.proc.stderr.read()}"
+        self.port = int(line.strip().rsplit(":", 1)[1])
+
+    def stop(self):
+        """SIGTERM; the final line's closes as {reason: n} and the request count."""
+        self.proc.send_signal(signal.SIGTERM)
+        out, err = self.proc.communicate(timeout=30)
+        assert self.proc.returncode == 0, f"exit {self.proc.returncode}: {err}"
+        final = [line for line in out.splitlines() if line.startswith("final ")][0]
+        fields = dict(part.split("=", 1) for part in final.split()[1:])
+        closes = {} if fields["closes"] == "none" else {
+            r: int(n) for r, n in (c.rsplit(":", 1) for c in fields["closes"].split(","))}
+        return closes, int(fields["requests"])
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.communicate()
+
+
+def raw(port):
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return s
+
+
+def read_to_end(s, limit=10.0):
+    """Everything until the server's end of stream, and the client's monotonic time it came."""
+    s.settimeout(limit)
+    data = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            return data, time.monotonic()
+        data += chunk
+
+
+class KeepAlive(unittest.TestCase):
+    def test_one_connection_serves_many_requests(self):
+        with HttpServer() as srv:
+            c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
+            sockets = set()
+            for i in range(20):
+                if i % 2:
+                    c.request("POST", "/echo", body=f"body {i}")
+                    expected = f"body {i}".encode()
+                else:
+                    c.request("GET", "/")
+                    expected = b"hello\n"
+                r = c.getresponse()
+                self.assertEqual((r.status, r.read()), (200, expected))
+                self.assertIsNone(r.getheader("Connection"))  # HTTP/1.1: kept alive
+                sockets.add(id(c.sock))
+            self.assertEqual(len(sockets), 1, "every request on the one connection")
+            c.request("GET", "/missing")
+            r = c.getresponse()
+            self.assertEqual((r.status, r.read()), (404, b"not found\n"))
+            c.close()
+            closes, requests = srv.stop()
+        self.assertEqual(requests, 21)
+        self.assertEqual(closes, {"peer-closed": 1})
+
+    def test_idle_kept_alive_connection_is_closed_silently_not_early(self):
+        with HttpServer("--keepalive-timeout", "400") as srv:
+            s = raw(srv.port)
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            s.settimeout(10)
+            first = s.recv(4096)
+            answered = time.monotonic()
+            self.assertTrue(first.startswith(b"HTTP/1.1 200 OK"), first)
+            rest, ended = read_to_end(s)
+            self.assertEqual(rest, b"", "an idle close says nothing: there is no request to answer")
+            waited = ended - answered
+            self.assertGreaterEqual(waited, 0.4)
+            self.assertLess(waited, 0.4 + LATE)
+            closes, _ = srv.stop()
+        self.assertEqual(closes, {"keepalive-timeout": 1})
+
+    def test_requests_keep_a_connection_alive_past_the_keepalive_timeout(self):
+        with HttpServer("--keepalive-timeout", "300") as srv:
+            c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
+            for _ in range(8):  # 1.6 s on one connection, never 300 ms without a request
+                c.request("GET", "/")
+                self.assertEqual(c.getresponse().read(), b"hello\n")
+                time.sleep(0.2)
+            sock = c.sock
+            c.request("GET", "/")
+            self.assertEqual(c.getresponse().read(), b"hello\n")
+            self.assertIs(c.sock, sock)
+            c.close()
+            closes, requests = srv.stop()
+        self.assertEqual((closes, requests), ({"peer-closed": 1}, 9))
+
+
+class Slowloris(unittest.TestCase):
+    def test_a_trickled_head_gets_408_at_the_header_timeout(self):
+        # A byte every 50 ms keeps a byte-level idle timer quiet for ever; the head's deadline counts
+        # from its first byte whatever trickles after it.
+        with HttpServer("--header-timeout", "500") as srv:
+            s = raw(srv.port)
+            started = time.monotonic()
+            s.sendall(b"GET / HTTP/1.1\r\n")
+            answer = b""
+            s.settimeout(0.05)
+            while time.monotonic() - started < 0.5 + LATE + 1:
+                try:
+                    s.sendall(b"X")
+                    chunk = s.recv(4096)
+                    if not chunk:
+                        break
+                    answer += chunk
+                except socket.timeout:
+                    continue
+                except (BrokenPipeError, ConnectionResetError):
+                    break
+            ended = time.monotonic()
+            self.assertTrue(answer.startswith(b"HTTP/1.1 408 Request Timeout\r\n"), answer)
+            self.assertIn(b"Connection: close", answer)
+            self.assertGreaterEqual(ended - started, 0.5)
+            self.assertLess(ended - started, 0.5 + LATE)
+            closes, requests = srv.stop()
+        self.assertEqual((closes, requests), ({"header-timeout": 1}, 0))
+
+    def test_a_connection_that_never_sends_is_closed_silently(self):
+        with HttpServer("--header-timeout", "300") as srv:
+            s = raw(srv.port)
+            started = time.monotonic()
+            data, ended = read_to_end(s)
+            self.assertEqual(data, b"")  # a preconnect that was never used: no 408 to a request never made
+            self.assertGreaterEqual(ended - started, 0.3)
+            self.assertLess(ended - started, 0.3 + LATE)
+            closes, _ = srv.stop()
+        self.assertEqual(closes, {"header-timeout": 1})
+
+    def test_a_stalled_body_gets_408_and_a_trickled_one_is_served(self):
+        with HttpServer("--body-timeout", "300") as srv:
+            # Stalled: ten of its hundred bytes, then nothing.
+            s = raw(srv.port)
+            s.sendall(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n" + b"x" * 10)
+            started = time.monotonic()
+            data, ended = read_to_end(s)
+            self.assertTrue(data.startswith(b"HTTP/1.1 408 "), data)
+            self.assertGreaterEqual(ended - started, 0.3)
+            self.assertLess(ended - started, 0.3 + LATE)
+            # Trickled: ten bytes every 100 ms, one second in all: the deadline is between two reads.
+            t = raw(srv.port)
+            t.sendall(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n")
+            for _ in range(10):
+                time.sleep(0.1)
+                t.sendall(b"y" * 10)
+            t.settimeout(10)
+            answer = t.recv(4096)
+            self.assertTrue(answer.startswith(b"HTTP/1.1 200 OK"), answer)
+            self.assertTrue(answer.endswith(b"y" * 100), answer)
+            t.close()
+            closes, requests = srv.stop()
+        self.assertEqual(closes.get("body-timeout"), 1)
+        self.assertEqual(requests, 1)
+
+    def test_healthy_clients_lose_nothing_among_slowloris_attackers(self):
+        with HttpServer("--header-timeout", "300") as srv:
+            stop = threading.Event()
+
+            def attacker():
+                while not stop.is_set():
+                    try:
+                        with raw(srv.port) as s:
+                            s.sendall(b"GET / HTTP/1.1\r\n")
+                            while not stop.is_set():
+                                s.sendall(b"X")
+                                time.sleep(0.05)
+                    except OSError:
+                        continue  # closed 408: come back
+
+            attackers = [threading.Thread(target=attacker, daemon=True) for _ in range(20)]
+            for a in attackers:
+                a.start()
+            c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
+            for _ in range(50):
+                c.request("GET", "/")
+                r = c.getresponse()
+                self.assertEqual((r.status, r.read()), (200, b"hello\n"))
+                time.sleep(0.02)
+            c.close()
+            stop.set()
+            for a in attackers:
+                a.join(timeout=10)
+            closes, requests = srv.stop()
+        self.assertEqual(requests, 50)
+        self.assertGreaterEqual(closes.get("header-timeout", 0), 20)
+
+
+class Limits(unittest.TestCase):
+    def test_the_last_request_is_answered_connection_close(self):
+        with HttpServer("--max-requests", "3") as srv:
+            s = raw(srv.port)
+            answers = []
+            for _ in range(3):
+                s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                s.settimeout(10)
+                answers.append(s.recv(4096))
+            self.assertNotIn(b"Connection: close", answers[0])
+            self.assertNotIn(b"Connection: close", answers[1])
+            self.assertIn(b"Connection: close", answers[2])
+            self.assertTrue(answers[2].endswith(b"hello\n"))
+            data, _ = read_to_end(s)
+            self.assertEqual(data, b"")
+            closes, requests = srv.stop()
+        self.assertEqual((closes, requests), ({"max-requests": 1}, 3))
+
+    def test_past_its_age_a_connection_is_answered_connection_close(self):
+        # As nginx's keepalive_time: the age never cuts a wait (that close would race the client's next
+        # request), the first answer after it says so.
+        with HttpServer("--max-age", "500", "--keepalive-timeout", "10000") as srv:
+            c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
+            c.request("GET", "/")
+            r = c.getresponse()
+            self.assertEqual((r.read(), r.getheader("Connection")), (b"hello\n", None))
+            time.sleep(0.6)
+            c.request("GET", "/")
+            r = c.getresponse()
+            self.assertEqual((r.read(), r.getheader("Connection")), (b"hello\n", "close"))
+            c.close()
+            closes, _ = srv.stop()
+        self.assertEqual(closes, {"max-age": 1})
+
+    def test_the_clients_own_connection_close_is_honoured(self):
+        with HttpServer() as srv:
+            s = raw(srv.port)
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            data, _ = read_to_end(s)
+            self.assertTrue(data.startswith(b"HTTP/1.1 200 OK"), data)
+            self.assertIn(b"Connection: close", data)
+            s10 = raw(srv.port)  # HTTP/1.0 without keep-alive: one request
+            s10.sendall(b"GET / HTTP/1.0\r\n\r\n")
+            data, _ = read_to_end(s10)
+            self.assertTrue(data.startswith(b"HTTP/1.0 200 OK"), data)
+            closes, _ = srv.stop()
+        self.assertEqual(closes, {"client-close": 2})
+
+
+class BadInput(unittest.TestCase):
+    def test_bad_requests_are_answered_and_closed(self):
+        with HttpServer("--header-limit", "1024") as srv:
+            cases = [(b"HELLO THERE\r\n\r\n", b"HTTP/1.1 400 "),
+                     (b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 2000 + b"\r\n\r\n", b"HTTP/1.1 431 "),
+                     (b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999\r\n\r\n", b"HTTP/1.1 413 ")]
+            for request, status in cases:
+                s = raw(srv.port)
+                s.sendall(request)
+                data, _ = read_to_end(s)
+                self.assertTrue(data.startswith(status), (request[:40], data))
+            closes, requests = srv.stop()
+        self.assertEqual((closes, requests), ({"bad-request": 3}, 0))
+
+    def test_bad_flags_exit_2_naming_flag_and_range(self):
+        for flags, expect in [(["--keepalive-timeout", "-1"], "--keepalive-timeout '-1': accepted 0..86400000"),
+                              (["--header-timeout", "0"], "--header-timeout '0': accepted 1..86400000"),
+                              (["--max-requests", "0"], "--max-requests '0': accepted 1..1000000000"),
+                              (["--header-limit", "10"], "--header-limit '10': accepted 256..1048576"),
+                              (["--frobnicate"], "unknown argument '--frobnicate'")]:
+            p = subprocess.run([SERVER, *flags], capture_output=True, text=True, timeout=10)
+            self.assertEqual(p.returncode, 2, (flags, p.stderr))
+            self.assertIn(expect, p.stderr)
+            self.assertEqual(p.stdout, "")
+
+    def test_shutdown_closes_every_connection_once(self):
+        with HttpServer() as srv:
+            idle = [raw(srv.port) for _ in range(5)]
+            for s in idle:
+                s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                s.settimeout(10)
+                self.assertTrue(s.recv(4096).startswith(b"HTTP/1.1 200"))
+            closes, requests = srv.stop()
+            for s in idle:
+                self.assertEqual(read_to_end(s)[0], b"")
+        self.assertEqual((closes, requests), ({"shutdown": 5}, 5))
+
+
+if __name__ == "__main__":
+    warnings.simplefilter("ignore", ResourceWarning)  # sockets a test leaves open close with it
+    unittest.main(verbosity=2)
