@@ -4,7 +4,7 @@
 //
 //   auto h = http::http_connection<tcp::socket>::create(std::move(socket), ctx, nullptr, policy);
 //   for (;;) {
-//       http::request<string_body> req;
+//       bhttp::request<bhttp::string_body> req;
 //       if (auto [ec] = co_await h->async_read_request(req, use_tuple); ec) break; // closed, counted
 //       h->send(make_response(req));                       // keep-alive decided here; bounded, timed
 //   }
@@ -30,7 +30,8 @@
 //
 // Threads: as net::connection (its socket's executor; send() and close() post themselves when away).
 // Invariants: one read at a time; at most one phase deadline armed; an idle kept-alive connection
-// holds no read buffer (it is given back after every request that left nothing behind).
+// holds no read buffer (it is given back after every request that left nothing behind, and the wait
+// for the next request's first bytes is liveness_stream::async_receive's, which holds none).
 #ifndef HEARTWHEEL_BEAST_HTTP_HPP
 #define HEARTWHEEL_BEAST_HTTP_HPP
 
@@ -229,7 +230,7 @@ private:
         step at = step::start;
 
         template <class Self>
-        void operator()(Self& self, error_code ec = {}, std::size_t n = 0) {
+        void operator()(Self& self, error_code ec = {}, std::size_t = 0) {
             auto& conn = *c->conn_;
             auto& buf = c->buffer_;
             switch (at) {
@@ -238,11 +239,10 @@ private:
                 if (buf.size() > 0) return read_head(self); // pipelined: the next request is here
                 c->wait_for_request();
                 at = step::first_byte;
-                return conn.stream().async_read_some(buf.prepare(1024), std::move(self));
+                // No buffer while it waits (a chunk of the thread's pool once bytes are there).
+                return conn.stream().async_receive(std::move(self));
             case step::first_byte:
-                if (!ec) buf.commit(n);
-                if (ec || conn.closing()) return failed(self, ec);
-                return read_head(self);
+                break; // completes with a read_chunk: the overload below
             case step::head:
             case step::body:
                 if (ec || conn.closing()) return failed(self, ec);
@@ -258,6 +258,19 @@ private:
                 }
                 return conn.stream().async_read_some(buf.prepare(1024), std::move(self));
             }
+        }
+
+        // The first bytes of a request (async_receive): into the buffer, and the head's phase begins.
+        template <class Self>
+        void operator()(Self& self, error_code ec, net::read_chunk chunk) {
+            auto& buf = c->buffer_;
+            if (!chunk.empty()) {
+                const auto b = chunk.bytes();
+                buf.commit(asio::buffer_copy(buf.prepare(b.size()), asio::buffer(b.data(), b.size())));
+            }
+            chunk.reset();
+            if (ec || c->conn_->closing()) return failed(self, ec);
+            read_head(self);
         }
 
         template <class Self>
