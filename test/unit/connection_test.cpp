@@ -226,12 +226,12 @@ BOOST_FIXTURE_TEST_CASE(a_phase_deadline_closes_with_its_reason_and_last_words, 
     c->expires_after(150ms, slow_head);
     run_until([&] { return c->closing(); });
     BOOST_TEST((std::chrono::steady_clock::now() - start >= 150ms));
+    run_until([&] { return c->closed() && done; }); // the goodbye written, the FIN sent, the linger over
     std::string said;
     error_code ec;
     asio::read(peer, asio::dynamic_buffer(said), ec);
     BOOST_TEST((ec == asio::error::eof));
     BOOST_TEST(said == "TIMEOUT test-slow-head\n");
-    run_until([&] { return done; });
     BOOST_TEST((got == net::errc::timed_out));
     BOOST_TEST(closes(slow_head) == 1u);
     BOOST_TEST(counters.snapshot().closes_total() == 1u);
