@@ -153,6 +153,54 @@ def websocket_scene():
     return p.returncode == 0
 
 
+def http_scene():
+    """HTTP/1.1 keep-alive on Beast (http_server): one connection serves several requests, a slowloris
+    trickling its head gets 408 at the header timeout, an idle kept-alive connection is closed silently."""
+    say("scene", "HTTP/1.1 keep-alive on Beast: keep-alive 1 s, request head within 1 s of its first byte")
+    server = subprocess.Popen([os.path.join(BUILD, "examples", "http_server"), "--listen", "127.0.0.1:0",
+                               "--keepalive-timeout", "1000", "--header-timeout", "1000"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    PROCS.append(server)
+    port = int(server.stdout.readline().strip().rsplit(":", 1)[1])
+    ok = True
+    keep = socket.create_connection(("127.0.0.1", port), timeout=10)
+    for i in range(3):
+        keep.sendall(b"GET / HTTP/1.1\r\nHost: demo\r\n\r\n")
+        answer = keep.recv(4096).decode(errors="replace")
+        say("keep-alive", f"request {i + 1} on one connection: {answer.splitlines()[0]}, {answer.splitlines()[-1]!r}")
+    idle_since = time.monotonic()
+    slow = socket.create_connection(("127.0.0.1", port), timeout=10)
+    slow.sendall(b"GET / HTTP/1.1\r\n")
+    started = time.monotonic()
+    say("slowloris", "sends its request line, then a header byte every 100 ms")
+    slow.settimeout(0.1)
+    got = b""
+    while time.monotonic() - started < 3:
+        try:
+            slow.sendall(b"X")
+            chunk = slow.recv(4096)
+            if not chunk:
+                break
+            got += chunk
+        except socket.timeout:
+            continue
+        except OSError:
+            break
+    first = got.decode(errors="replace").splitlines()[0] if got else "(nothing)"
+    say("slowloris", f"after {time.monotonic() - started:.2f} s: {first}")
+    ok = ok and first == "HTTP/1.1 408 Request Timeout"
+    keep.settimeout(5)
+    rest = keep.recv(4096)
+    say("keep-alive", f"idle for {time.monotonic() - idle_since:.2f} s: closed by the server, "
+        f"{'nothing said' if rest == b'' else repr(rest)}")
+    ok = ok and rest == b""
+    server.send_signal(signal.SIGTERM)
+    out, _ = server.communicate(timeout=10)
+    final = [line for line in out.splitlines() if line.startswith("final ")]
+    print("http_server:", final[0] if final else "(no final line)")
+    return ok and bool(final) and "header-timeout:1" in final[0] and "keepalive-timeout:1" in final[0]
+
+
 def main():
     print("heartwheel demo: echo/heartbeat server with idle detection, heartbeats, request timeouts and backoff\n")
     server, port, server_lines = start_server()
@@ -216,6 +264,7 @@ def main():
     ok = (results.get("silent") == "BYE reader-idle" and results.get("stuck") == "BYE heartbeat-timeout")
     ok = overload_scene() and ok
     ok = websocket_scene() and ok
+    ok = http_scene() and ok
     print("\ndemo", "finished: every behaviour shown" if ok else "finished, but a scene did not go as scripted")
     return 0 if ok else 1
 
