@@ -30,6 +30,8 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/websocket.hpp>
 
+#include "child_pipe.hpp"
+
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -58,41 +60,12 @@ constexpr auto death = 2000ms; // ping after 1 s of silence, dead 1 s later
 
 namespace {
 
-long rss_kib() {
-    std::ifstream f("/proc/self/status");
-    for (std::string line; std::getline(f, line);)
-        if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
-    return 0;
-}
-double cpu_seconds() {
-    rusage u{};
-    ::getrusage(RUSAGE_SELF, &u);
-    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
-}
-long voluntary_switches() {
-    rusage u{};
-    ::getrusage(RUSAGE_SELF, &u);
-    return u.ru_nvcsw;
-}
-void raise_fd_limit() {
-    rlimit l{};
-    ::getrlimit(RLIMIT_NOFILE, &l);
-    l.rlim_cur = l.rlim_max;
-    ::setrlimit(RLIMIT_NOFILE, &l);
-}
-void write_all(int fd, const std::string& s) {
-    for (std::size_t done = 0; done < s.size();) {
-        const auto n = ::write(fd, s.data() + done, s.size() - done);
-        if (n <= 0) return;
-        done += static_cast<std::size_t>(n);
-    }
-}
-std::string read_line(int fd) {
-    std::string s;
-    char c = 0;
-    while (::read(fd, &c, 1) == 1 && c != '\n') s += c;
-    return s;
-}
+using bench::cpu_seconds;
+using bench::raise_fd_limit;
+using bench::read_line;
+using bench::rss_kib;
+using bench::voluntary_switches;
+using bench::write_all;
 
 // --- the clients (child process) -------------------------------------------------------------------
 struct client_state {

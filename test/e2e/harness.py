@@ -97,6 +97,38 @@ class CoroServer(Server):
         self.port = int(line.strip().rsplit(":", 1)[1])
 
 
+class FramedServer:
+    """A Beast example server (ws_chat_server, http_server) on 127.0.0.1:0 with `flags`. stop() sends
+    SIGTERM and returns its final line — "final closes=<reason>:<n>,... <count>=<n>" — as
+    ({reason: n}, n); leaving the `with` kills it if it still runs."""
+
+    def __init__(self, binary, count, *flags):
+        self.count = count
+        self.proc = subprocess.Popen([binary, "--listen", "127.0.0.1:0", *flags], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        assert line.startswith("listening on 127.0.0.1:"), f"first line {line!r}: {self.proc.stderr.read()}"
+        self.port = int(line.strip().rsplit(":", 1)[1])
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        out, err = self.proc.communicate(timeout=30)
+        assert self.proc.returncode == 0, f"exit {self.proc.returncode}: {err}"
+        final = [line for line in out.splitlines() if line.startswith("final ")][0]
+        fields = dict(part.split("=", 1) for part in final.split()[1:])
+        closes = {} if fields["closes"] == "none" else {
+            r: int(n) for r, n in (c.rsplit(":", 1) for c in fields["closes"].split(","))}
+        return closes, int(fields[self.count])
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.communicate()
+
+
 class Line:
     """A line-oriented connection (plain or TLS) with bounded reads."""
 

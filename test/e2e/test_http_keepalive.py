@@ -7,7 +7,6 @@ from the client's own clock against the policy's time: never early, and within a
 The server's final line must count every close once, with its reason."""
 import http.client
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -17,38 +16,15 @@ import unittest
 import warnings
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import BUILD  # noqa: E402
+from harness import BUILD, FramedServer  # noqa: E402
 
 SERVER = os.path.join(BUILD, "examples", "http_server")
 LATE = 1.0  # seconds a close may come after its time on a loaded (or sanitized) machine
 
 
-class HttpServer:
+class HttpServer(FramedServer):
     def __init__(self, *flags):
-        self.proc = subprocess.Popen([SERVER, "--listen", "127.0.0.1:0", *flags], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
-        line = self.proc.stdout.readline()
-        assert line.startswith("listening on 127.0.0.1:"), f"first line {line!r}: {self.proc.stderr.read()}"
-        self.port = int(line.strip().rsplit(":", 1)[1])
-
-    def stop(self):
-        """SIGTERM; the final line's closes as {reason: n} and the request count."""
-        self.proc.send_signal(signal.SIGTERM)
-        out, err = self.proc.communicate(timeout=30)
-        assert self.proc.returncode == 0, f"exit {self.proc.returncode}: {err}"
-        final = [line for line in out.splitlines() if line.startswith("final ")][0]
-        fields = dict(part.split("=", 1) for part in final.split()[1:])
-        closes = {} if fields["closes"] == "none" else {
-            r: int(n) for r, n in (c.rsplit(":", 1) for c in fields["closes"].split(","))}
-        return closes, int(fields["requests"])
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.communicate()
+        super().__init__(SERVER, "requests", *flags)
 
 
 def raw(port):

@@ -24,42 +24,24 @@ except ImportError:  # a Python without Debian's packages (pyenv, a venv): Debia
     raise
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import BUILD, make_cert  # noqa: E402
+from harness import BUILD, FramedServer, make_cert  # noqa: E402
 
 SERVER = os.path.join(BUILD, "examples", "ws_chat_server")
 SANITIZED = bool(os.environ.get("HEARTWHEEL_SANITIZE"))
 
 
-class ChatServer:
+class ChatServer(FramedServer):
+    """ws_chat_server with `config` as its liveness file; stop() returns ({reason: n}, messages)."""
+
     def __init__(self, config, *flags):
         self.dir = tempfile.TemporaryDirectory()
         path = os.path.join(self.dir.name, "live.toml")
         with open(path, "w") as f:
             f.write(config)
-        self.proc = subprocess.Popen([SERVER, "--listen", "127.0.0.1:0", "--config", path, *flags],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        line = self.proc.stdout.readline()
-        assert line.startswith("listening on 127.0.0.1:"), f"first line {line!r}: {self.proc.stderr.read()}"
-        self.port = int(line.strip().rsplit(":", 1)[1])
-
-    def stop(self):
-        """SIGTERM; returns the final line's closes as {reason: n} and the message count."""
-        self.proc.send_signal(signal.SIGTERM)
-        out, err = self.proc.communicate(timeout=30)
-        assert self.proc.returncode == 0, f"exit {self.proc.returncode}: {err}"
-        final = [line for line in out.splitlines() if line.startswith("final ")][0]
-        fields = dict(part.split("=", 1) for part in final.split()[1:])
-        closes = {} if fields["closes"] == "none" else {
-            r: int(n) for r, n in (c.rsplit(":", 1) for c in fields["closes"].split(","))}
-        return closes, int(fields["messages"])
-
-    def __enter__(self):
-        return self
+        super().__init__(SERVER, "messages", "--config", path, *flags)
 
     def __exit__(self, *exc):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.communicate()
+        super().__exit__(*exc)
         self.dir.cleanup()
 
 

@@ -135,11 +135,7 @@ public:
         net::connection_options o = ctx.options;
         o.reads_are_idle_activity = false; // requests are activity (message_received), not bytes
         self->conn_ = std::make_shared<connection_type>(
-            std::move(next_layer), ctx.timers,
-            [&ctx](net::liveness_handler& h) {
-                return std::make_unique<net::connection_liveness>(ctx.timers, ctx.config, h, ctx.counters, ctx.scale);
-            },
-            std::shared_ptr<net::connection_handler>(self, static_cast<net::connection_handler*>(self.get())), ctx.counters, o);
+            std::move(next_layer), ctx, std::shared_ptr<net::connection_handler>(self, static_cast<net::connection_handler*>(self.get())), o);
         self->born_ = std::chrono::steady_clock::now();
         self->on_strand_ = net::detail::is_strand_executor(self->conn_->get_executor());
         return self;

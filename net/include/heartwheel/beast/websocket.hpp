@@ -111,11 +111,7 @@ public:
         net::connection_options o = ctx.options;
         o.reads_are_idle_activity = false; // messages are activity (message_received), not bytes
         self->conn_ = std::make_shared<connection_type>(
-            std::move(next_layer), ctx.timers,
-            [&ctx](net::liveness_handler& h) {
-                return std::make_unique<net::connection_liveness>(ctx.timers, ctx.config, h, ctx.counters, ctx.scale);
-            },
-            std::shared_ptr<net::connection_handler>(self, static_cast<net::connection_handler*>(self.get())), ctx.counters, o);
+            std::move(next_layer), ctx, std::shared_ptr<net::connection_handler>(self, static_cast<net::connection_handler*>(self.get())), o);
         self->on_strand_ = net::detail::is_strand_executor(self->conn_->get_executor());
         self->ws_.emplace(self->conn_->stream());
         self->ws_->read_message_max(options.max_message);

@@ -132,12 +132,18 @@ public:
     /// thread's context. `handler` may be null (set_handler() later, or nothing to be told).
     template <class L = Liveness, std::enable_if_t<std::is_same_v<L, connection_liveness>, int> = 0>
     connection(NextLayer next_layer, const connection_context& context, std::shared_ptr<connection_handler> handler = nullptr)
+        : connection(std::move(next_layer), context, std::move(handler), context.options) {}
+    /// The same with options of its own instead of the context's (a framing layer's: whole messages,
+    /// not bytes, as reader activity).
+    template <class L = Liveness, std::enable_if_t<std::is_same_v<L, connection_liveness>, int> = 0>
+    connection(NextLayer next_layer, const connection_context& context, std::shared_ptr<connection_handler> handler,
+               connection_options options)
         : connection(
               std::move(next_layer), context.timers,
               [&context](liveness_handler& h) {
                   return std::make_unique<connection_liveness>(context.timers, context.config, h, context.counters, context.scale);
               },
-              std::move(handler), context.counters, context.options) {}
+              std::move(handler), context.counters, std::move(options)) {}
 
     /// A connection with a liveness of your own: `make_liveness(liveness_handler&)` returns a
     /// std::unique_ptr<Liveness> (Liveness: what connection_liveness offers the connection — on_read,
