@@ -69,6 +69,22 @@ class KeepAlive(unittest.TestCase):
         self.assertEqual(requests, 21)
         self.assertEqual(closes, {"peer-closed": 1})
 
+    def test_pipelined_requests_are_answered_in_order(self):
+        with HttpServer() as srv:
+            s = raw(srv.port)
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+                      b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nfirst"
+                      b"GET /missing HTTP/1.0\r\n\r\n")  # HTTP/1.0 without keep-alive: the last one
+            data, _ = read_to_end(s)
+            answers = data.split(b"HTTP/1.")[1:]
+            self.assertEqual(len(answers), 3, data)
+            self.assertTrue(answers[0].startswith(b"1 200 OK") and answers[0].endswith(b"hello\n"), data)
+            self.assertTrue(answers[1].startswith(b"1 200 OK") and answers[1].endswith(b"first"), data)
+            self.assertTrue(answers[2].startswith(b"0 404 Not Found"), data)  # in the request's own version
+            self.assertNotIn(b"keep-alive", answers[2])  # HTTP/1.0: closing is its default, then the end of stream
+            closes, requests = srv.stop()
+        self.assertEqual((closes, requests), ({"client-close": 1}, 3))
+
     def test_idle_kept_alive_connection_is_closed_silently_not_early(self):
         with HttpServer("--keepalive-timeout", "400") as srv:
             s = raw(srv.port)

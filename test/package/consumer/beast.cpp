@@ -2,12 +2,16 @@
 // connections are ws::ws_connection (Beast's websocket::stream over a heartwheel connection, timed by
 // the wheel), and a client in the same process written with Beast's own WebSocket client. The client
 // sends a message and gets it back, answers the server's ping frames (Beast does), then falls silent:
-// the server's reader-idle policy must say goodbye with a close frame 1001 "reader-idle".
+// the server's reader-idle policy must say goodbye with a close frame 1001 "reader-idle". Beside it
+// an HTTP/1.1 server on http::http_connection and Beast's own HTTP client: one request answered on a
+// kept-alive connection, then the keep-alive timeout's silent close.
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
 
 #include <heartwheel/asio_wheel.hpp>
+#include <heartwheel/beast/http.hpp>
 #include <heartwheel/beast/websocket.hpp>
 
 #include <iostream>
@@ -59,6 +63,37 @@ ba::awaitable<void> client(tcp::endpoint server, std::string& echoed, std::strin
         goodbye = "no close frame: " + ec.message();
 }
 
+namespace bhttp = beast::http;
+
+ba::awaitable<void> serve_http(tcp::acceptor& acceptor, const net::connection_context& ctx) {
+    heartwheel::http::http_policy policy;
+    policy.keepalive_timeout = 300ms;
+    auto c = heartwheel::http::http_connection<tcp::socket>::create(co_await acceptor.async_accept(ba::use_awaitable), ctx,
+                                                                    nullptr, policy);
+    for (;;) {
+        bhttp::request<bhttp::string_body> req;
+        if (auto [ec] = co_await c->async_read_request(req, ba::as_tuple(ba::use_awaitable)); ec) co_return;
+        bhttp::response<bhttp::string_body> res(bhttp::status::ok, req.version());
+        res.body() = "hi " + std::string(req.target());
+        c->send(res);
+    }
+}
+
+ba::awaitable<void> http_client(tcp::endpoint server, std::string& answer, std::string& end) {
+    beast::tcp_stream s(co_await ba::this_coro::executor);
+    co_await s.async_connect(server, ba::use_awaitable);
+    bhttp::request<bhttp::empty_body> req(bhttp::verb::get, "/there", 11);
+    co_await bhttp::async_write(s, req, ba::use_awaitable);
+    beast::flat_buffer in;
+    bhttp::response<bhttp::string_body> res;
+    co_await bhttp::async_read(s, in, res, ba::use_awaitable);
+    answer = res.body() + (res.keep_alive() ? " (kept alive)" : " (closed)");
+    bhttp::response<bhttp::string_body> none;
+    auto [ec, n] = co_await bhttp::async_read(s, in, none, ba::as_tuple(ba::use_awaitable)); // silent from here on
+    (void)n;
+    end = ec.message();
+}
+
 } // namespace
 
 int main() {
@@ -75,9 +110,19 @@ int main() {
     int pings = 0;
     ba::co_spawn(io, serve(acceptor, ctx), ba::detached);
     ba::co_spawn(io, client(acceptor.local_endpoint(), echoed, goodbye, pings), ba::detached);
+    tcp::acceptor http_acceptor(io, {ba::ip::make_address("127.0.0.1"), 0});
+    std::string answer, end;
+    const net::connection_context http_ctx(wheel, {}, &counters); // HTTP has no pings: no heartbeat
+    ba::co_spawn(io, serve_http(http_acceptor, http_ctx), ba::detached);
+    ba::co_spawn(io, http_client(http_acceptor.local_endpoint(), answer, end), ba::detached);
     io.run_for(5s);
+    std::cout << "consumer_beast: http answer '" << answer << "', then '" << end << "'\n";
+    const bool http_ok = answer == "hi /there (kept alive)" && end == bhttp::make_error_code(bhttp::error::end_of_stream).message();
     const auto closes = counters.snapshot().closes_text();
     std::cout << "consumer_beast: echoed '" << echoed << "', " << pings << " ping frames answered, goodbye '"
               << goodbye << "', closes " << closes << '\n';
-    return echoed == "welcome, hello" && pings >= 1 && goodbye == "1001 reader-idle" && closes == "reader-idle:1" ? 0 : 1;
+    return http_ok && echoed == "welcome, hello" && pings >= 1 && goodbye == "1001 reader-idle" &&
+                   closes == "reader-idle:1,keepalive-timeout:1"
+               ? 0
+               : 1;
 }

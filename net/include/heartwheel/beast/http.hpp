@@ -28,6 +28,10 @@
 // (close_after_sent). Reads after a close complete with its error; bytes a peer sends after our
 // goodbye are read and dropped until its end of stream or the linger's (nginx's lingering close).
 //
+// HTTP/1.1 has no ping: give its connections a context without a heartbeat (one would close a
+// client waiting quietly between requests heartbeat-timeout); the idle policies and the read and
+// write timeouts apply as configured, with whole requests as reader activity.
+//
 // Threads: as net::connection (its socket's executor; send() and close() post themselves when away).
 // Invariants: one read at a time; at most one phase deadline armed; an idle kept-alive connection
 // holds no read buffer (it is given back after every request that left nothing behind, and the wait
@@ -52,6 +56,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace heartwheel::http {
 
@@ -152,20 +157,22 @@ public:
             read_op<Body, Allocator>{this->shared_from_this(), req}, token, conn_->stream());
     }
 
-    /// Sends the response to the last request read: its version, and keep-alive as the request asked
-    /// unless a limit (max_requests, max_age, keep-alive off) ends the connection, which then closes
-    /// once the response is written. Bounded as the connection's output.
+    /// Sends the response to the oldest request not yet answered (a pipelining client's requests are
+    /// answered in order): its version, and keep-alive as that request asked unless a limit
+    /// (max_requests, max_age, keep-alive off) ends the connection, which then closes once the
+    /// response is written. Bounded as the connection's output.
     template <class Body, class Fields>
     void send(bhttp::response<Body, Fields>& res) {
         if (on_strand_ && !net::detail::running_in_home(conn_->get_executor()))
             return conn_->post([self = this->shared_from_this(), r = res](connection_type&) mutable { self->send(r); });
+        const request_info to = answering();
         std::optional<net::close_reason> last;
-        if (!keep_alive_) last = client_close;
+        if (!to.keep_alive) last = client_close;
         else if (served_ + 1 >= policy_.max_requests) last = max_requests;
         else if (policy_.max_age.count() > 0 && age() >= policy_.max_age) last = net::close_reason::max_age;
         else if (policy_.keepalive_timeout.count() == 0) last = keepalive_timeout;
         ++served_;
-        res.version(version_);
+        res.version(to.version);
         res.keep_alive(!last);
         res.prepare_payload();
         conn_->send(serialize(res));
@@ -289,7 +296,7 @@ private:
             c->in_request_ = false;
             req = parser->release();
             c->version_ = req.version();
-            c->keep_alive_ = req.keep_alive();
+            c->unanswered({req.version(), req.keep_alive()});
             if (c->buffer_.size() == 0) c->buffer_.shrink_to_fit(); // an idle connection holds no buffer
             self.complete({});
         }
@@ -331,9 +338,31 @@ private:
     boost::beast::flat_buffer buffer_;
     std::chrono::steady_clock::time_point born_;
     std::uint32_t served_ = 0;
-    unsigned version_ = 11;
+    // The requests read and not yet answered, oldest first: the first inline, pipelined ones behind it
+    // in a vector that a client which waits for each answer never allocates.
+    struct request_info {
+        unsigned version = 11;
+        bool keep_alive = true;
+    };
+    std::optional<request_info> first_;
+    std::vector<request_info> later_;
+    void unanswered(request_info r) {
+        if (!first_) first_ = r;
+        else later_.push_back(r);
+    }
+    request_info answering() {
+        const request_info r = first_.value_or(request_info{version_, true});
+        if (later_.empty()) {
+            first_.reset();
+        } else {
+            first_ = later_.front();
+            later_.erase(later_.begin());
+            if (later_.empty()) std::vector<request_info>().swap(later_);
+        }
+        return r;
+    }
+    unsigned version_ = 11; ///< the last request's (a 408 or 400 answers in it)
     bhttp::status error_status_ = bhttp::status::unknown;
-    bool keep_alive_ = true;
     bool in_request_ = false; ///< a request's first byte is here and it is not yet whole (a timeout: 408)
     bool done_ = false; ///< the last response is queued: no more requests are read
     bool on_strand_ = false; ///< the connection lives on a strand: send() looks whether it runs inside it
