@@ -261,3 +261,30 @@ BOOST_AUTO_TEST_CASE(thousands_of_connections_across_four_threads_with_cross_str
     BOOST_TEST(snap.requests == static_cast<std::uint64_t>(total));
     BOOST_TEST(snap.request_timeouts == 0u);
 }
+
+// A connection's policies arm its strand's wheel as it is made: made from another thread (a Beast-style
+// accept handler on the acceptor's strand) they would race that wheel. It is refused, clearly, and the
+// same socket can then be made into a connection inside its strand.
+BOOST_AUTO_TEST_CASE(a_connection_made_outside_its_strand_is_refused) {
+    net::liveness_counters counters;
+    asio::io_context io;
+    shard home(io, counters);
+    tcp::acceptor acceptor(home.strand, {asio::ip::make_address("127.0.0.1"), 0});
+    tcp::socket peer(io);
+    peer.connect(acceptor.local_endpoint());
+    tcp::socket s = acceptor.accept(home.strand);
+
+    BOOST_CHECK_THROW(std::make_shared<connection>(std::move(s), home.context), std::logic_error);
+    BOOST_TEST(home.wheel.size() == 0u); // nothing armed from the wrong thread
+
+    std::shared_ptr<connection> made;
+    asio::post(home.strand, [&] { made = std::make_shared<connection>(acceptor.accept(home.strand), home.context); });
+    tcp::socket peer2(io);
+    peer2.connect(acceptor.local_endpoint());
+    io.run_one(); // the post: made inside the strand
+    BOOST_REQUIRE(made);
+    BOOST_TEST(home.wheel.size() > 0u); // its heartbeat and reader idle are armed
+    asio::post(home.strand, [&] { made->abort(net::close_reason::shutdown); });
+    io.run_for(200ms);
+    BOOST_TEST(counters.snapshot().closes_total() == 1u);
+}

@@ -26,7 +26,9 @@
 //
 // Threads: a connection lives on its socket's executor, which must be its wheel's too (a thread's own
 // io_context, or one strand of a pool's). On a strand, send(), close(), abort(), complete_request()
-// and post() may be called from anywhere: outside the strand they post themselves to it.
+// and post() may be called from anywhere: outside the strand they post themselves to it. It is made
+// inside its strand (its policies arm the strand's wheel as it is made): made elsewhere, it throws
+// std::logic_error rather than race that wheel.
 //
 // Ownership: create it with std::make_shared; its own writes and linger hold a reference while they
 // are in flight. The application is a connection_handler (an interface: one shared pointer per
@@ -63,6 +65,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -152,7 +155,7 @@ public:
     connection(NextLayer next_layer, timer_scheduler& svc, MakeLiveness&& make_liveness,
                std::shared_ptr<connection_handler> handler = nullptr, liveness_counters* counters = nullptr,
                connection_options options = {})
-        : stream_(*this, std::move(next_layer)), svc_(svc), handler_(std::move(handler)), counters_(counters),
+        : stream_(*this, made_at_home(next_layer)), svc_(svc), handler_(std::move(handler)), counters_(counters),
           linger_ms_(options.linger), out_(options.queue), live_(make_liveness(static_cast<liveness_handler&>(*this))),
           reads_are_idle_activity_(options.reads_are_idle_activity), close_on_idle_(options.close_on_idle) {
         options.output.validate();
@@ -358,6 +361,18 @@ public:
     std::optional<close_reason> reason() const noexcept { return reason_; }
 
 private:
+    // A connection whose socket lives on a strand (the thread-pool model) is made inside that strand:
+    // its policies arm timers in the strand's wheel as it is made, which from another thread would
+    // race that wheel. Refused with a clear error rather than a silent corruption (a Beast-style
+    // server makes its session in the acceptor's handler: make the connection in the session's
+    // dispatch to its strand instead).
+    static NextLayer&& made_at_home(NextLayer& layer) {
+        if (detail::is_strand_executor(layer.get_executor()) && !detail::running_in_home(layer.get_executor()))
+            throw std::logic_error("heartwheel::net::connection made outside its socket's strand, where its "
+                                   "timers would race the strand's wheel: make it inside the strand (e.g. in "
+                                   "asio::dispatch(socket.get_executor(), ...))");
+        return std::move(layer);
+    }
     /// Called from outside the connection's strand (so the call must be posted to it).
     bool away() { return on_strand_ && !detail::running_in_home(stream_.get_executor()); }
 
