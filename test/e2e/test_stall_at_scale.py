@@ -27,8 +27,8 @@ CORO = os.path.join(BUILD, "test", "coro_echo_server")
 PEERS = 1000
 SILENT = 5
 STALL_S = 12
-# One run per shape by default (the test command stays short); CI runs the normal build twice more
-# (HEARTWHEEL_STALL_RUNS=2 in .ci/run): a timing outcome needs several runs.
+# One run per shape by default (the test command stays short); CI runs the normal build once more
+# (HEARTWHEEL_STALL_RUNS=1 in .ci/run) and each sanitizer build once: a timing outcome needs several runs.
 RUNS = int(os.environ.get("HEARTWHEEL_STALL_RUNS", 1))
 
 
