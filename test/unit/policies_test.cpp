@@ -9,6 +9,7 @@
 #include <heartwheel/net/connection_liveness.hpp>
 #include <heartwheel/net/liveness_config.hpp>
 #include <heartwheel/net/liveness_toml.hpp>
+#include <heartwheel/net/output_bound.hpp>
 #include <heartwheel/net/reconnector.hpp>
 #include <heartwheel/net/request_tracker.hpp>
 #include <heartwheel/net/write_queue.hpp>
@@ -568,4 +569,55 @@ BOOST_AUTO_TEST_CASE(closes_text_lists_the_reasons_with_a_count) {
     c.closed(close_reason::peer_closed);
     c.closed(close_reason::slow_consumer);
     BOOST_TEST(c.snapshot().closes_text() == "reader-idle:1,peer-closed:2,slow-consumer:1");
+}
+
+// The slow-consumer bound of any queue (net::connection's bytes, the WebSocket layer's messages), on a
+// manual clock: past the hard limit at once; above the soft limit for its whole time; drained under it
+// in time, it starts over; a refused producer is owed one on_writable at the low-water mark.
+BOOST_AUTO_TEST_CASE(output_bound_judges_hard_soft_and_water_marks) {
+    manual_service svc;
+    output_policy p;
+    p.high_water = 100;
+    p.low_water = 40;
+    p.soft_limit = 200;
+    p.soft_limit_time = milliseconds(50);
+    p.hard_limit = 1000;
+    std::size_t queued = 0;
+    int soft_closes = 0;
+    output_bound b(p);
+    const auto grew = [&](std::size_t q, bool over_count = false) {
+        queued = q;
+        return b.grew(q, svc, [&] { soft_closes += b.soft_time_up(queued) ? 1 : 0; }, over_count);
+    };
+
+    BOOST_TEST(!grew(90));
+    BOOST_TEST(b.writable(queued));
+    BOOST_TEST(!grew(150)); // above high water: not writable, on_writable owed
+    BOOST_TEST(!b.writable(queued));
+    BOOST_TEST(!b.drained(60)); // not yet at low water
+    BOOST_TEST(b.drained(40));  // once
+    BOOST_TEST(!b.drained(0));
+
+    BOOST_TEST(!grew(300)); // above the soft limit: its timer
+    svc.step_by(milliseconds(30));
+    BOOST_TEST(!b.drained(150)); // under it in time: the bound starts over
+    svc.step_by(milliseconds(60));
+    BOOST_TEST(soft_closes == 0);
+
+    BOOST_TEST(!grew(300)); // above it for its whole time: the owner closes
+    svc.step_by(milliseconds(49));
+    BOOST_TEST(soft_closes == 0);
+    svc.step_by(milliseconds(3));
+    BOOST_TEST(soft_closes == 1);
+
+    BOOST_TEST(!b.slow());
+    BOOST_TEST(grew(1001)); // past the hard limit: slow at once
+    BOOST_TEST(b.slow());
+
+    output_bound counted(p);
+    BOOST_TEST(counted.grew(1, svc, [] {}, true)); // the owner's own count limit
+    BOOST_TEST(counted.slow());
+
+    p.low_water = 500; // above high water: refused, naming the field
+    BOOST_CHECK_THROW(output_bound{p}, config_error);
 }

@@ -39,6 +39,7 @@
 #endif
 
 #include <heartwheel/net/connection.hpp>
+#include <heartwheel/net/output_bound.hpp>
 #include <heartwheel/net/detail/home_executor.hpp>
 
 #include <boost/beast/core/bind_handler.hpp>
@@ -124,8 +125,7 @@ public:
 
     ws_connection(make_tag, const net::connection_context& ctx, std::shared_ptr<net::connection_handler> handler,
                   ws_options options)
-        : timers_(ctx.timers), app_(std::move(handler)), options_(options), output_(ctx.options.output) {
-        output_.validate();
+        : timers_(ctx.timers), app_(std::move(handler)), options_(options), bound_(ctx.options.output) {
     }
 
     /// The WebSocket upgrade in the server role, timed by the handshake timeout; a bad request is
@@ -154,15 +154,14 @@ public:
         if (away()) return conn_->post([self = this->shared_from_this(), m = std::move(message)](connection_type&) mutable {
             self->send(std::move(m));
         });
-        if (conn_->closing() || slow_) return;
+        if (conn_->closing() || bound_.slow()) return;
         queued_ += message.size();
         queue_.push_back(std::move(message));
-        if (queued_ > output_.high_water) was_above_ = true;
         bound_output();
-        if (!writing_ && !slow_ && open_) write_next(); // before the upgrade: written once it is done
+        if (!writing_ && !bound_.slow() && open_) write_next(); // before the upgrade: written once it is done
     }
     /// Whether a producer may send now (the output's high-water mark); on_writable follows a false.
-    bool writable() const noexcept { return queued_ <= output_.high_water; }
+    bool writable() const noexcept { return bound_.writable(queued_); }
     /// Bytes queued and not yet written (the message being written included).
     std::size_t queued() const noexcept { return queued_; }
 
@@ -193,7 +192,7 @@ private:
     }
     void on_close(net::close_reason why) override {
         drop_queue();
-        soft_timer_ = {};
+        bound_.stop();
         if (auto app = std::exchange(app_, nullptr)) app->on_close(why);
     }
     void on_writable() override {} // the connection's own queue is never used
@@ -223,11 +222,7 @@ private:
         if (ec) return conn_->abort(net::close_reason::io_error); // while closing: ends the close
         if (conn_->closing()) return;
         if (pending() > 0) return write_next();
-        if (soft_timer_ && queued_ <= output_.soft_limit) soft_timer_ = {};
-        if (was_above_ && queued_ <= output_.low_water) {
-            was_above_ = false;
-            if (app_) app_->on_writable();
-        }
+        if (bound_.drained(queued_) && app_) app_->on_writable();
     }
     // Everything not yet being written goes (Beast is writing from current_).
     void drop_queue() {
@@ -236,20 +231,13 @@ private:
         head_ = 0;
     }
     void bound_output() {
-        const bool hard = (output_.hard_limit > 0 && queued_ > output_.hard_limit) || pending() + (writing_ ? 1u : 0u) > options_.max_queued_messages;
-        if (hard) {
-            slow_ = true;
-            drop_queue(); // the memory goes now; the close follows on the next turn (a broadcast loop stays valid)
-            return conn_->post([](connection_type& c) { c.close(net::close_reason::slow_consumer); });
-        }
-        if (output_.soft_limit > 0 && queued_ > output_.soft_limit && !soft_timer_) {
-            soft_timer_ = heartwheel::timer_handle([weak = this->weak_from_this()] {
+        const bool over_count = pending() + (writing_ ? 1u : 0u) > options_.max_queued_messages;
+        if (bound_.grew(queued_, timers_, [weak = this->weak_from_this()] {
                 auto self = weak.lock();
-                if (!self) return;
-                if (self->queued_ > self->output_.soft_limit) self->conn_->close(net::close_reason::slow_consumer);
-                else self->soft_timer_ = {};
-            });
-            timers_.schedule(soft_timer_.node(), timers_.deadline_after(std::chrono::duration_cast<duration>(output_.soft_limit_time)));
+                if (self && self->bound_.soft_time_up(self->queued_)) self->conn_->close(net::close_reason::slow_consumer);
+            }, over_count)) {
+            drop_queue(); // the memory goes now; the close follows on the next turn (a broadcast loop stays valid)
+            conn_->post([](connection_type& c) { c.close(net::close_reason::slow_consumer); });
         }
     }
 
@@ -305,7 +293,7 @@ private:
     timer_scheduler& timers_;
     std::shared_ptr<net::connection_handler> app_;
     ws_options options_;
-    net::output_policy output_;
+    net::output_bound bound_; ///< the slow-consumer bound and the water marks of the message queue
     std::shared_ptr<connection_type> conn_;
     std::optional<websocket_type> ws_;
     // The messages not yet written, oldest at head_ (a vector, not a deque: an empty one allocates
@@ -315,8 +303,7 @@ private:
     std::size_t head_ = 0;
     std::size_t pending() const noexcept { return queue_.size() - head_; }
     std::size_t queued_ = 0;
-    heartwheel::timer_handle soft_timer_;
-    bool open_ = false, writing_ = false, pinging_ = false, slow_ = false, was_above_ = false;
+    bool open_ = false, writing_ = false, pinging_ = false;
     bool on_strand_ = false; ///< the connection lives on a strand: send() looks whether it runs inside it
 };
 

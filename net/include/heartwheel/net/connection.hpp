@@ -56,6 +56,7 @@
 #include <heartwheel/net/errc.hpp>
 #include <heartwheel/net/keepalive.hpp>
 #include <heartwheel/net/liveness_stream.hpp>
+#include <heartwheel/net/output_bound.hpp>
 #include <heartwheel/net/write_queue.hpp>
 #include <heartwheel/timer_handle.hpp>
 
@@ -156,17 +157,9 @@ public:
                std::shared_ptr<connection_handler> handler = nullptr, liveness_counters* counters = nullptr,
                connection_options options = {})
         : stream_(*this, made_at_home(next_layer)), svc_(svc), handler_(std::move(handler)), counters_(counters),
-          linger_ms_(options.linger), out_(options.queue), live_(make_liveness(static_cast<liveness_handler&>(*this))),
+          linger_ms_(options.linger), out_(options.queue), bound_(options.output),
+          live_(make_liveness(static_cast<liveness_handler&>(*this))),
           reads_are_idle_activity_(options.reads_are_idle_activity), close_on_idle_(options.close_on_idle) {
-        options.output.validate();
-        const auto& o = options.output; // at most 4 GiB - 1 each (validated): 32-bit counts
-        high_water_ = static_cast<std::uint32_t>(o.high_water);
-        low_water_ = static_cast<std::uint32_t>(o.low_water);
-        hard_limit_ = static_cast<std::uint32_t>(o.hard_limit);
-        soft_limit_ = static_cast<std::uint32_t>(o.soft_limit);
-        soft_limit_ms_ = static_cast<std::uint32_t>(std::min<std::int64_t>(o.soft_limit_time.count(), 0xffffffff));
-        for (const std::uint32_t limit : {hard_limit_, soft_limit_})
-            if (limit > 0 && limit < bound_from_) bound_from_ = limit;
         detail::teardown_registry::of(stream_.get_executor()).add(*this);
     }
     ~connection() {
@@ -233,23 +226,27 @@ public:
             for (auto part : parts) copy.append(part);
             return post([m = std::move(copy)](connection& c) { c.send(m); });
         }
-        if (closed_ || ((closing_ || slow_) && !in_last_words_)) return;
+        if (closed_ || ((closing_ || bound_.slow()) && !in_last_words_)) return;
         out_.append(parts);
-        const std::size_t q = out_.queued();
-        if (q > high_water_) was_above_ = true;
-        if (q > bound_from_ && !in_last_words_) bound_output(q);
-        if (!writing_ && !slow_) write();
+        if (!in_last_words_ && bound_.grew(out_.queued(), svc_, [weak = this->weak_from_this()] {
+                auto self = weak.lock();
+                if (self && self->bound_.soft_time_up(self->out_.queued())) self->close(close_reason::slow_consumer);
+            })) {
+            out_.drop_pending(); // the memory goes now, not after the close
+            return post([](connection& c) { c.close(close_reason::slow_consumer); });
+        }
+        if (!writing_) write();
     }
     /// Whether a producer may send now: no more than options.output.high_water queued (Netty's
     /// Channel.isWritable). After false, on_writable() runs once it drains to low_water.
-    bool writable() const noexcept { return out_.queued() <= high_water_; }
+    bool writable() const noexcept { return bound_.writable(out_.queued()); }
     /// Whether the application should read more now: open and the write queue not above its
     /// high-water mark. After a false for a full queue, on_writable runs once it drains below the
     /// low-water mark (backpressure: a peer that does not read stops being read).
     bool can_read() noexcept {
         if (closing_) return false;
         if (!writable()) {
-            was_above_ = true;
+            bound_.held();
             return false;
         }
         return true;
@@ -420,7 +417,7 @@ private:
         live_->close();
         if (counters_) counters_->closed(why);
         out_.drop_pending(); // what was not yet written is not worth waiting for
-        soft_timer_ = {};
+        bound_.stop();
         deadline_.cancel();
         if (!last_words) return finish_close();
         if (handler_) {
@@ -489,25 +486,6 @@ private:
         if (handler) handler->on_close(*reason_);
     }
 
-    // Above the lower of the two limits: the slow-consumer bound (see send()).
-    void bound_output(std::size_t queued) {
-        if (hard_limit_ > 0 && queued > hard_limit_) {
-            slow_ = true;
-            out_.drop_pending(); // the memory goes now, not after the close
-            asio::post(stream_.get_executor(), [self = this->shared_from_this()] {
-                self->close(close_reason::slow_consumer);
-            });
-        } else if (soft_limit_ > 0 && queued > soft_limit_ && !soft_timer_) {
-            soft_timer_ = heartwheel::timer_handle([weak = this->weak_from_this()] {
-                auto self = weak.lock();
-                if (!self) return;
-                if (self->out_.queued() > self->soft_limit_) self->close(close_reason::slow_consumer);
-                else self->soft_timer_ = {};
-            });
-            svc_.schedule(soft_timer_.node(), svc_.deadline_after(std::chrono::milliseconds(soft_limit_ms_)));
-        }
-    }
-
     void write() {
         writing_ = true;
         const std::string_view bytes = out_.next_bytes();
@@ -530,11 +508,7 @@ private:
             if (!goodbye_pending_) half_close();
             return;
         }
-        if (soft_timer_ && out_.queued() <= soft_limit_) soft_timer_ = {}; // drained below the soft limit in time
-        if (was_above_ && out_.queued() <= low_water_) {
-            was_above_ = false;
-            if (handler_) handler_->on_writable();
-        }
+        if (bound_.drained(out_.queued()) && handler_) handler_->on_writable();
     }
 
     struct handshake_op {
@@ -565,13 +539,11 @@ private:
     liveness_counters* counters_;
     std::chrono::milliseconds linger_ms_;
     write_queue out_;
+    output_bound bound_; ///< the slow-consumer bound and the water marks of out_
     std::unique_ptr<Liveness> live_;
     heartwheel::timer_handle linger_;
-    heartwheel::timer_handle soft_timer_; ///< armed while above the soft limit
     heartwheel::timer_handle deadline_;   ///< the application's phase deadline (expires_after), once used
     close_reason deadline_reason_ = close_reason::shutdown;
-    std::uint32_t high_water_ = 0, low_water_ = 0, hard_limit_ = 0, soft_limit_ = 0, soft_limit_ms_ = 0;
-    std::uint32_t bound_from_ = 0xffffffff; ///< the lower of the hard and soft limits that are on
     std::optional<close_reason> reason_;
     std::optional<close_reason> close_after_sent_; ///< close_after_sent(): closes once the queue is written
     bool reads_are_idle_activity_, close_on_idle_;
@@ -579,8 +551,6 @@ private:
     bool writing_ = false, closing_ = false, closed_ = false, in_last_words_ = false, half_closed_ = false;
     bool goodbye_pending_ = false; ///< a framing layer's goodbye is being written (goodbye_in_flight)
     bool deadline_fired_ = false;  ///< closed by expires_after's deadline: operations get timed_out
-    bool was_above_ = false;
-    bool slow_ = false; ///< past the hard limit: sends are dropped until the (posted) close
     /// Whether the connection lives on a strand (the thread-pool model): only then do send(), close(),
     /// abort() and complete_request() look whether they run inside it (asked once, here).
     const bool on_strand_ = detail::is_strand_executor(stream_.get_executor());
