@@ -1,6 +1,8 @@
 # Installs the build tree into a scratch prefix, then configures, builds and runs a separate project
 # that finds it with find_package(heartwheel). Fails on any step.
 file(REMOVE_RECURSE ${WORK_DIR})
+# The consumers build with every core (a Makefile build would use one: most of this test's time).
+cmake_host_system_information(RESULT jobs QUERY NUMBER_OF_LOGICAL_CORES)
 function(step)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
@@ -13,7 +15,7 @@ step(${CMAKE_COMMAND} -S ${SOURCE_DIR}/test/package/consumer -B ${WORK_DIR}/buil
      -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_BUILD_TYPE=Release
      -DREADME=${SOURCE_DIR}/README.md -DDOCS_DIR=${SOURCE_DIR}/docs -DKV_SERVER_SOURCE=${SOURCE_DIR}/examples/kv_server.cpp
      -DCHAT_SERVER_SOURCE=${SOURCE_DIR}/examples/chat/chat_server.cpp)
-step(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
+step(${CMAKE_COMMAND} --build ${WORK_DIR}/build --parallel ${jobs})
 # The wheel, the policies, the driver and TCP connections, found with OpenSSL, toml++ and Boost
 # unavailable: the package must not look for what those components do not use, and their headers
 # must not include OpenSSL's (an include directory searched first makes every openssl/*.h an error).
@@ -24,11 +26,11 @@ step(${CMAKE_COMMAND} -S ${SOURCE_DIR}/test/package/core_only -B ${WORK_DIR}/cor
      -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS=-I${WORK_DIR}/no_openssl
      -DCMAKE_DISABLE_FIND_PACKAGE_OpenSSL=ON -DCMAKE_DISABLE_FIND_PACKAGE_tomlplusplus=ON
      -DCMAKE_DISABLE_FIND_PACKAGE_Boost=ON)
-step(${CMAKE_COMMAND} --build ${WORK_DIR}/core_only)
+step(${CMAKE_COMMAND} --build ${WORK_DIR}/core_only --parallel ${jobs})
 # A connection-level consumer that reads no TOML, found with toml++ unavailable.
 step(${CMAKE_COMMAND} -S ${SOURCE_DIR}/test/package/net_only -B ${WORK_DIR}/net_only
      -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_BUILD_TYPE=Release -DCMAKE_DISABLE_FIND_PACKAGE_tomlplusplus=ON)
-step(${CMAKE_COMMAND} --build ${WORK_DIR}/net_only)
+step(${CMAKE_COMMAND} --build ${WORK_DIR}/net_only --parallel ${jobs})
 # A component the package does not have is refused with the reason.
 step(${CMAKE_COMMAND} -S ${SOURCE_DIR}/test/package/bad_component -B ${WORK_DIR}/bad_component
      -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix)
