@@ -144,20 +144,8 @@ int serve(const options& o) {
 
 options parse(int argc, char** argv) {
     options o;
-    const auto number = [](const std::string& flag, const char* text, unsigned long long lo, unsigned long long hi) {
-        std::size_t used = 0;
-        unsigned long long v = 0;
-        try {
-            v = std::stoull(text, &used);
-        } catch (const std::exception&) {
-            used = 0;
-        }
-        if (used == 0 || text[used] != '\0' || v < lo || v > hi)
-            throw std::invalid_argument(flag + " '" + text + "': accepted " + std::to_string(lo) + ".." + std::to_string(hi));
-        return v;
-    };
     const auto ms = [&](const std::string& flag, const char* text, unsigned long long lo) {
-        return std::chrono::milliseconds(number(flag, text, lo, 86'400'000));
+        return std::chrono::milliseconds(net::parse_count(text, flag, lo, 86'400'000));
     };
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -167,9 +155,9 @@ options parse(int argc, char** argv) {
         else if (a == "--header-timeout" && has) o.http.header_timeout = ms(a, argv[++i], 1);
         else if (a == "--body-timeout" && has) o.http.body_timeout = ms(a, argv[++i], 1);
         else if (a == "--max-age" && has) o.http.max_age = ms(a, argv[++i], 0);
-        else if (a == "--max-requests" && has) o.http.max_requests = static_cast<std::uint32_t>(number(a, argv[++i], 1, 1'000'000'000));
-        else if (a == "--header-limit" && has) o.http.header_limit = static_cast<std::uint32_t>(number(a, argv[++i], 256, 1u << 20));
-        else if (a == "--body-limit" && has) o.http.body_limit = number(a, argv[++i], 0, 1ull << 32);
+        else if (a == "--max-requests" && has) o.http.max_requests = static_cast<std::uint32_t>(net::parse_count(argv[++i], a, 1, 1'000'000'000));
+        else if (a == "--header-limit" && has) o.http.header_limit = static_cast<std::uint32_t>(net::parse_count(argv[++i], a, 256, 1u << 20));
+        else if (a == "--body-limit" && has) o.http.body_limit = net::parse_count(argv[++i], a, 0, 1ull << 32);
         else if (a == "--config" && has) o.live = net::load_liveness_config(argv[++i]);
         else
             throw std::invalid_argument("unknown argument '" + a + "': accepted --listen HOST:PORT, --keepalive-timeout MS, "

@@ -207,25 +207,13 @@ options parse(int argc, char** argv) {
     o.live.idle.reader_idle = std::chrono::minutes(5);
     o.live.heartbeat.interval = std::chrono::seconds(30);
     o.live.heartbeat.timeout = std::chrono::seconds(10);
-    const auto number = [](const std::string& flag, const char* text, unsigned long long lo, unsigned long long hi) {
-        std::size_t used = 0;
-        unsigned long long v = 0;
-        try {
-            v = std::stoull(text, &used);
-        } catch (const std::exception&) {
-            used = 0;
-        }
-        if (used == 0 || text[used] != '\0' || v < lo || v > hi)
-            throw std::invalid_argument(flag + " '" + text + "': accepted " + std::to_string(lo) + ".." + std::to_string(hi));
-        return v;
-    };
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         const bool has = i + 1 < argc;
         if (a == "--listen" && has) o.listen = argv[++i];
-        else if (a == "--io-threads" && has) o.io_threads = static_cast<unsigned>(number(a, argv[++i], 1, 256));
+        else if (a == "--io-threads" && has) o.io_threads = static_cast<unsigned>(net::parse_count(argv[++i], a, 1, 256));
         else if (a == "--config" && has) o.live = net::load_liveness_config(argv[++i]);
-        else if (a == "--max-message" && has) o.max_message = number(a, argv[++i], 16, 64ull << 20);
+        else if (a == "--max-message" && has) o.max_message = net::parse_count(argv[++i], a, 16, 64ull << 20);
         else if (a == "--tls" && i + 2 < argc) {
             o.tls.emplace(argv[i + 1], argv[i + 2]);
             i += 2;

@@ -181,6 +181,21 @@ std::size_t parse_size(std::string_view text, const std::string& field) {
                        "not valid");
 }
 
+std::uint64_t parse_count(std::string_view text, const std::string& field, std::uint64_t lo, std::uint64_t hi) {
+    const std::string t(text);
+    std::size_t used = 0;
+    unsigned long long v = 0;
+    try {
+        if (!t.empty() && t.front() != '-' && t.front() != '+' && t.front() != ' ') v = std::stoull(t, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    const std::string range = std::to_string(lo) + ".." + std::to_string(hi);
+    if (used == 0 || used != t.size()) throw config_error(field, "\"" + t + "\"", "a whole number in " + range, "not valid");
+    if (v < lo || v > hi) throw config_error(field, t, range);
+    return v;
+}
+
 std::string size_text(std::size_t bytes) {
     if (bytes > 0 && bytes % (1u << 30) == 0) return std::to_string(bytes >> 30) + "GiB";
     if (bytes > 0 && bytes % (1u << 20) == 0) return std::to_string(bytes >> 20) + "MiB";

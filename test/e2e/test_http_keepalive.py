@@ -279,10 +279,12 @@ class BadInput(unittest.TestCase):
         self.assertEqual((closes, requests), ({"bad-request": 3}, 0))
 
     def test_bad_flags_exit_2_naming_flag_and_range(self):
-        for flags, expect in [(["--keepalive-timeout", "-1"], "--keepalive-timeout '-1': accepted 0..86400000"),
-                              (["--header-timeout", "0"], "--header-timeout '0': accepted 1..86400000"),
-                              (["--max-requests", "0"], "--max-requests '0': accepted 1..1000000000"),
-                              (["--header-limit", "10"], "--header-limit '10': accepted 256..1048576"),
+        for flags, expect in [(["--keepalive-timeout", "-1"],
+                               '--keepalive-timeout = "-1" is not valid: accepted a whole number in 0..86400000'),
+                              (["--header-timeout", "0"], "--header-timeout = 0 is out of range: accepted 1..86400000"),
+                              (["--max-requests", "0"], "--max-requests = 0 is out of range: accepted 1..1000000000"),
+                              (["--header-limit", "10"], "--header-limit = 10 is out of range: accepted 256..1048576"),
+                              (["--body-limit", "1e3"], '--body-limit = "1e3" is not valid: accepted a whole number in 0..4294967296'),
                               (["--frobnicate"], "unknown argument '--frobnicate'")]:
             p = subprocess.run([SERVER, *flags], capture_output=True, text=True, timeout=10)
             self.assertEqual(p.returncode, 2, (flags, p.stderr))

@@ -621,3 +621,20 @@ BOOST_AUTO_TEST_CASE(output_bound_judges_hard_soft_and_water_marks) {
     p.low_water = 500; // above high water: refused, naming the field
     BOOST_CHECK_THROW(output_bound{p}, config_error);
 }
+
+// A whole number in a range, for counts and flags in a fixed unit: anything else names the field and
+// the range (no sign, no exponent, no trailing text, no wrap-around of a negative).
+BOOST_AUTO_TEST_CASE(parse_count_takes_whole_numbers_in_range_only) {
+    BOOST_TEST(parse_count("0", "--n", 0, 10) == 0u);
+    BOOST_TEST(parse_count("10", "--n", 0, 10) == 10u);
+    BOOST_TEST(parse_count("4294967296", "--n", 0, 1ull << 32) == (1ull << 32));
+    for (const char* bad : {"", "-1", "+1", " 1", "1 ", "1e3", "0x10", "ten", "11", "18446744073709551616"}) {
+        try {
+            parse_count(bad, "--n", 0, 10);
+            BOOST_ERROR("accepted '" << bad << "'");
+        } catch (const config_error& e) {
+            BOOST_TEST(e.field() == "--n");
+            BOOST_TEST(std::string(e.what()).find("0..10") != std::string::npos, e.what());
+        }
+    }
+}

@@ -131,6 +131,9 @@ struct output_policy {
 std::size_t parse_size(std::string_view text, const std::string& field);
 /// "8MiB", "256KiB", "1000B": the largest binary unit that divides it.
 std::string size_text(std::size_t bytes);
+/// Parses a whole number in lo..hi (a count, or a flag given in a fixed unit). Raises config_error
+/// naming `field` and the range.
+std::uint64_t parse_count(std::string_view text, const std::string& field, std::uint64_t lo, std::uint64_t hi);
 
 /// Server-side limits on each connection.
 struct server_limits {
