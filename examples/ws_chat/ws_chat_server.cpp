@@ -12,33 +12,29 @@
 // Prints "listening on HOST:PORT" first; on SIGINT/SIGTERM closes every client (1001 "shutdown"),
 // prints "final closes=<reason>:<n>,... messages=<n>" and exits 0. Bad flags exit 2.
 #include <heartwheel/asio_ssl.hpp>
-#include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/beast/websocket.hpp>
 #include <heartwheel/net/listen.hpp>
 #include <heartwheel/net/liveness_config.hpp>
 #include <heartwheel/net/liveness_toml.hpp>
+#include <heartwheel/net/shards.hpp>
 #include <heartwheel/net/tls_socket.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 
 #include <atomic>
 #include <iostream>
-#include <list>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace asio = boost::asio;
@@ -93,21 +89,6 @@ private:
     std::set<std::shared_ptr<member>> members_;
 };
 
-// One thread's share: a strand of the pool, its wheel and what its connections share.
-struct shard {
-    shard(asio::io_context& io, const options& o, net::liveness_counters& counters)
-        : strand(asio::make_strand(io)), wheel(strand),
-          context(wheel, o.live, &counters, nullptr, connection_options(o)) {}
-    static net::connection_options connection_options(const options& o) {
-        net::connection_options c;
-        c.output = o.live.output; // slow consumers: closed past the limits
-        return c;
-    }
-    asio::strand<asio::io_context::executor_type> strand;
-    heartwheel::asio_wheel wheel;
-    net::connection_context context;
-};
-
 // Leaves the room when the connection closes (the connection says why: counted already).
 template <class Stream>
 struct leaves_room final : net::connection_handler {
@@ -148,14 +129,16 @@ Stream make_stream(tcp::socket s, asio::ssl::context* tls) {
 
 template <class Stream>
 int serve(const options& o, asio::ssl::context* tls) {
-    asio::io_context io(static_cast<int>(o.io_threads));
     net::liveness_counters counters;
-    std::list<shard> shards;
-    for (unsigned i = 0; i < o.io_threads; ++i) shards.emplace_back(io, o, counters);
+    net::connection_options copts;
+    copts.output = o.live.output; // slow consumers: closed past the limits
+    // A strand of one io_context per thread, each with its wheel (a shard).
+    net::shards shards(o.io_threads, net::threading::thread_pool, o.live, &counters, copts);
+    const auto home = shards[0].get_executor(); // the acceptor's and the shutdown's
     room<Stream> r;
     std::optional<tcp::acceptor> acceptor;
     try {
-        acceptor.emplace(net::listen(shards.front().strand, net::parse_endpoint(o.listen, "--listen")));
+        acceptor.emplace(net::listen(home, net::parse_endpoint(o.listen, "--listen")));
     } catch (const net::listen_error& e) {
         std::cerr << "ws_chat_server: " << e.what() << '\n';
         return 1;
@@ -163,41 +146,38 @@ int serve(const options& o, asio::ssl::context* tls) {
     std::cout << "listening on " << acceptor->local_endpoint().address().to_string() << ':'
               << acceptor->local_endpoint().port() << std::endl;
     bool stopping = false;
-    asio::co_spawn(shards.front().strand, [&]() -> asio::awaitable<void> {
-        for (auto next = shards.begin();; ) {
-            shard& s = *next;
-            if (++next == shards.end()) next = shards.begin();
-            auto [ec, socket] = co_await acceptor->async_accept(s.strand, use_tuple);
+    asio::co_spawn(home, [&]() -> asio::awaitable<void> {
+        for (;;) {
+            net::shard& s = shards.next();
+            auto [ec, socket] = co_await acceptor->async_accept(s.get_executor(), use_tuple);
             if (stopping) co_return;
             if (ec) continue;
             socket.set_option(tcp::no_delay(true), ec);
             // The connection is made on its shard's strand: its timers go into that shard's wheel.
-            asio::co_spawn(s.strand, session(make_stream<Stream>(std::move(socket), tls), s.context, o, r), asio::detached);
+            asio::co_spawn(s.get_executor(), session(make_stream<Stream>(std::move(socket), tls), s.context(), o, r),
+                           asio::detached);
         }
     }, asio::detached);
 
     // SIGINT/SIGTERM: stop accepting, a close frame to everyone ("shutdown"), and stop once all are
     // gone (or after two seconds).
-    asio::signal_set signals(shards.front().strand, SIGINT, SIGTERM);
+    asio::signal_set signals(home, SIGINT, SIGTERM);
     signals.async_wait([&](boost::system::error_code ec, int) {
         if (ec) return;
         stopping = true;
         acceptor->close(ec);
-        asio::co_spawn(shards.front().strand, [&]() -> asio::awaitable<void> {
+        asio::co_spawn(home, [&]() -> asio::awaitable<void> {
             for (const auto& m : r.everyone()) m->close(net::close_reason::shutdown);
-            asio::steady_timer poll(shards.front().strand);
+            asio::steady_timer poll(home);
             const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
             while (!r.everyone().empty() && std::chrono::steady_clock::now() < deadline) {
                 poll.expires_after(std::chrono::milliseconds(10));
                 co_await poll.async_wait(use_tuple);
             }
-            io.stop();
+            shards.stop();
         }, asio::detached);
     });
-    std::vector<std::thread> threads;
-    for (unsigned i = 1; i < o.io_threads; ++i) threads.emplace_back([&io] { io.run(); });
-    io.run();
-    for (auto& t : threads) t.join();
+    shards.run();
     std::cout << "final closes=" << counters.snapshot().closes_text() << " messages=" << r.messages.load() << std::endl;
     return 0;
 }

@@ -11,6 +11,7 @@
 
 #include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/net/connection.hpp>
+#include <heartwheel/net/shards.hpp>
 
 #define BOOST_TEST_MODULE thread_pool
 #include <boost/test/unit_test.hpp>
@@ -21,6 +22,7 @@
 #include <functional>
 #include <mutex>
 #include <random>
+#include <set>
 #include <thread>
 
 namespace net = heartwheel::net;
@@ -39,14 +41,6 @@ net::liveness_config policy() {
     cfg.idle.reader_idle = 20s;
     return cfg;
 }
-
-struct shard {
-    explicit shard(asio::io_context& io, net::liveness_counters& counters)
-        : strand(asio::make_strand(io)), wheel(strand), context(wheel, policy(), &counters) {}
-    asio::any_io_executor strand;
-    heartwheel::asio_wheel wheel;
-    net::connection_context context;
-};
 
 // Every open server connection, for broadcasts from any shard (guarded: shards run in parallel).
 struct registry {
@@ -106,7 +100,7 @@ struct backend {
 };
 
 struct server_state {
-    std::vector<std::unique_ptr<shard>>* shards;
+    net::shards* shards;
     registry reg;
     backend answers;
     std::atomic<std::uint64_t> accepted{0};
@@ -137,8 +131,8 @@ asio::awaitable<void> serve(std::shared_ptr<connection> c, server_state& st, std
             st.answers.submit([c, id] { c->complete_request(id); }); // from a non-Asio thread
         } else if (line == "QUIT") {
             // Closed from the next shard's strand: the close is posted back to this one.
-            auto& other = *(*st.shards)[(home + 1) % st.shards->size()];
-            asio::post(other.strand, [c] { c->close(quit); });
+            auto& other = (*st.shards)[(home + 1) % st.shards->size()];
+            asio::post(other.get_executor(), [c] { c->close(quit); });
         }
     }
 }
@@ -192,21 +186,19 @@ asio::awaitable<void> client(tcp::endpoint ep, int id, client_tally& t) {
 BOOST_AUTO_TEST_CASE(thousands_of_connections_across_four_threads_with_cross_strand_calls) {
     constexpr int total = 2000, concurrent = 200, threads = 4;
     net::liveness_counters counters;
-    asio::io_context io(threads);
-    std::vector<std::unique_ptr<shard>> shards;
-    for (int i = 0; i < threads; ++i) shards.push_back(std::make_unique<shard>(io, counters));
+    net::shards shards(threads, net::threading::thread_pool, policy(), &counters);
     server_state st;
     st.shards = &shards;
 
-    tcp::acceptor acceptor(shards[0]->strand, {asio::ip::make_address("127.0.0.1"), 0});
+    tcp::acceptor acceptor(shards[0].get_executor(), {asio::ip::make_address("127.0.0.1"), 0});
     std::function<void()> accept = [&] {
-        auto& home = *shards[st.accepted % shards.size()];
-        acceptor.async_accept(home.strand, [&, &home = home](heartwheel::error_code ec, tcp::socket socket) {
+        auto& home = shards.next();
+        acceptor.async_accept(home.get_executor(), [&, &home = home](heartwheel::error_code ec, tcp::socket socket) {
             if (ec) return;
             ++st.accepted;
             // Made on its own shard's strand: its timers go into that shard's wheel.
-            asio::post(home.strand, [&, &home = home, s = std::move(socket)]() mutable {
-                auto c = std::make_shared<connection>(std::move(s), home.context);
+            asio::post(home.get_executor(), [&, &home = home, s = std::move(socket)]() mutable {
+                auto c = std::make_shared<connection>(std::move(s), home.context());
                 net::connection_hooks hooks;
                 hooks.send_ping = [raw = c.get()] { raw->send("PING\n"); };
                 hooks.last_words = [raw = c.get()](net::close_reason r) {
@@ -214,16 +206,14 @@ BOOST_AUTO_TEST_CASE(thousands_of_connections_across_four_threads_with_cross_str
                 };
                 c->set_hooks(std::move(hooks));
                 std::size_t index = 0;
-                while (shards[index].get() != &home) ++index;
-                asio::co_spawn(home.strand, serve(std::move(c), st, index), asio::detached);
+                while (&shards[index] != &home) ++index;
+                asio::co_spawn(home.get_executor(), serve(std::move(c), st, index), asio::detached);
             });
             accept();
         });
     };
     accept();
-    auto guard = asio::make_work_guard(io);
-    std::vector<std::thread> pool;
-    for (int i = 0; i < threads; ++i) pool.emplace_back([&] { io.run(); });
+    std::thread pool([&] { shards.run(); });
 
     // The clients, on an io_context of their own, `concurrent` at a time.
     client_tally tally;
@@ -242,9 +232,8 @@ BOOST_AUTO_TEST_CASE(thousands_of_connections_across_four_threads_with_cross_str
     const auto until = std::chrono::steady_clock::now() + 30s;
     while (counters.snapshot().closes_total() < static_cast<std::uint64_t>(total) && std::chrono::steady_clock::now() < until)
         std::this_thread::sleep_for(10ms);
-    guard.reset();
-    io.stop();
-    for (auto& t : pool) t.join();
+    shards.stop();
+    pool.join();
 
     const auto snap = counters.snapshot();
     BOOST_TEST_MESSAGE("accepted " << st.accepted << ", answered " << tally.answered << ", goodbyes " << tally.goodbyes
@@ -267,24 +256,61 @@ BOOST_AUTO_TEST_CASE(thousands_of_connections_across_four_threads_with_cross_str
 // same socket can then be made into a connection inside its strand.
 BOOST_AUTO_TEST_CASE(a_connection_made_outside_its_strand_is_refused) {
     net::liveness_counters counters;
-    asio::io_context io;
-    shard home(io, counters);
-    tcp::acceptor acceptor(home.strand, {asio::ip::make_address("127.0.0.1"), 0});
+    net::shards one(1, net::threading::thread_pool, policy(), &counters);
+    auto& home = one[0];
+    auto& io = home.io_context();
+    tcp::acceptor acceptor(home.get_executor(), {asio::ip::make_address("127.0.0.1"), 0});
     tcp::socket peer(io);
     peer.connect(acceptor.local_endpoint());
-    tcp::socket s = acceptor.accept(home.strand);
+    tcp::socket s = acceptor.accept(home.get_executor());
 
-    BOOST_CHECK_THROW(std::make_shared<connection>(std::move(s), home.context), std::logic_error);
-    BOOST_TEST(home.wheel.size() == 0u); // nothing armed from the wrong thread
+    BOOST_CHECK_THROW(std::make_shared<connection>(std::move(s), home.context()), std::logic_error);
+    BOOST_TEST(home.wheel().size() == 0u); // nothing armed from the wrong thread
 
     std::shared_ptr<connection> made;
-    asio::post(home.strand, [&] { made = std::make_shared<connection>(acceptor.accept(home.strand), home.context); });
+    asio::post(home.get_executor(), [&] { made = std::make_shared<connection>(acceptor.accept(home.get_executor()), home.context()); });
     tcp::socket peer2(io);
     peer2.connect(acceptor.local_endpoint());
     io.run_one(); // the post: made inside the strand
     BOOST_REQUIRE(made);
-    BOOST_TEST(home.wheel.size() > 0u); // its heartbeat and reader idle are armed
-    asio::post(home.strand, [&] { made->abort(net::close_reason::shutdown); });
+    BOOST_TEST(home.wheel().size() > 0u); // its heartbeat and reader idle are armed
+    asio::post(home.get_executor(), [&] { made->abort(net::close_reason::shutdown); });
     io.run_for(200ms);
     BOOST_TEST(counters.snapshot().closes_total() == 1u);
+}
+
+// Thread per core: each shard on an io_context of its own and a thread of its own (the caller's one of
+// them), every shard's wheel firing on its own thread; stop() from another thread ends run(); a
+// handler's exception stops every shard and comes out of run().
+BOOST_AUTO_TEST_CASE(shards_run_either_model_until_stopped) {
+    for (const auto model : {net::threading::thread_per_core, net::threading::thread_pool}) {
+        net::shards group(3, model, policy());
+        std::mutex m;
+        std::set<std::thread::id> fired_on;
+        std::atomic<int> fired{0};
+        std::vector<heartwheel::timer_handle> timers(group.size());
+        for (std::size_t i = 0; i < group.size(); ++i)
+            asio::post(group[i].get_executor(), [&, i] {
+                auto& sh = group[i];
+                timers[i] = sh.wheel().schedule_after(20ms, [&] {
+                    std::lock_guard l(m);
+                    fired_on.insert(std::this_thread::get_id());
+                    ++fired;
+                });
+            });
+        std::thread stopper([&] {
+            while (fired < 3) std::this_thread::sleep_for(1ms);
+            group.stop();
+        });
+        group.run();
+        stopper.join();
+        BOOST_TEST(fired == 3);
+        if (model == net::threading::thread_per_core) BOOST_TEST(fired_on.size() == 3u); // each on its own thread
+        timers.clear();
+    }
+    net::shards failing(2, net::threading::thread_per_core, policy());
+    asio::post(failing[1].get_executor(), [] { throw std::runtime_error("a handler failed"); });
+    BOOST_CHECK_EXCEPTION(failing.run(), std::runtime_error,
+                          [](const std::runtime_error& e) { return std::string(e.what()) == "a handler failed"; });
+    BOOST_CHECK_THROW(net::shards(0, net::threading::thread_pool, policy()), net::config_error);
 }

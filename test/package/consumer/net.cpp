@@ -1,10 +1,10 @@
 // consumer_net — heartwheel::net over TCP, built and run with OpenSSL and toml++ unavailable (and
 // OpenSSL's headers poisoned: run_consumer.cmake puts an include directory first whose openssl/*.h
-// fail to compile). A net::connection on a standalone-Asio tcp::socket echoes a line through its
-// write queue, then closes the peer that fell silent as reader-idle, saying BYE first; the peer sees
-// both, and the close is counted once.
-#include <heartwheel/asio_wheel.hpp>
+// fail to compile). Two shards on a thread pool (net::shards); a net::connection on a standalone-Asio
+// tcp::socket, made on its shard's strand, echoes a line through its write queue, then closes the peer
+// that fell silent as reader-idle, saying BYE first; the peer sees both, and the close is counted once.
 #include <heartwheel/net/connection.hpp>
+#include <heartwheel/net/shards.hpp>
 
 #include <asio/io_context.hpp>
 #include <asio/read_until.hpp>
@@ -15,6 +15,7 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <thread>
 #include <string>
 
 namespace net = heartwheel::net;
@@ -36,23 +37,26 @@ void serve(const std::shared_ptr<net::connection<tcp::socket>>& c, const std::sh
 
 int main() {
     using namespace std::chrono_literals;
-    asio::io_context io;
-    heartwheel::asio_wheel wheel(io.get_executor());
     net::liveness_config cfg;
     cfg.idle.reader_idle = 60ms;
     net::liveness_counters counters;
-    net::connection_context ctx(wheel, cfg, &counters);
+    net::shards group(2, net::threading::thread_pool, cfg, &counters);
 
-    tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
-    acceptor.async_accept([&](std::error_code ec, tcp::socket s) {
+    tcp::acceptor acceptor(group[0].get_executor(), {asio::ip::make_address("127.0.0.1"), 0});
+    net::shard& home = group.next();
+    acceptor.async_accept(home.get_executor(), [&](std::error_code ec, tcp::socket accepted) {
         if (ec) return;
-        auto c = std::make_shared<net::connection<tcp::socket>>(std::move(s), ctx);
-        net::connection_hooks hooks;
-        hooks.last_words = [raw = c.get()](net::close_reason r) { raw->send(std::string("BYE ") + net::to_string(r) + "\n"); };
-        c->set_hooks(std::move(hooks));
-        serve(c, std::make_shared<std::string>());
+        asio::post(home.get_executor(), [&, s = std::move(accepted)]() mutable { // made on its shard's strand
+            auto c = std::make_shared<net::connection<tcp::socket>>(std::move(s), home.context());
+            net::connection_hooks hooks;
+            hooks.last_words = [raw = c.get()](net::close_reason r) { raw->send(std::string("BYE ") + net::to_string(r) + "\n"); };
+            c->set_hooks(std::move(hooks));
+            serve(c, std::make_shared<std::string>());
+        });
     });
+    std::thread server([&] { group.run(); });
 
+    asio::io_context io;
     tcp::socket peer(io);
     peer.connect(acceptor.local_endpoint());
     asio::write(peer, asio::buffer(std::string("hello\n")));
@@ -67,12 +71,14 @@ int main() {
     };
     read_more();
     io.run_for(5s);
+    group.stop();
+    server.join();
 
     if (heard != "hello\nBYE reader-idle\n" || counters.snapshot().closes_total() != 1) {
         std::cerr << "consumer_net: the peer heard '" << heard << "', closes " << counters.snapshot().closes_total()
                   << '\n';
         return 1;
     }
-    std::cout << "consumer_net: a TCP connection echoed a line and closed its silent peer as reader-idle "
-                 "(no OpenSSL)\n";
+    std::cout << "consumer_net: a TCP connection on a pool shard's strand echoed a line and closed its silent "
+                 "peer as reader-idle (no OpenSSL)\n";
 }

@@ -1,0 +1,78 @@
+// shards.cpp — N shards in either threading model, and the threads that run them; see shards.hpp.
+#include <heartwheel/net/shards.hpp>
+
+#include <heartwheel/net/detail/home_executor.hpp>
+#include <heartwheel/net/policies.hpp>
+
+#include <exception>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace heartwheel::net {
+
+shard::shard(asio::io_context& io, asio::any_io_executor ex, const liveness_config& config, liveness_counters* counters,
+             const connection_options& options, const wheel_config& wheel)
+    : io_(io), ex_(std::move(ex)), wheel_(ex_, wheel), scale_(wheel_, config.overload.threshold),
+      context_(wheel_, config, counters, &scale_, options) {}
+
+shards::shards(std::size_t n, threading model, const liveness_config& config, liveness_counters* counters,
+               const connection_options& options, const wheel_config& wheel)
+    : model_(model) {
+    if (n < 1 || n > 1024) throw config_error("shards", std::to_string(n), "1..1024");
+    if (model == threading::thread_pool) pool_ = std::make_unique<asio::io_context>(static_cast<int>(n));
+    for (std::size_t i = 0; i < n; ++i) {
+        asio::io_context* io = pool_.get();
+        asio::any_io_executor ex;
+        if (pool_) {
+            ex = asio::make_strand(*pool_);
+        } else {
+            own_.push_back(std::make_unique<asio::io_context>(1));
+            io = own_.back().get();
+            ex = io->get_executor();
+        }
+        shards_.push_back(std::make_unique<shard>(*io, std::move(ex), config, counters, options, wheel));
+    }
+}
+
+shards::~shards() {
+    shards_.clear(); // the wheels before the io_contexts they run on
+}
+
+shard& shards::next() noexcept {
+    shard& s = *shards_[next_];
+    if (++next_ == shards_.size()) next_ = 0;
+    return s;
+}
+
+void shards::run() {
+    std::vector<asio::io_context*> loops; // one per thread
+    for (std::size_t i = 0; i < shards_.size(); ++i) loops.push_back(pool_ ? pool_.get() : own_[i].get());
+    std::mutex m;
+    std::exception_ptr failure;
+    const auto run_one = [&](asio::io_context& io) {
+        try {
+            auto guard = asio::make_work_guard(io); // a shard with nothing to do yet waits for work
+            io.run();
+        } catch (...) {
+            {
+                std::lock_guard<std::mutex> l(m);
+                if (!failure) failure = std::current_exception();
+            }
+            stop();
+        }
+    };
+    std::vector<std::thread> threads;
+    threads.reserve(loops.size() - 1);
+    for (std::size_t i = 1; i < loops.size(); ++i) threads.emplace_back([&, io = loops[i]] { run_one(*io); });
+    run_one(*loops[0]);
+    for (auto& t : threads) t.join();
+    if (failure) std::rethrow_exception(failure);
+}
+
+void shards::stop() noexcept {
+    if (pool_) pool_->stop();
+    for (auto& io : own_) io->stop();
+}
+
+} // namespace heartwheel::net
