@@ -28,6 +28,10 @@
 // (close_after_sent). Reads after a close complete with its error; bytes a peer sends after our
 // goodbye are read and dropped until its end of stream or the linger's (nginx's lingering close).
 //
+// A pipelining client's requests are answered in order, each in its own version and keep-alive; an
+// application that reads ahead of its answers waits in async_read_request at max_pipelined
+// unanswered requests until send() answers one (what a client sends ahead stays in the kernel).
+//
 // HTTP/1.1 has no ping: give its connections a context without a heartbeat (one would close a
 // client waiting quietly between requests heartbeat-timeout); the idle policies and the read and
 // write timeouts apply as configured, with whole requests as reader activity.
@@ -53,9 +57,11 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace heartwheel::http {
@@ -82,6 +88,9 @@ struct http_policy {
     milliseconds max_age{3'600'000};        ///< the first answer after this age says "Connection: close" (0: no limit)
     std::uint32_t header_limit = 8 * 1024;  ///< bytes of a request head (431 past it)
     std::uint64_t body_limit = 1 << 20;     ///< bytes of a request body (413 past it)
+    /// Requests read and not yet answered: an application that reads ahead (a pipelining client's
+    /// requests handed to a backend) waits in async_read_request at this many until send() answers one.
+    std::uint32_t max_pipelined = 16;
 
     void validate(const std::string& prefix = "http") const {
         const auto day = milliseconds(86'400'000);
@@ -100,6 +109,8 @@ struct http_policy {
             throw net::config_error(prefix + ".header_limit", std::to_string(header_limit), "256..1048576 bytes");
         if (body_limit > (1ull << 32))
             throw net::config_error(prefix + ".body_limit", std::to_string(body_limit), "0..4294967296 bytes");
+        if (max_pipelined < 1 || max_pipelined > 1024)
+            throw net::config_error(prefix + ".max_pipelined", std::to_string(max_pipelined), "1..1024");
     }
 };
 
@@ -166,6 +177,7 @@ public:
         if (on_strand_ && !net::detail::running_in_home(conn_->get_executor()))
             return conn_->post([self = this->shared_from_this(), r = res](connection_type&) mutable { self->send(r); });
         const request_info to = answering();
+        resume_parked();
         std::optional<net::close_reason> last;
         if (!to.keep_alive) last = client_close;
         else if (served_ + 1 >= policy_.max_requests) last = max_requests;
@@ -213,6 +225,7 @@ private:
         }
     }
     void on_close(net::close_reason why) override {
+        resume_parked(); // a read waiting for answers completes with the close's error
         if (auto app = std::exchange(app_, nullptr)) app->on_close(why);
     }
     void on_writable() override {
@@ -226,26 +239,40 @@ private:
     template <class Body, class Allocator>
     struct read_op {
         using parser_type = bhttp::request_parser<Body, Allocator>;
-        enum class step { start, first_byte, head, body, drain };
-        std::shared_ptr<http_connection> c;
+        enum class step { start, first_byte, head, body, drain, parked };
+        std::shared_ptr<http_connection> c; ///< empty while parked: the connection holds the parked op
         bhttp::request<Body, bhttp::basic_fields<Allocator>>& req;
         std::unique_ptr<parser_type> parser = nullptr;
         step at = step::start;
 
+        http_connection* home = nullptr; ///< while parked (c is empty then)
+
         template <class Self>
         void operator()(Self& self, error_code ec = {}, std::size_t = 0) {
+            if (at == step::parked) { // resumed by an answer or the close, with the connection alive
+                c = home->shared_from_this();
+                at = step::start;
+            }
             auto& conn = *c->conn_;
             auto& buf = c->buffer_;
             switch (at) {
             case step::start:
                 if (conn.closing() || c->done_) return self.complete(error_code(net::errc::connection_closed));
+                if (c->unanswered_count() >= c->policy_.max_pipelined) {
+                    // Parked in the connection, which must not be kept alive by it (no cycle).
+                    at = step::parked;
+                    home = c.get();
+                    c.reset();
+                    return home->park(std::move(self));
+                }
                 if (buf.size() > 0) return read_head(self); // pipelined: the next request is here
                 c->wait_for_request();
                 at = step::first_byte;
                 // No buffer while it waits (a chunk of the thread's pool once bytes are there).
                 return conn.stream().async_receive(std::move(self));
             case step::first_byte:
-                break; // completes with a read_chunk: the overload below
+            case step::parked: // taken above
+                break; // first_byte completes with a read_chunk: the overload below
             case step::head:
             case step::body:
                 if (ec || conn.closing()) return failed(self, ec);
@@ -324,6 +351,19 @@ private:
         }
     };
 
+    // A read that found max_pipelined requests unanswered waits here (no deadline: the application,
+    // not the peer, is the one to act) until send() answers one or the connection closes. The parked
+    // operation does not own this connection (it goes with it, never run, if the connection goes).
+    template <class Self>
+    void park(Self&& self) {
+        auto op = std::make_shared<std::decay_t<Self>>(std::forward<Self>(self));
+        parked_ = [op] { (*op)(); };
+    }
+    void resume_parked() {
+        if (!parked_) return;
+        asio::post(conn_->get_executor(), [self = this->shared_from_this(), resume = std::exchange(parked_, nullptr)] { resume(); });
+    }
+
     // Between requests: the keep-alive wait (or, before the first, the head's). Not cut short by the
     // age: an idle close races the client's next request (which it may not retry), so the age ends
     // a connection only with an answer saying so, as nginx's keepalive_time does.
@@ -346,6 +386,10 @@ private:
     };
     std::optional<request_info> first_;
     std::vector<request_info> later_;
+    std::uint32_t unanswered_count() const noexcept {
+        return (first_ ? 1u : 0u) + static_cast<std::uint32_t>(later_.size());
+    }
+    std::function<void()> parked_; ///< a read waiting for an answer (max_pipelined), or empty
     void unanswered(request_info r) {
         if (!first_) first_ = r;
         else later_.push_back(r);
