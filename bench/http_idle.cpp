@@ -30,9 +30,7 @@
 
 #include "child_pipe.hpp"
 
-#include <poll.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -57,8 +55,8 @@ constexpr auto keepalive = 2000ms;
 namespace {
 
 using bench::cpu_seconds;
+using bench::forked_clients;
 using bench::raise_fd_limit;
-using bench::read_line;
 using bench::rss_kib;
 using bench::write_all;
 
@@ -181,18 +179,7 @@ int main(int argc, char** argv) {
         return 2;
     }
     raise_fd_limit();
-    // The clients' process is forked before anything of Asio exists; it learns the port by a pipe.
-    int down[2], up[2];
-    if (::pipe(down) != 0 || ::pipe(up) != 0) return 1;
-    const pid_t child = ::fork();
-    if (child == 0) {
-        ::close(down[1]);
-        ::close(up[0]);
-        const auto port = static_cast<unsigned short>(std::stoi(read_line(down[0])));
-        ::_exit(run_clients(port, n, up[1]));
-    }
-    ::close(down[0]);
-    ::close(up[1]);
+    forked_clients clients([n](unsigned short port, int up, int) { return run_clients(port, n, up); });
     asio::io_context io(1);
     heartwheel::asio_wheel wheel(io.get_executor());
     net::liveness_config cfg;
@@ -204,7 +191,7 @@ int main(int argc, char** argv) {
     acceptor.listen(4096);
     const long rss_before = rss_kib();
     const double cpu0 = cpu_seconds();
-    write_all(down[1], std::to_string(acceptor.local_endpoint().port()) + "\n");
+    clients.give_port(acceptor.local_endpoint().port());
     asio::co_spawn(io, [&]() -> asio::awaitable<void> {
         for (;;) {
             auto [ec, socket] = co_await acceptor.async_accept(use_tuple);
@@ -217,16 +204,14 @@ int main(int argc, char** argv) {
                 asio::co_spawn(io, serve_beast(std::move(socket)), asio::detached);
         }
     }, asio::detached);
-    for (pollfd p{up[0], POLLIN, 0}; ::poll(&p, 1, 0) <= 0;) io.run_for(5ms); // all answered
-    read_line(up[0]);
+    clients.hear(io); // all answered
     const double cpu1 = cpu_seconds();
     const long rss_idle = rss_kib();
-    for (pollfd p{up[0], POLLIN, 0}; ::poll(&p, 1, 0) <= 0;) io.run_for(5ms); // all closed
+    const std::string closed = clients.hear(io); // all closed
     double p50 = 0, p99 = 0, mx = 0, mn = 0;
     int missing = 0;
-    std::sscanf(read_line(up[0]).c_str(), "%lf %lf %lf %lf %d", &p50, &p99, &mx, &mn, &missing);
-    int status = 0;
-    ::waitpid(child, &status, 0);
+    std::sscanf(closed.c_str(), "%lf %lf %lf %lf %d", &p50, &p99, &mx, &mn, &missing);
+    clients.wait();
     std::printf("{\"mode\":\"%s\",\"connections\":%d,\"bytes_per_idle_connection\":%.0f,\"cpu_us_per_request\":%.2f,"
                 "\"close_p50_ms\":%.2f,\"close_p99_ms\":%.2f,\"close_max_ms\":%.2f,\"close_min_ms\":%.3f,\"not_closed\":%d}\n",
                 mode.c_str(), n, static_cast<double>(rss_idle - rss_before) * 1024.0 / n, (cpu1 - cpu0) * 1e6 / n, p50, p99,

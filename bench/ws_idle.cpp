@@ -32,9 +32,7 @@
 
 #include "child_pipe.hpp"
 
-#include <poll.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -61,6 +59,7 @@ constexpr auto death = 2000ms; // ping after 1 s of silence, dead 1 s later
 namespace {
 
 using bench::cpu_seconds;
+using bench::forked_clients;
 using bench::raise_fd_limit;
 using bench::read_line;
 using bench::rss_kib;
@@ -227,20 +226,7 @@ int main(int argc, char** argv) {
         return 2;
     }
     raise_fd_limit();
-    // The clients' process is forked before anything of Asio exists (an epoll set shared across a
-    // fork would let one side's deregistrations remove the other's); it learns the port by a pipe.
-    int down[2], up[2];
-    if (::pipe(down) != 0 || ::pipe(up) != 0) return 1;
-    const pid_t child = ::fork();
-    if (child == 0) {
-        ::close(down[1]);
-        ::close(up[0]);
-        const auto port = static_cast<unsigned short>(std::stoi(read_line(down[0])));
-        std::fflush(stdout);
-        ::_exit(run_clients(port, n, up[1], down[0]));
-    }
-    ::close(down[0]);
-    ::close(up[1]);
+    forked_clients clients([n](unsigned short port, int up, int down) { return run_clients(port, n, up, down); });
     asio::io_context io(1);
     heartwheel::asio_wheel wheel(io.get_executor());
     net::liveness_config cfg;
@@ -252,7 +238,7 @@ int main(int argc, char** argv) {
     tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
     acceptor.listen(4096);
     const long rss_before = rss_kib();
-    write_all(down[1], std::to_string(acceptor.local_endpoint().port()) + "\n");
+    clients.give_port(acceptor.local_endpoint().port());
     asio::co_spawn(io, [&]() -> asio::awaitable<void> {
         for (;;) {
             auto [ec, socket] = co_await acceptor.async_accept(use_tuple);
@@ -267,34 +253,26 @@ int main(int argc, char** argv) {
         }
     }, asio::detached);
     // Until the clients are up, then a second of settling.
-    for (;;) {
-        io.run_for(20ms);
-        pollfd p{up[0], POLLIN, 0};
-        if (::poll(&p, 1, 0) > 0) break;
-    }
-    read_line(up[0]);
+    clients.hear(io);
     io.run_for(1500ms);
     const long rss_idle = rss_kib();
     // The window: CPU, wake-ups and pings (counted by the clients).
-    write_all(down[1], "count\n");
-    for (pollfd p{up[0], POLLIN, 0}; ::poll(&p, 1, 0) <= 0;) io.run_for(5ms);
-    const long pings0 = std::stol(read_line(up[0]));
+    clients.say("count");
+    const long pings0 = std::stol(clients.hear(io));
     const double cpu0 = cpu_seconds();
     const long sw0 = voluntary_switches();
     io.run_for(std::chrono::milliseconds(window_ms));
     const double cpu1 = cpu_seconds();
     const long sw1 = voluntary_switches();
-    write_all(down[1], "count\n");
-    for (pollfd p{up[0], POLLIN, 0}; ::poll(&p, 1, 0) <= 0;) io.run_for(5ms);
-    const long pings1 = std::stol(read_line(up[0]));
+    clients.say("count");
+    const long pings1 = std::stol(clients.hear(io));
     // The deaths.
-    write_all(down[1], "stop\n");
-    for (pollfd p{up[0], POLLIN, 0}; ::poll(&p, 1, 0) <= 0;) io.run_for(5ms);
+    clients.say("stop");
+    const std::string deaths = clients.hear(io);
     double p50 = 0, p99 = 0, mx = 0, mn = 0;
     int early = 0, missing = 0;
-    std::sscanf(read_line(up[0]).c_str(), "%lf %lf %lf %lf %d %d", &p50, &p99, &mx, &mn, &early, &missing);
-    int status = 0;
-    ::waitpid(child, &status, 0);
+    std::sscanf(deaths.c_str(), "%lf %lf %lf %lf %d %d", &p50, &p99, &mx, &mn, &early, &missing);
+    clients.wait();
     const long pings = pings1 - pings0;
     std::printf("{\"mode\":\"%s\",\"connections\":%d,\"bytes_per_idle_connection\":%.0f,\"pings\":%ld,"
                 "\"cpu_us_per_ping\":%.3f,\"wakeups_per_s\":%.1f,\"death_p50_ms\":%.2f,\"death_p99_ms\":%.2f,"
