@@ -4,19 +4,22 @@
 // "408 Request Timeout", as client_header_timeout), a body read in time between reads (408), at most
 // --max-requests per connection and no new request after --max-age (the last answer says
 // "Connection: close"); --config adds the library's policies (write timeout, output bound,
-// keepalive). Every close is counted once with its reason.
+// keepalive); --tls serves HTTPS (net::tls_socket; the TLS handshake under the handshake timeout).
+// Every close is counted once with its reason.
 //
 // Routes: GET / answers "hello\n"; POST /echo answers its body; anything else 404.
 // Usage: http_server [--listen HOST:PORT] [--keepalive-timeout MS] [--header-timeout MS]
 //                    [--body-timeout MS] [--max-requests N] [--max-age MS] [--header-limit BYTES]
-//                    [--body-limit BYTES] [--config FILE]
+//                    [--body-limit BYTES] [--config FILE] [--tls CERT KEY]
 // Prints "listening on HOST:PORT" first; on SIGINT/SIGTERM closes every connection ("shutdown"),
 // prints "final closes=<reason>:<n>,... requests=<n>" and exits 0. Bad flags exit 2.
+#include <heartwheel/asio_ssl.hpp>
 #include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/beast/http.hpp>
 #include <heartwheel/net/listen.hpp>
 #include <heartwheel/net/liveness_config.hpp>
 #include <heartwheel/net/liveness_toml.hpp>
+#include <heartwheel/net/tls_socket.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -31,13 +34,14 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 namespace asio = boost::asio;
 namespace net = heartwheel::net;
 namespace http = heartwheel::http;
 namespace bhttp = boost::beast::http;
 using tcp = asio::ip::tcp;
-using connection = http::http_connection<tcp::socket>;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 namespace {
@@ -46,23 +50,27 @@ struct options {
     std::string listen = "127.0.0.1:7400";
     http::http_policy http;
     net::liveness_config live;
+    std::optional<std::pair<std::string, std::string>> tls; // certificate, key
 };
 
+template <class Stream>
 struct server_state {
+    using connection = http::http_connection<Stream>;
     std::set<std::shared_ptr<connection>> open;
     std::uint64_t requests = 0;
     bool stopping = false;
 };
 
 // Forgets the connection when it closes (the connection says why: counted already).
+template <class Stream>
 struct forget final : net::connection_handler {
-    explicit forget(server_state& s) : s(s) {}
+    explicit forget(server_state<Stream>& s) : s(s) {}
     void on_close(net::close_reason) override {
         for (auto it = s.open.begin(); it != s.open.end(); ++it)
             if (it->get() == self) return void(s.open.erase(it));
     }
-    server_state& s;
-    connection* self = nullptr;
+    server_state<Stream>& s;
+    http::http_connection<Stream>* self = nullptr;
 };
 
 bhttp::response<bhttp::string_body> answer(const bhttp::request<bhttp::string_body>& req) {
@@ -77,12 +85,16 @@ bhttp::response<bhttp::string_body> answer(const bhttp::request<bhttp::string_bo
     return res;
 }
 
-asio::awaitable<void> session(tcp::socket socket, const net::connection_context& ctx, const options& o, server_state& s) {
-    auto handler = std::make_shared<forget>(s);
-    auto c = connection::create(std::move(socket), ctx, handler, o.http);
+template <class Stream>
+asio::awaitable<void> session(Stream stream, const net::connection_context& ctx, const options& o, server_state<Stream>& s) {
+    auto handler = std::make_shared<forget<Stream>>(s);
+    auto c = http::http_connection<Stream>::create(std::move(stream), ctx, handler, o.http);
     handler->self = c.get();
     c->connection().apply_socket_options(o.live.keepalive);
     s.open.insert(c);
+    if constexpr (net::connection<Stream>::is_tls) { // failed or timed out: closed and counted
+        if (auto [ec] = co_await c->connection().async_handshake(asio::ssl::stream_base::server, use_tuple); ec) co_return;
+    }
     for (;;) {
         bhttp::request<bhttp::string_body> req;
         if (auto [ec] = co_await c->async_read_request(req, use_tuple); ec) co_return; // closed, counted
@@ -92,14 +104,21 @@ asio::awaitable<void> session(tcp::socket socket, const net::connection_context&
     }
 }
 
-int serve(const options& o) {
+template <class Stream>
+Stream make_stream(tcp::socket s, asio::ssl::context* tls) {
+    if constexpr (std::is_same_v<Stream, tcp::socket>) return s;
+    else return Stream(std::move(s), *tls);
+}
+
+template <class Stream>
+int serve(const options& o, asio::ssl::context* tls) {
     asio::io_context io(1);
     heartwheel::asio_wheel wheel(io.get_executor());
     net::liveness_counters counters;
     net::connection_options copts;
     copts.output = o.live.output;
     const net::connection_context ctx(wheel, o.live, &counters, nullptr, copts);
-    server_state state;
+    server_state<Stream> state;
     std::optional<tcp::acceptor> acceptor;
     try {
         acceptor.emplace(net::listen(io.get_executor(), net::parse_endpoint(o.listen, "--listen")));
@@ -115,7 +134,7 @@ int serve(const options& o) {
             if (state.stopping) co_return;
             if (ec) continue;
             socket.set_option(tcp::no_delay(true), ec);
-            asio::co_spawn(io, session(std::move(socket), ctx, o, state), asio::detached);
+            asio::co_spawn(io, session(make_stream<Stream>(std::move(socket), tls), ctx, o, state), asio::detached);
         }
     }, asio::detached);
 
@@ -127,7 +146,7 @@ int serve(const options& o) {
         state.stopping = true;
         acceptor->close(ec);
         asio::co_spawn(io, [&]() -> asio::awaitable<void> {
-            for (const auto& c : std::set<std::shared_ptr<connection>>(state.open)) c->close(net::close_reason::shutdown);
+            for (const auto& c : std::set(state.open)) c->close(net::close_reason::shutdown);
             asio::steady_timer poll(io);
             const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
             while (!state.open.empty() && std::chrono::steady_clock::now() < deadline) {
@@ -159,10 +178,13 @@ options parse(int argc, char** argv) {
         else if (a == "--header-limit" && has) o.http.header_limit = static_cast<std::uint32_t>(net::parse_count(argv[++i], a, 256, 1u << 20));
         else if (a == "--body-limit" && has) o.http.body_limit = net::parse_count(argv[++i], a, 0, 1ull << 32);
         else if (a == "--config" && has) o.live = net::load_liveness_config(argv[++i]);
-        else
+        else if (a == "--tls" && i + 2 < argc) {
+            o.tls.emplace(argv[i + 1], argv[i + 2]);
+            i += 2;
+        } else
             throw std::invalid_argument("unknown argument '" + a + "': accepted --listen HOST:PORT, --keepalive-timeout MS, "
                                         "--header-timeout MS, --body-timeout MS, --max-requests N, --max-age MS, "
-                                        "--header-limit BYTES, --body-limit BYTES, --config FILE");
+                                        "--header-limit BYTES, --body-limit BYTES, --config FILE, --tls CERT KEY");
     }
     o.http.validate(); // the flags' ranges are the policy's: this only confirms them
     net::parse_endpoint(o.listen, "--listen"); // a bad address is a usage error (exit 2)
@@ -173,11 +195,13 @@ options parse(int argc, char** argv) {
 
 int main(int argc, char** argv) {
     options o;
+    std::optional<asio::ssl::context> tls;
     try {
         o = parse(argc, argv);
-    } catch (const std::exception& e) { // flags and config: named, with the accepted range
+        if (o.tls) tls.emplace(net::server_tls_context(o.tls->first, o.tls->second, "--tls"));
+    } catch (const std::exception& e) { // flags, config, certificate: each named
         std::cerr << "http_server: " << e.what() << '\n';
         return 2;
     }
-    return serve(o);
+    return tls ? serve<net::tls_socket>(o, &*tls) : serve<tcp::socket>(o, nullptr);
 }

@@ -209,20 +209,13 @@ options parse(int argc, char** argv) {
 
 int main(int argc, char** argv) {
     options o;
+    std::optional<asio::ssl::context> tls;
     try {
         o = parse(argc, argv);
-    } catch (const std::exception& e) {
+        if (o.tls) tls.emplace(net::server_tls_context(o.tls->first, o.tls->second, "--tls"));
+    } catch (const std::exception& e) { // flags, config, certificate: each named
         std::cerr << "ws_chat_server: " << e.what() << '\n';
         return 2;
     }
-    if (!o.tls) return serve<tcp::socket>(o, nullptr);
-    asio::ssl::context tls(asio::ssl::context::tls_server);
-    boost::system::error_code ec;
-    tls.use_certificate_chain_file(o.tls->first, ec);
-    if (!ec) tls.use_private_key_file(o.tls->second, asio::ssl::context::pem, ec);
-    if (ec) {
-        std::cerr << "ws_chat_server: cannot load --tls " << o.tls->first << ' ' << o.tls->second << ": " << ec.message() << '\n';
-        return 1;
-    }
-    return serve<net::tls_socket>(o, &tls);
+    return tls ? serve<net::tls_socket>(o, &*tls) : serve<tcp::socket>(o, nullptr);
 }

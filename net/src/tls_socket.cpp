@@ -2,6 +2,7 @@
 #include <heartwheel/net/tls_socket.hpp>
 
 #include <heartwheel/asio_ssl.hpp>
+#include <heartwheel/net/policies.hpp>
 
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
@@ -211,6 +212,21 @@ bool tls_socket::send_close_notify() noexcept {
     const int ret = ::SSL_shutdown(ssl_); // 0: ours is out, the peer's not yet read; 1: both
     ::ERR_clear_error(); // a shutdown that could not go out leaves nothing for the next call to see
     return ret >= 0;
+}
+
+asio::ssl::context server_tls_context(const std::string& cert, const std::string& key, const std::string& field) {
+    asio::ssl::context ctx(asio::ssl::context::tls_server);
+    SSL_CTX* native = ctx.native_handle();
+    ::SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION);
+    ::SSL_CTX_set_options(native, SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
+    ::SSL_CTX_set_mode(native, SSL_MODE_RELEASE_BUFFERS);
+    error_code ec;
+    ctx.use_certificate_chain_file(cert, ec);
+    if (ec) throw config_error(field, field + ": cannot load the certificate chain " + cert + ": " + ec.message());
+    ctx.use_private_key_file(key, asio::ssl::context::pem, ec);
+    // OpenSSL also refuses a key that is not the certificate's here ("key values mismatch").
+    if (ec) throw config_error(field, field + ": cannot load the private key " + key + ": " + ec.message());
+    return ctx;
 }
 
 } // namespace heartwheel::net

@@ -8,6 +8,7 @@ The server's final line must count every close once, with its reason."""
 import http.client
 import os
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -16,7 +17,7 @@ import unittest
 import warnings
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import BUILD, FramedServer  # noqa: E402
+from harness import BUILD, FramedServer, make_cert, tempdir  # noqa: E402
 
 SERVER = os.path.join(BUILD, "examples", "http_server")
 LATE = 1.0  # seconds a close may come after its time on a loaded (or sanitized) machine
@@ -213,6 +214,89 @@ class Slowloris(unittest.TestCase):
             closes, requests = srv.stop()
         self.assertEqual(requests, 50)
         self.assertGreaterEqual(closes.get("header-timeout", 0), 20)
+
+
+class Https(unittest.TestCase):
+    """The same phases over TLS (net::tls_socket): keep-alive on one TLS connection, the idle close
+    after the keep-alive timeout, a slowloris inside TLS answered 408 at the header timeout."""
+
+    def setUp(self):
+        self.tmp = tempdir()
+        self.cert, self.key = make_cert(self.tmp.name)
+        self.ctx = ssl.create_default_context()
+        self.ctx.check_hostname = False
+        self.ctx.verify_mode = ssl.CERT_NONE
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def tls(self, port):
+        return self.ctx.wrap_socket(raw(port))
+
+    @staticmethod
+    def read_tls_to_end(s, limit=10.0):
+        s.settimeout(limit)
+        data = b""
+        while True:
+            try:
+                chunk = s.recv(65536)
+            except (ssl.SSLError, ConnectionResetError):
+                chunk = b""
+            if not chunk:
+                return data, time.monotonic()
+            data += chunk
+
+    def test_keep_alive_idle_close_and_slowloris_over_tls(self):
+        with HttpServer("--tls", self.cert, self.key, "--keepalive-timeout", "400", "--header-timeout", "500") as srv:
+            c = http.client.HTTPSConnection("127.0.0.1", srv.port, timeout=10, context=self.ctx)
+            for _ in range(5):
+                c.request("GET", "/")
+                r = c.getresponse()
+                self.assertEqual((r.status, r.read()), (200, b"hello\n"))
+            sock = c.sock
+            c.request("POST", "/echo", body="over tls")
+            self.assertEqual(c.getresponse().read(), b"over tls")
+            self.assertIs(c.sock, sock, "every request on the one TLS connection")
+            c.close()
+
+            idle = self.tls(srv.port)
+            idle.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            idle.settimeout(10)
+            first = idle.recv(4096)
+            answered = time.monotonic()
+            self.assertTrue(first.startswith(b"HTTP/1.1 200 OK"), first)
+            rest, ended = self.read_tls_to_end(idle)
+            self.assertEqual(rest, b"")
+            self.assertGreaterEqual(ended - answered, 0.4)
+            self.assertLess(ended - answered, 0.4 + LATE)
+
+            slow = self.tls(srv.port)
+            started = time.monotonic()
+            slow.sendall(b"GET / HTTP/1.1\r\n")
+            for _ in range(4):  # trickled inside TLS records: the head's deadline stands
+                time.sleep(0.05)
+                slow.sendall(b"X")
+            answer, ended = self.read_tls_to_end(slow)
+            self.assertTrue(answer.startswith(b"HTTP/1.1 408 Request Timeout\r\n"), answer)
+            self.assertGreaterEqual(ended - started, 0.5)
+            self.assertLess(ended - started, 0.5 + LATE)
+            idle.close()
+            slow.close()
+            closes, requests = srv.stop()
+        self.assertEqual(requests, 7)
+        self.assertEqual(closes, {"peer-closed": 1, "keepalive-timeout": 1, "header-timeout": 1})
+
+
+    def test_a_certificate_that_cannot_be_used_exits_2_naming_it(self):
+        other = tempdir()
+        _, other_key = make_cert(other.name)
+        for args, needle in ((["--tls", "/nonexistent.pem", self.key], "--tls: cannot load the certificate chain /nonexistent.pem"),
+                             (["--tls", self.cert, other_key], "--tls: cannot load the private key " + other_key + ": key values mismatch")):
+            p = subprocess.run([SERVER, *args], capture_output=True, text=True, timeout=10)
+            self.assertEqual(p.returncode, 2, (args, p.stderr))
+            self.assertIn(needle, p.stderr)
+            self.assertEqual(p.stdout, "")
+        other.cleanup()
 
 
 class Limits(unittest.TestCase):

@@ -170,6 +170,13 @@ private:
     bool failed_ = false; ///< an operation failed (not a clean close_notify): no shutdown may follow
 };
 
+/// A server's TLS context from a certificate chain and its private key (PEM files), with the policy
+/// a server exposed to the Internet wants rather than OpenSSL's defaults: TLS 1.2 or later, no
+/// renegotiation, no compression, the server's cipher order, and record buffers released while a
+/// connection holds nothing (an idle connection's memory). A file that cannot be loaded, or a key that
+/// is not the certificate's, throws config_error naming `field`, the file and OpenSSL's reason.
+asio::ssl::context server_tls_context(const std::string& cert, const std::string& key, const std::string& field = "tls");
+
 namespace detail {
 /// liveness_stream and connection over a tls_socket (see detail/tls_traits.hpp).
 template <>
