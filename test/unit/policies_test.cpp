@@ -587,7 +587,7 @@ BOOST_AUTO_TEST_CASE(output_bound_judges_hard_soft_and_water_marks) {
     output_bound b(p);
     const auto grew = [&](std::size_t q, bool over_count = false) {
         queued = q;
-        return b.grew(q, svc, [&] { soft_closes += b.soft_time_up(queued) ? 1 : 0; }, over_count);
+        return b.grew(q, svc, [&] { return [&] { soft_closes += b.soft_time_up(queued) ? 1 : 0; }; }, over_count);
     };
 
     BOOST_TEST(!grew(90));
@@ -615,7 +615,7 @@ BOOST_AUTO_TEST_CASE(output_bound_judges_hard_soft_and_water_marks) {
     BOOST_TEST(b.slow());
 
     output_bound counted(p);
-    BOOST_TEST(counted.grew(1, svc, [] {}, true)); // the owner's own count limit
+    BOOST_TEST(counted.grew(1, svc, [] { return [] {}; }, true)); // the owner's own count limit
     BOOST_TEST(counted.slow());
 
     p.low_water = 500; // above high water: refused, naming the field

@@ -232,10 +232,13 @@ private:
     }
     void bound_output() {
         const bool over_count = pending() + (writing_ ? 1u : 0u) > options_.max_queued_messages;
-        if (bound_.grew(queued_, timers_, [weak = this->weak_from_this()] {
+        const auto on_soft_time = [this] {
+            return [weak = this->weak_from_this()] {
                 auto self = weak.lock();
                 if (self && self->bound_.soft_time_up(self->queued_)) self->conn_->close(net::close_reason::slow_consumer);
-            }, over_count)) {
+            };
+        };
+        if (bound_.grew(queued_, timers_, on_soft_time, over_count)) {
             drop_queue(); // the memory goes now; the close follows on the next turn (a broadcast loop stays valid)
             conn_->post([](connection_type& c) { c.close(net::close_reason::slow_consumer); });
         }

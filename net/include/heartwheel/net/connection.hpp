@@ -228,10 +228,7 @@ public:
         }
         if (closed_ || ((closing_ || bound_.slow()) && !in_last_words_)) return;
         out_.append(parts);
-        if (!in_last_words_ && bound_.grew(out_.queued(), svc_, [weak = this->weak_from_this()] {
-                auto self = weak.lock();
-                if (self && self->bound_.soft_time_up(self->out_.queued())) self->close(close_reason::slow_consumer);
-            })) {
+        if (!in_last_words_ && bound_.grew(out_.queued(), svc_, [this] { return soft_time_callback(); })) {
             out_.drop_pending(); // the memory goes now, not after the close
             return post([](connection& c) { c.close(close_reason::slow_consumer); });
         }
@@ -484,6 +481,14 @@ private:
         // nothing more, and a session that holds the connection is not kept alive by it.
         const auto handler = std::exchange(handler_, nullptr);
         if (handler) handler->on_close(*reason_);
+    }
+
+    // The output bound's soft limit ran out its time (output_bound::grew arms it).
+    std::function<void()> soft_time_callback() {
+        return [weak = this->weak_from_this()] {
+            auto self = weak.lock();
+            if (self && self->bound_.soft_time_up(self->out_.queued())) self->close(close_reason::slow_consumer);
+        };
     }
 
     void write() {

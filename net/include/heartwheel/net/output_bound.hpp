@@ -52,9 +52,10 @@ public:
 
     /// The queue grew to `queued` (`over_count`: past a count limit of the owner's own). True when it
     /// is now slow: the owner drops its queue and posts its slow-consumer close. Above the soft limit,
-    /// arms the soft timer with `on_soft_time` (the owner's callback, holding it weakly), once.
-    template <class OnSoftTime>
-    bool grew(std::size_t queued, timer_scheduler& timers, OnSoftTime&& on_soft_time, bool over_count = false) {
+    /// arms the soft timer, once, with the callback `make_on_soft_time()` returns (the owner's, holding
+    /// it weakly) — made only then: below both limits a growth is two compares (every send pays it).
+    template <class MakeOnSoftTime>
+    bool grew(std::size_t queued, timer_scheduler& timers, MakeOnSoftTime&& make_on_soft_time, bool over_count = false) {
         if (queued > high_water_) was_above_ = true;
         if (queued <= bound_from_ && !over_count) return false;
         if (over_count || (hard_limit_ > 0 && queued > hard_limit_)) {
@@ -63,7 +64,7 @@ public:
             return true;
         }
         if (soft_limit_ > 0 && queued > soft_limit_ && !soft_timer_) {
-            soft_timer_ = heartwheel::timer_handle(std::forward<OnSoftTime>(on_soft_time));
+            soft_timer_ = heartwheel::timer_handle(make_on_soft_time());
             timers.schedule(soft_timer_.node(),
                             timers.deadline_after(std::chrono::duration_cast<duration>(std::chrono::milliseconds(soft_limit_ms_))));
         }
