@@ -8,6 +8,7 @@
 
 #include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/net/connection.hpp>
+#include <heartwheel/net/framed_output.hpp>
 #include <heartwheel/net/ssl_stream.hpp>
 
 #include "tcp_segments.hpp"
@@ -38,10 +39,12 @@ struct fixture {
         peer.connect(acceptor.local_endpoint());
         return acceptor.accept();
     }
-    template <class Stream = tcp::socket>
-    std::shared_ptr<net::connection<Stream>> make(Stream s, const net::liveness_config& cfg, net::connection_hooks hooks = {},
-                                                  net::connection_options opts = {}) {
-        auto c = std::make_shared<net::connection<Stream>>(std::move(s), net::connection_context(wheel, cfg, &counters, nullptr, opts));
+    template <class Stream = tcp::socket, template <class> class Output = net::byte_output>
+    std::shared_ptr<net::connection<Stream, net::connection_liveness, Output>> make(Stream s, const net::liveness_config& cfg,
+                                                                                 net::connection_hooks hooks = {},
+                                                                                 net::connection_options opts = {}) {
+        auto c = std::make_shared<net::connection<Stream, net::connection_liveness, Output>>(
+            std::move(s), net::connection_context(wheel, cfg, &counters, nullptr, opts));
         c->set_hooks(std::move(hooks));
         return c;
     }
@@ -144,10 +147,12 @@ BOOST_FIXTURE_TEST_CASE(close_sends_last_words_then_closes, fixture) {
 
 // A framing layer that writes its goodbye itself (a WebSocket close frame) holds the close with
 // goodbye_in_flight() until goodbye_written(): no FIN before it, the linger still bounds it, and the
-// reason is counted once.
+// reason is counted once. Its connection (framed_output) has no byte queue and never corks.
+using framed_connection = net::connection<tcp::socket, net::connection_liveness, net::framed_output>;
+static_assert(sizeof(framed_connection) < sizeof(net::connection<tcp::socket>), "framed_output carries no byte queue");
 BOOST_FIXTURE_TEST_CASE(a_framing_layers_goodbye_holds_the_close_until_written, fixture) {
     net::liveness_config cfg;
-    std::shared_ptr<net::connection<tcp::socket>> c;
+    std::shared_ptr<framed_connection> c;
     net::connection_hooks hooks;
     int corked = -1;
     hooks.last_words = [&](net::close_reason) {
@@ -156,7 +161,7 @@ BOOST_FIXTURE_TEST_CASE(a_framing_layers_goodbye_holds_the_close_until_written, 
         socklen_t len = sizeof corked;
         ::getsockopt(c->lowest_layer().native_handle(), IPPROTO_TCP, TCP_CORK, &corked, &len);
     };
-    c = make(accept_one(), cfg, hooks);
+    c = make<tcp::socket, net::framed_output>(accept_one(), cfg, hooks);
     c->close(net::close_reason::shutdown);
     run_for(50ms);
     BOOST_TEST(c->closing());
@@ -179,13 +184,13 @@ BOOST_FIXTURE_TEST_CASE(a_framing_layers_goodbye_holds_the_close_until_written, 
     BOOST_TEST(closes(net::close_reason::shutdown) == 1u);
 
     // A goodbye that never says it is written is bounded by the linger.
-    std::shared_ptr<net::connection<tcp::socket>> d;
+    std::shared_ptr<framed_connection> d;
     net::connection_hooks quiet;
     quiet.last_words = [&](net::close_reason) { d->goodbye_in_flight(); };
     net::connection_options opts;
     opts.linger = 100ms;
     peer = tcp::socket(io);
-    d = make(accept_one(), cfg, quiet, opts);
+    d = make<tcp::socket, net::framed_output>(accept_one(), cfg, quiet, opts);
     const auto start = std::chrono::steady_clock::now();
     d->close(net::close_reason::shutdown);
     run_until([&] { return d->closed(); });

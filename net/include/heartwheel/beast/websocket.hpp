@@ -7,7 +7,8 @@
 //   ws->send(text);                                         // a queued message, bounded; any thread
 //
 // The layers. net::connection keeps what every connection has: its liveness (wheel timers), the
-// count of each close with its reason, the linger, the FIN, the handler. Beast's
+// count of each close with its reason, the linger, the FIN, the handler; its output layer is
+// framed_output (no byte queue: this layer queues messages, Beast writes them). Beast's
 // websocket::stream<connection::stream_type&> frames messages over the connection's own stream, so
 // every byte Beast reads or writes is recorded there (any byte proves liveness to the heartbeat;
 // writer idleness sees the frames). This layer is the connection's handler and speaks WebSocket for it:
@@ -39,6 +40,7 @@
 #endif
 
 #include <heartwheel/net/connection.hpp>
+#include <heartwheel/net/framed_output.hpp>
 #include <heartwheel/net/output_bound.hpp>
 #include <heartwheel/net/detail/home_executor.hpp>
 
@@ -99,7 +101,8 @@ class ws_connection final : public std::enable_shared_from_this<ws_connection<Ne
     struct make_tag {}; // create() only
 
 public:
-    using connection_type = net::connection<NextLayer>;
+    /// The session's life under this layer; framed_output: no byte queue of its own, Beast writes.
+    using connection_type = net::connection<NextLayer, net::connection_liveness, net::framed_output>;
     using websocket_type = websocket::stream<typename connection_type::stream_type&>;
 
     /// A WebSocket connection over `next_layer` (TLS streams: handshake with connection() first),
@@ -195,7 +198,6 @@ private:
         bound_.stop();
         if (auto app = std::exchange(app_, nullptr)) app->on_close(why);
     }
-    void on_writable() override {} // the connection's own queue is never used
     void on_idle(net::idle_event e) override {
         if (app_) app_->on_idle(e);
     }

@@ -1,6 +1,13 @@
-// heartwheel/net/connection.hpp — one connection: a stream that records its own activity, its
-// liveness policies, a bounded write queue and the one close path. An application only speaks its
+// heartwheel/net/connection.hpp — one connection's life: a stream that records its own activity, its
+// liveness policies, the one close path, and an output layer under it. An application only speaks its
 // protocol: it reads from stream(), send()s replies, and calls close(reason) when it wants out.
+//
+// Two layers. The connection is the session's life — liveness, phase deadlines, requests, the close
+// path with its count, last words, linger, FIN and handler. Its Output is the layer that writes:
+// byte_output (the default: a bounded, coalescing write queue, send(), backpressure, close_after_sent)
+// for applications that speak bytes, or framed_output for a framing layer that writes for itself (a
+// Beast WebSocket stream over stream(): no byte queue, no send(), only a goodbye the close waits for).
+// Both sit under the same close path; byte_output.hpp states the contract between the two.
 //
 //   struct session : net::connection_handler {             // the application: override what it needs
 //       void send_ping() override { c->send("PING\n"); }
@@ -41,6 +48,7 @@
 // their connection are its handlers (a cycle until the close) leaks nothing either: the io_context's
 // shutdown makes every connection still open let go of its handler (detail::teardown_registry).
 //
+// The Output parameter is the output layer (above); a framing layer of your own picks framed_output.
 // The Liveness parameter is what times the connection: connection_liveness on a wheel by default; the
 // echo server's per-socket steady_timer baseline plugs in the same way. It is made by a factory called
 // with the connection as its liveness_handler, and must offer on_read(bool), on_write_started(),
@@ -48,16 +56,16 @@
 #ifndef HEARTWHEEL_NET_CONNECTION_HPP
 #define HEARTWHEEL_NET_CONNECTION_HPP
 
+#include <heartwheel/net/byte_output.hpp>
 #include <heartwheel/net/close_reason.hpp>
 #include <heartwheel/net/connection_context.hpp>
+#include <heartwheel/net/connection_handler.hpp>
 #include <heartwheel/net/connection_liveness.hpp>
 #include <heartwheel/net/detail/home_executor.hpp>
 #include <heartwheel/net/detail/teardown_registry.hpp>
 #include <heartwheel/net/errc.hpp>
 #include <heartwheel/net/keepalive.hpp>
 #include <heartwheel/net/liveness_stream.hpp>
-#include <heartwheel/net/output_bound.hpp>
-#include <heartwheel/net/write_queue.hpp>
 #include <heartwheel/timer_handle.hpp>
 
 #include <algorithm>
@@ -73,60 +81,16 @@
 
 namespace heartwheel::net {
 
-/// What a connection asks of its application; override what it needs (every call is optional).
-class connection_handler {
-public:
-    virtual ~connection_handler() = default;
-    virtual void send_ping() {}               ///< heartbeat: queue a ping (with send())
-    virtual void last_words(close_reason) {}  ///< closing: queue a goodbye (with send()); once
-    virtual void on_close(close_reason) {}    ///< closed: the lowest layer is closed; once
-    virtual void on_writable() {}             ///< the write queue drained below its low-water mark
-    virtual void on_idle(idle_event) {}       ///< every idle event (they close unless told not to)
-};
-
-/// A connection_handler made of lambdas (each optional), for small programs and tests:
-/// connection::set_hooks() wraps them.
-struct connection_hooks {
-    std::function<void()> send_ping;
-    std::function<void(close_reason)> last_words;
-    std::function<void(close_reason)> on_close;
-    std::function<void()> on_writable;
-    std::function<void(idle_event)> on_idle;
-};
-
-namespace detail {
-class hooks_handler final : public connection_handler {
-public:
-    explicit hooks_handler(connection_hooks h) : h_(std::move(h)) {}
-    void send_ping() override {
-        if (h_.send_ping) h_.send_ping();
-    }
-    void last_words(close_reason r) override {
-        if (h_.last_words) h_.last_words(r);
-    }
-    void on_close(close_reason r) override {
-        if (h_.on_close) h_.on_close(r);
-    }
-    void on_writable() override {
-        if (h_.on_writable) h_.on_writable();
-    }
-    void on_idle(idle_event e) override {
-        if (h_.on_idle) h_.on_idle(e);
-    }
-
-private:
-    connection_hooks h_;
-};
-} // namespace detail
-
-template <class NextLayer, class Liveness = connection_liveness>
-class connection final : public std::enable_shared_from_this<connection<NextLayer, Liveness>>,
+template <class NextLayer, class Liveness = connection_liveness, template <class> class Output = byte_output>
+class connection final : public std::enable_shared_from_this<connection<NextLayer, Liveness, Output>>,
                          private stream_observer,
                          private liveness_handler,
-                         private detail::teardown_registry::entry {
+                         private detail::teardown_registry::entry,
+                         public Output<connection<NextLayer, Liveness, Output>> { // last: see the members
 public:
     using stream_type = liveness_stream<NextLayer>;
     using executor_type = typename NextLayer::executor_type;
+    using output_type = Output<connection>;
     static constexpr bool is_tls = detail::tls_traits<NextLayer>::is_tls;
     /// Whether the lowest layer is a TCP socket (keepalive options, the goodbye's cork).
     static constexpr bool is_tcp =
@@ -156,10 +120,10 @@ public:
     connection(NextLayer next_layer, timer_scheduler& svc, MakeLiveness&& make_liveness,
                std::shared_ptr<connection_handler> handler = nullptr, liveness_counters* counters = nullptr,
                connection_options options = {})
-        : stream_(*this, made_at_home(next_layer)), svc_(svc), handler_(std::move(handler)), counters_(counters),
-          linger_ms_(options.linger), out_(options.queue), bound_(options.output),
-          live_(make_liveness(static_cast<liveness_handler&>(*this))),
-          reads_are_idle_activity_(options.reads_are_idle_activity), close_on_idle_(options.close_on_idle) {
+        : output_type(options), reads_are_idle_activity_(options.reads_are_idle_activity),
+          close_on_idle_(options.close_on_idle), stream_(*this, made_at_home(next_layer)), svc_(svc),
+          handler_(std::move(handler)), counters_(counters), linger_ms_(options.linger),
+          live_(make_liveness(static_cast<liveness_handler&>(*this))) {
         detail::teardown_registry::of(stream_.get_executor()).add(*this);
     }
     ~connection() {
@@ -179,7 +143,6 @@ public:
     typename stream_type::lowest_layer_type& lowest_layer() noexcept { return stream_.lowest_layer(); }
     executor_type get_executor() noexcept { return stream_.get_executor(); }
     Liveness& liveness() noexcept { return *live_; }
-    const write_queue& output() const noexcept { return out_; }
 
     /// Applies the keepalive options to a TCP lowest layer (errors are returned, not thrown).
     error_code apply_socket_options(const keepalive_options& k) {
@@ -205,49 +168,6 @@ public:
     /// off: e.g. a data line, not a pong).
     void message_received() { live_->on_read(true); }
 
-    /// Queues one message and writes it as soon as possible, coalesced with whatever else is queued
-    /// (never split from itself when a close drops what is not yet written). Ignored once the
-    /// connection is closed (and, while closing, after the last words).
-    ///
-    /// Bounded by options.output, whoever the producer is (in a fan-out server, other connections):
-    /// past hard_limit, or above soft_limit for soft_limit_time, the connection closes with
-    /// slow-consumer — not inside this call (a broadcast loop stays valid): what was queued is
-    /// dropped at once, later sends are ignored, and the close follows on the executor's next turn.
-    /// Producers that can wait ask writable() first and resume on on_writable().
-    ///
-    /// Safe from any thread when the connection lives on a strand (the thread-pool model): called from
-    /// outside that strand — a broadcast from another shard, a backend thread — it copies the message
-    /// and posts the send to the strand, where sends from one caller keep their order.
-    void send(std::string_view message) { send({message}); }
-    /// Queues one message made of parts, e.g. send({line, "\n"}).
-    void send(std::initializer_list<std::string_view> parts) {
-        if (away()) {
-            std::string copy;
-            for (auto part : parts) copy.append(part);
-            return post([m = std::move(copy)](connection& c) { c.send(m); });
-        }
-        if (closed_ || ((closing_ || bound_.slow()) && !in_last_words_)) return;
-        out_.append(parts);
-        if (!in_last_words_ && bound_.grew(out_.queued(), svc_, [this] { return soft_time_callback(); })) {
-            out_.drop_pending(); // the memory goes now, not after the close
-            return post([](connection& c) { c.close(close_reason::slow_consumer); });
-        }
-        if (!writing_) write();
-    }
-    /// Whether a producer may send now: no more than options.output.high_water queued (Netty's
-    /// Channel.isWritable). After false, on_writable() runs once it drains to low_water.
-    bool writable() const noexcept { return bound_.writable(out_.queued()); }
-    /// Whether the application should read more now: open and the write queue not above its
-    /// high-water mark. After a false for a full queue, on_writable runs once it drains below the
-    /// low-water mark (backpressure: a peer that does not read stops being read).
-    bool can_read() noexcept {
-        if (closing_) return false;
-        if (!writable()) {
-            bound_.held();
-            return false;
-        }
-        return true;
-    }
 
     /// The one close path (see the top of this file). Idempotent: the first reason wins. `linger`
     /// overrides the options' for this close (a graceful shutdown may give the goodbye its grace).
@@ -256,16 +176,6 @@ public:
         if (away()) return post([why, linger](connection& c) { c.close(why, linger); });
         if (linger) linger_ms_ = *linger;
         begin_close(why, true);
-    }
-    /// Closes with `why` once everything queued so far is written — a response that ends the
-    /// connection (HTTP's "Connection: close"), which close() would drop if it were still queued.
-    /// Until then the connection is open; its last words, if any, follow that output. Posted from
-    /// outside the connection's strand, as close() is.
-    void close_after_sent(close_reason why) {
-        if (away()) return post([why](connection& c) { c.close_after_sent(why); });
-        if (closing_) return;
-        if (out_.empty() && !writing_) return close(why);
-        close_after_sent_ = why;
     }
     /// Closes now, without last words; on a connection already closing, cuts its linger short (the
     /// first reason stays). Posted from outside the connection's strand, as close() is.
@@ -306,23 +216,6 @@ public:
     void handshake_started() { live_->handshake_started(); }
     void handshake_finished() { live_->handshake_done(); }
 
-    /// For a framing layer that writes its goodbye itself (a WebSocket close frame) rather than with
-    /// send(): called inside last_words(), it makes the close wait for goodbye_written() — bounded by
-    /// the linger as the connection's own last words are — before the FIN and the linger's end.
-    void goodbye_in_flight() {
-        if (!in_last_words_ || goodbye_pending_) return;
-        goodbye_pending_ = true;
-        // Its goodbye may wait for the peer (a WebSocket close handshake) before our FIN: a corked
-        // tail would sit in the kernel for up to 200 ms instead of leaving now.
-        hold_tail_for_fin(false);
-    }
-    /// The framing layer's goodbye is out (or failed): the close goes on as after the connection's
-    /// own last words (FIN, then the peer's end or the linger's).
-    void goodbye_written() {
-        if (!goodbye_pending_) return;
-        goodbye_pending_ = false;
-        if (!writing_ && out_.empty()) half_close();
-    }
 
     /// A deadline for a phase of the application's protocol (Beast's expires_after, on the wheel): an
     /// HTTP server's wait for the next request, its request head, its body. Unless expires_never() or
@@ -355,6 +248,8 @@ public:
     std::optional<close_reason> reason() const noexcept { return reason_; }
 
 private:
+    friend output_type; // the output layer (byte_output, framed_output) reads the close's state and
+                        // calls begin_close / half_close: one close path for both layers
     // A connection whose socket lives on a strand (the thread-pool model) is made inside that strand:
     // its policies arm timers in the strand's wheel as it is made, which from another thread would
     // race that wheel. Refused with a clear error rather than a silent corruption (a Beast-style
@@ -378,7 +273,7 @@ private:
     void on_bytes_written(std::size_t n, std::size_t size) override {
         if (closing_) return;
         if (n < size) live_->on_write_progress();
-        else live_->on_write_complete(out_.queued() <= n);
+        else live_->on_write_complete(this->queued() <= n);
     }
     error_code close_error() const noexcept override {
         if (!closed_) return {};
@@ -413,18 +308,17 @@ private:
         reason_ = why;
         live_->close();
         if (counters_) counters_->closed(why);
-        out_.drop_pending(); // what was not yet written is not worth waiting for
-        bound_.stop();
+        this->output_closing();
         deadline_.cancel();
         if (!last_words) return finish_close();
         if (handler_) {
-            hold_tail_for_fin(); // before the goodbye: send() writes at once when nothing is in flight
+            this->output_before_last_words();
             in_last_words_ = true;
             handler_->last_words(why);
             in_last_words_ = false;
         }
-        if (out_.empty() && !writing_ && !goodbye_pending_) return finish_close();
-        if (!writing_ && !out_.empty()) write(); // else the write in flight finishes, then the rest goes
+        if (!this->output_busy()) return finish_close();
+        this->output_flush();
         linger_ = linger_timer();
     }
 
@@ -434,22 +328,6 @@ private:
         });
         svc_.schedule(h.node(), svc_.deadline_after(std::chrono::duration_cast<duration>(linger_ms_)));
         return h;
-    }
-
-    // TCP: the kernel keeps the last words' partial segment until the FIN, which half_close sends as
-    // soon as they are written, and the two leave as one segment: one transmit, one receive and one
-    // acknowledgement fewer per close (on loopback the sender pays for the receiver's softirq too).
-    // Full segments still go at once; nothing waits longer than the write. Best effort: without
-    // TCP_CORK, or if it fails, they go as two segments as before.
-    void hold_tail_for_fin(bool hold = true) noexcept {
-#ifdef TCP_CORK
-        if constexpr (is_tcp) {
-            const int on = hold ? 1 : 0;
-            (void)::setsockopt(stream_.lowest_layer().native_handle(), IPPROTO_TCP, TCP_CORK, &on, sizeof on);
-        }
-#else
-        (void)hold;
-#endif
     }
 
     // The last words are written: send FIN behind them and close at the end of the linger, or as soon
@@ -483,39 +361,6 @@ private:
         if (handler) handler->on_close(*reason_);
     }
 
-    // The output bound's soft limit ran out its time (output_bound::grew arms it).
-    std::function<void()> soft_time_callback() {
-        return [weak = this->weak_from_this()] {
-            auto self = weak.lock();
-            if (self && self->bound_.soft_time_up(self->out_.queued())) self->close(close_reason::slow_consumer);
-        };
-    }
-
-    void write() {
-        writing_ = true;
-        const std::string_view bytes = out_.next_bytes();
-        stream_.async_write_some(asio::buffer(bytes.data(), bytes.size()),
-                                 [self = this->shared_from_this()](error_code ec, std::size_t n) {
-                                     self->on_written(ec, n);
-                                 });
-    }
-
-    void on_written(error_code ec, std::size_t n) {
-        writing_ = false;
-        if (ec) {
-            if (!closing_) begin_close(close_reason::io_error, false);
-            return finish_close();
-        }
-        out_.consumed(n);
-        if (!out_.empty()) return write();
-        if (close_after_sent_ && !closing_) return begin_close(*close_after_sent_, true);
-        if (closing_) { // the last words are out (a framing layer's goodbye: once it says so)
-            if (!goodbye_pending_) half_close();
-            return;
-        }
-        if (bound_.drained(out_.queued()) && handler_) handler_->on_writable();
-    }
-
     struct handshake_op {
         std::shared_ptr<connection> c;
         asio::ssl::stream_base::handshake_type type;
@@ -538,23 +383,21 @@ private:
         }
     };
 
+    // The first members fit in the tail of the output's base (its own few flags), the last ones share
+    // one word: 8 bytes less per connection than in the order they are read in.
+    close_reason deadline_reason_ = close_reason::shutdown;
+    std::optional<close_reason> reason_;
+    bool reads_are_idle_activity_, close_on_idle_;
     stream_type stream_;
     timer_scheduler& svc_;
     std::shared_ptr<connection_handler> handler_;
     liveness_counters* counters_;
     std::chrono::milliseconds linger_ms_;
-    write_queue out_;
-    output_bound bound_; ///< the slow-consumer bound and the water marks of out_
     std::unique_ptr<Liveness> live_;
     heartwheel::timer_handle linger_;
     heartwheel::timer_handle deadline_;   ///< the application's phase deadline (expires_after), once used
-    close_reason deadline_reason_ = close_reason::shutdown;
-    std::optional<close_reason> reason_;
-    std::optional<close_reason> close_after_sent_; ///< close_after_sent(): closes once the queue is written
-    bool reads_are_idle_activity_, close_on_idle_;
     bool handshake_done_ = !is_tls;
-    bool writing_ = false, closing_ = false, closed_ = false, in_last_words_ = false, half_closed_ = false;
-    bool goodbye_pending_ = false; ///< a framing layer's goodbye is being written (goodbye_in_flight)
+    bool closing_ = false, closed_ = false, in_last_words_ = false, half_closed_ = false;
     bool deadline_fired_ = false;  ///< closed by expires_after's deadline: operations get timed_out
     /// Whether the connection lives on a strand (the thread-pool model): only then do send(), close(),
     /// abort() and complete_request() look whether they run inside it (asked once, here).
