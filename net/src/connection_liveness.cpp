@@ -83,7 +83,7 @@ void connection_liveness::on_write_complete(bool drained) {
 }
 
 void connection_liveness::on_pong() {
-    if (heartbeat_) heartbeat_->on_pong(svc_->stamp());
+    if (heartbeat_) heartbeat_->on_pong(svc_->fresh_now()); // exact: one clock read per ping round
     if (!counters_) return;
     counters_->pong_received();
     if (heartbeat_)

@@ -91,6 +91,11 @@ void heartbeat::judge_ping() {
 }
 
 void heartbeat::on_pong(time_point stamp) {
+    // An exact time: the pinger counts from it without the batch bound (see heartbeat.hpp).
+    if (policy_.trigger == heartbeat_trigger::inbound && stamp > pinger_.last()) {
+        pinger_.touch(stamp);
+        pinger_exact_ = true;
+    }
     on_read(stamp);
     if (!awaiting_pong_) return;
     awaiting_pong_ = false;

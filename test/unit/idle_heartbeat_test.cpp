@@ -260,6 +260,33 @@ BOOST_AUTO_TEST_CASE(an_exact_ping_base_is_not_bounded_like_a_stamp) {
     BOOST_TEST((*log.dead == 550ms)); // P + (misses - 1) * interval + timeout
 }
 
+// A pong is timed exactly (the connection reads a fresh clock for it: one read per ping round, not per
+// read), so the next ping counts from the pong itself, not from its batch's bound. Batch-bounded pongs
+// gave every connection read in one batch the same ping time, round after round: thousands of peers
+// pinged in lockstep, each burst delaying the next round's pongs (bench/ws_idle: death seen 9.8 ms
+// late at the median, 4.3 with exact pongs). A stamped read in the same batch, before or after the
+// pong (its bytes), does not undo the exact time.
+BOOST_AUTO_TEST_CASE(the_ping_after_a_pong_counts_from_the_pong_exactly) {
+    manual_service svc;
+    svc.lag = 3ms; // a batch's bound: a stamp is up to 3 ms before the read
+    hb_log log(svc);
+    heartbeat_policy p;
+    p.interval = 100ms;
+    p.timeout = 50ms;
+    p.misses = 2;
+    p.rtt_factor = 0;
+    auto hb = make_hb(svc, log, p);
+    svc.step_by(107ms); // the first ping (from the start's stamp, bounded), then 7 ms of waiting
+    BOOST_TEST_REQUIRE(log.pings.size() == 1u);
+    const auto pong_at = svc.since_start();
+    hb.on_read(svc.stamp()); // the pong's bytes, stamped with the batch
+    hb.on_pong(svc.now());   // the pong, at a fresh clock
+    hb.on_read(svc.stamp()); // another read later in the same batch
+    svc.step_by(120ms);
+    BOOST_TEST_REQUIRE(log.pings.size() == 2u);
+    BOOST_TEST((log.pings[1] == pong_at + 100ms), log.pings[1].count() << " vs " << (pong_at + 100ms).count());
+}
+
 // timeout == interval: the next ping falls due in the same tick as the last one's judgement. The
 // judgement must still happen (it once did not: the ping re-armed the miss check first, so a silent
 // peer was pinged forever and never closed); the ping goes out right after it, in the same tick.

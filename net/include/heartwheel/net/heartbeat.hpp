@@ -77,8 +77,11 @@ public:
     void on_write(time_point stamp) noexcept {
         if (policy_.trigger == heartbeat_trigger::outbound) touch(stamp);
     }
-    /// The answer to our ping arrived (also call on_read for its bytes): records a round trip.
-    void on_pong(time_point stamp);
+    /// The answer to our ping arrived (also call on_read for its bytes): records a round trip. `at` is
+    /// exact — a fresh clock reading (timer_scheduler::fresh_now), not a batch's stamp — and the next
+    /// ping counts from it: pongs read in one batch must not share one ping time (peers pinged in
+    /// lockstep, round after round, each burst delaying the next round's pongs).
+    void on_pong(time_point at);
 
     void stop() noexcept;
     std::uint32_t consecutive_misses() const noexcept { return misses_; }
@@ -101,6 +104,7 @@ private:
     /// The pinger counts from an exact time after a ping (when it fell due), from a stamp after activity.
     bool exact_activity(const activity_timer&) const override { return pinger_exact_; }
     void touch(time_point stamp) noexcept {
+        if (stamp <= pinger_.last()) return; // an older stamp (one batch's) does not undo an exact time
         pinger_exact_ = false;
         pinger_.touch(stamp);
     }
