@@ -34,9 +34,9 @@ std::string write_queue::take_spare() noexcept {
     return s;
 }
 
-void write_queue::append(std::initializer_list<std::string_view> parts) {
+void write_queue::append(const std::string_view* parts, std::size_t part_count) {
     std::size_t size = 0;
-    for (auto p : parts) size += p.size();
+    for (std::size_t i = 0; i < part_count; ++i) size += parts[i].size();
     if (size == 0) return;
     if (size > std::numeric_limits<std::uint32_t>::max()) throw std::length_error("write_queue: message of 4 GiB or more");
     // A new chunk when there is none, the last one is in flight, or the message would overflow it.
@@ -50,7 +50,8 @@ void write_queue::append(std::initializer_list<std::string_view> parts) {
         more_->rest.push_back(std::move(fresh));
     }
     std::string& c = back();
-    for (auto p : parts) c.append(p.data(), p.size());
+    if (c.empty()) c.reserve(size); // a fresh chunk: one allocation for a message of several parts
+    for (std::size_t i = 0; i < part_count; ++i) c.append(parts[i].data(), parts[i].size());
     queued_ += size;
 }
 

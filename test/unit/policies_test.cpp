@@ -559,6 +559,14 @@ BOOST_AUTO_TEST_CASE(write_queue_coalesces_and_accounts_bytes) {
     idle.append("hello\n");
     idle.consumed(idle.next_bytes().size());
     BOOST_TEST(idle.memory() == 0u);
+    // A message given as an array of parts (an HTTP serializer's buffers): one message, whole.
+    write_queue parts_q;
+    const std::string body(1000, 'b');
+    const std::string_view parts[] = {"HTTP/1.1 200 OK\r\n", "Content-Length: 1000\r\n\r\n", body};
+    parts_q.append(parts, 3);
+    const std::string want = std::string(parts[0]) + std::string(parts[1]) + body;
+    BOOST_TEST(parts_q.queued() == want.size());
+    BOOST_TEST(parts_q.next_bytes() == want);
 }
 
 BOOST_AUTO_TEST_CASE(closes_text_lists_the_reasons_with_a_count) {

@@ -21,8 +21,8 @@
 // A request is reader activity when it is whole (message_received), not per byte: a trickled head
 // never looks active to the idle policies. A head or body over its limit, or a request the parser
 // rejects, is answered 431 / 413 / 400 and closed bad-request; the peer's end of stream between
-// requests closes peer-closed. send() serializes a response into the connection's write queue
-// (bounded by the output policy, timed by write_timeout); keep-alive is the request's wish unless
+// requests closes peer-closed. send() serializes a response straight into the connection's write
+// queue (one copy; bounded by the output policy, timed by write_timeout); keep-alive is the request's wish unless
 // the connection served max_requests (reason max-requests) or is older than max_age (max-age): that
 // response says "Connection: close" and the connection closes once it is written
 // (close_after_sent). Reads after a close complete with its error; bytes a peer sends after our
@@ -51,6 +51,7 @@
 #include <heartwheel/net/detail/home_executor.hpp>
 #include <heartwheel/net/policies.hpp>
 
+#include <boost/container/small_vector.hpp>
 #include <boost/beast/core/buffers_range.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
@@ -61,6 +62,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -114,22 +116,27 @@ struct http_policy {
     }
 };
 
-/// A message's bytes as they go on the wire (Beast's serializer, run to the end into one string).
-template <bool isRequest, class Body, class Fields>
-std::string serialize(bhttp::message<isRequest, Body, Fields>& m) {
+/// Queues a message on a connection as it goes on the wire: Beast's serializer's buffers (the header
+/// and, for a body held in memory, the whole body) are copied once, straight into the write queue, as
+/// one message. A body that streams in several pieces queues one message per piece.
+template <class Connection, bool isRequest, class Body, class Fields>
+void queue_message(Connection& conn, bhttp::message<isRequest, Body, Fields>& m) {
     bhttp::serializer<isRequest, Body, Fields> sr{m};
-    std::string out;
+    boost::container::small_vector<std::string_view, 8> parts;
     error_code ec;
-    while (!ec && !sr.is_done())
+    while (!sr.is_done()) {
+        std::size_t n = 0;
+        parts.clear();
         sr.next(ec, [&](error_code&, const auto& buffers) {
-            std::size_t n = 0;
             for (const auto b : boost::beast::buffers_range_ref(buffers)) {
-                out.append(static_cast<const char*>(b.data()), b.size());
+                parts.emplace_back(static_cast<const char*>(b.data()), b.size());
                 n += b.size();
             }
-            sr.consume(n);
         });
-    return out;
+        if (ec) return;
+        conn.send_parts(parts.data(), parts.size()); // the buffers stay valid until consume()
+        sr.consume(n);
+    }
 }
 
 template <class NextLayer>
@@ -187,7 +194,7 @@ public:
         res.version(to.version);
         res.keep_alive(!last);
         res.prepare_payload();
-        conn_->send(serialize(res));
+        queue_message(*conn_, res);
         if (last) {
             done_ = true;
             conn_->close_after_sent(*last);
@@ -215,13 +222,13 @@ private:
             bhttp::response<bhttp::empty_body> res(bhttp::status::request_timeout, version_);
             res.keep_alive(false);
             res.prepare_payload();
-            conn_->send(serialize(res));
+            queue_message(*conn_, res);
         } else if (why == bad_request && error_status_ != bhttp::status::unknown) {
             bhttp::response<bhttp::string_body> res(error_status_, version_);
             res.keep_alive(false);
             res.body() = std::string(bhttp::obsolete_reason(error_status_)) + "\n";
             res.prepare_payload();
-            conn_->send(serialize(res));
+            queue_message(*conn_, res);
         }
     }
     void on_close(net::close_reason why) override {

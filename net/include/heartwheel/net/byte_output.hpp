@@ -60,15 +60,18 @@ public:
     /// and posts the send to the strand, where sends from one caller keep their order.
     void send(std::string_view message) { send({message}); }
     /// Queues one message made of parts, e.g. send({line, "\n"}).
-    void send(std::initializer_list<std::string_view> parts) {
+    void send(std::initializer_list<std::string_view> parts) { send_parts(parts.begin(), parts.size()); }
+    /// Queues one message of `count` parts at `parts`, copied once into the queue (an HTTP response:
+    /// its serializer's header and body buffers, not first gathered into a string).
+    void send_parts(const std::string_view* parts, std::size_t count) {
         auto& c = self();
         if (c.away()) {
             std::string copy;
-            for (auto part : parts) copy.append(part);
+            for (std::size_t i = 0; i < count; ++i) copy.append(parts[i]);
             return c.post([m = std::move(copy)](Connection& posted) { posted.send(m); });
         }
         if (c.closed_ || ((c.closing_ || bound_.slow()) && !c.in_last_words_)) return;
-        out_.append(parts);
+        out_.append(parts, count);
         if (!c.in_last_words_ && bound_.grew(out_.queued(), c.svc_, [this] { return soft_time_callback(); })) {
             out_.drop_pending(); // the memory goes now, not after the close
             return c.post([](Connection& posted) { posted.close(close_reason::slow_consumer); });

@@ -51,7 +51,9 @@ public:
     /// Queues one message behind everything queued so far.
     void append(std::string_view message) { append({message}); }
     /// Queues one message made of parts (e.g. a line and its newline): never split across writes.
-    void append(std::initializer_list<std::string_view> parts);
+    void append(std::initializer_list<std::string_view> parts) { append(parts.begin(), parts.size()); }
+    /// The same with `count` parts at `parts` (e.g. an HTTP serializer's header and body buffers).
+    void append(const std::string_view* parts, std::size_t count);
 
     /// Whether a write is in flight (next_bytes() was handed out and not all of it consumed).
     bool writing() const noexcept { return in_flight_; }
