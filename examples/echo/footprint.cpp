@@ -169,7 +169,8 @@ int main(int argc, char** argv) {
     options.live.limits.max_age = std::chrono::hours(1);
     heartwheel::net::liveness_counters live_counters;
     echo::server_counters counters;
-    echo::worker w(options, live_counters, counters);
+    echo::worker_set workers(options, live_counters, counters);
+    echo::worker& w = *workers[0];
     tcp::acceptor acceptor(w.ex, {asio::ip::make_address("127.0.0.1"), 0});
     acceptor.listen(4096);
 

@@ -23,7 +23,6 @@
 #include <filesystem>
 #include <iomanip>
 #include <sstream>
-#include <thread>
 
 namespace echo {
 namespace {
@@ -47,17 +46,9 @@ void listen_on(asio::ip::tcp::acceptor& a, const asio::ip::tcp::endpoint& ep, bo
 
 } // namespace
 
-std::vector<std::unique_ptr<worker>> server::make_workers() {
-    std::vector<std::unique_ptr<worker>> out;
-    for (unsigned i = 0; i < options_.workers(); ++i)
-        out.push_back(std::make_unique<worker>(options_, live_counters_, counters_, pool_.get()));
-    return out;
-}
-
 server::server(const server_options& options)
     : options_(options),
-      pool_(options.io_threads > 0 ? std::make_unique<pool_context>(static_cast<int>(options.io_threads)) : nullptr),
-      workers_(make_workers()), acceptor_(workers_[0]->ex), signals_(workers_[0]->ex),
+      workers_(options_, live_counters_, counters_), acceptor_(workers_[0]->ex), signals_(workers_[0]->ex),
       accept_pause_([this] {
           if (!stopping_) accept();
       }) {
@@ -98,16 +89,8 @@ server::server(const server_options& options)
 
 server::~server() {
     if (spare_fd_ >= 0) ::close(spare_fd_);
-    if (!pool_) return;
-    // The thread pool's io_context outlives the workers, yet what is still queued in it must go while
-    // the workers' registries exist and after their wheels let go of their nodes (as a worker's own
-    // io_context does, by member order): stop the wheels, then shut the pool down, then the members go.
-    for (auto& w : workers_) {
-        w->closing = true;
-        w->for_each_session(&session_base::abort);
-    }
-    for (auto& w : workers_) w->wheel.shutdown();
-    pool_->shutdown();
+    // Then the members: the server's timers and acceptors, then workers_ (worker_set: sessions
+    // closed, the shards shut down, the workers, the shards).
 }
 
 // Raises the soft descriptor limit to the hard one, and says so once if --max-connections cannot be
@@ -363,7 +346,7 @@ void server::begin_shutdown() {
             return;
         }
         if (counters_.active.load() != 0 && now < deadline + std::chrono::milliseconds(500)) return;
-        for (auto& w : workers_) w->ioc.stop();
+        workers_.shards().stop();
     }));
 }
 
@@ -423,12 +406,7 @@ int server::run(std::ostream& out) {
     accept();
     if (metrics_acceptor_) serve_metrics(*workers_[0], *metrics_acceptor_, [this] { return prometheus_text(); });
     start_timers(out);
-    std::vector<std::thread> threads;
-    std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards;
-    for (auto& w : workers_) guards.push_back(asio::make_work_guard(w->ioc));
-    for (std::size_t i = 1; i < workers_.size(); ++i) threads.emplace_back([&, i] { workers_[i]->ioc.run(); });
-    workers_[0]->ioc.run();
-    for (auto& t : threads) t.join();
+    workers_.shards().run(); // every shard's thread, this one among them, until the shutdown's stop()
     for (auto& w : workers_) w->mirror_stats();
     out << "final " << stats_line() << std::endl;
     return 0;

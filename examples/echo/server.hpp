@@ -46,7 +46,6 @@ public:
     std::string prometheus_text() const;
 
 private:
-    std::vector<std::unique_ptr<worker>> make_workers();
     void accept();
     void start_session(worker& w, asio::ip::tcp::socket socket);
     void at_the_limit(worker& w, asio::ip::tcp::socket socket);
@@ -68,14 +67,7 @@ private:
     server_options options_;
     heartwheel::net::liveness_counters live_counters_;
     server_counters counters_;
-    /// --io-threads: the io_context the workers' strands share (an io_context whose shutdown — the
-    /// first half of its destructor — the server can call before the workers go).
-    struct pool_context : asio::io_context {
-        using asio::io_context::io_context;
-        using asio::io_context::shutdown;
-    };
-    std::unique_ptr<pool_context> pool_;
-    std::vector<std::unique_ptr<worker>> workers_;
+    worker_set workers_; ///< the shards (net::shards, in either threading model) and their workers
     std::optional<asio::ssl::context> tls_;
     asio::ip::tcp::acceptor acceptor_;
     std::optional<asio::ip::tcp::acceptor> metrics_acceptor_;

@@ -1,8 +1,10 @@
-// worker.hpp — one shard of the server: its executor, its wheel, its context and its sessions.
+// worker.hpp — what the echo server keeps beside each of its shards: the sessions, the admission
+// state, the figures mirrored for other threads.
 //
-// Thread per core (--threads): the worker owns an io_context run by one thread. Thread pool
-// (--io-threads): the server owns one io_context run by N threads and each worker is a strand of it;
-// everything of the worker (its wheel, its sessions' sockets, posts to it) runs on that strand.
+// The shard itself — executor, wheel, timeout scale, connection context — is the library's
+// (net::shards): thread per core (--threads), an io_context per shard run by one thread; thread pool
+// (--io-threads), one io_context run by N threads and each shard a strand of it. Everything of a
+// worker (its wheel, its sessions' sockets, posts to it) runs on its shard's executor.
 // Sessions register themselves so that shutdown can say BYE to each; the registry is touched only
 // from the worker's own executor. wheel_size mirrors the wheel's size for the stats line (other threads
 // read it). When its last session is gone the worker hands freed memory back to the OS a second later
@@ -17,11 +19,11 @@
 #include <heartwheel/net/connection_context.hpp>
 #include <heartwheel/net/counters.hpp>
 #include <heartwheel/net/handshake_gate.hpp>
+#include <heartwheel/net/shards.hpp>
 #include <heartwheel/net/source_share.hpp>
 #include <heartwheel/net/timeout_scale.hpp>
 
 #include <asio/io_context.hpp>
-#include <asio/strand.hpp>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -30,6 +32,7 @@
 #include <array>
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <unordered_set>
 #include <vector>
@@ -53,25 +56,20 @@ struct server_counters {
     std::atomic<std::uint64_t> read_buffers{0}, read_buffer_bytes{0};
 };
 
-// Member order matters: sessions still queued in `own_io` are destroyed by its destructor, after
-// `wheel` is gone (its nodes were detached) but while `sessions` and the counters still exist. The
-// pool's io_context outlives the workers: the server shuts it down first (server::~server).
+// Sessions still queued in a shard's io_context hold pointers to their worker: worker_set (below)
+// shuts the shards down (wheels, then the queued handlers) before the workers go.
 struct worker {
-    /// With `pool`, a strand of it (the thread-pool model); without, an io_context of its own.
     worker(const server_options& o, heartwheel::net::liveness_counters& lc, server_counters& sc,
-           asio::io_context* pool = nullptr)
-        : options(o), live_counters(lc), counters(sc), own_io(pool ? nullptr : std::make_unique<asio::io_context>(1)),
-          ioc(pool ? *pool : *own_io),
-          ex(pool ? asio::any_io_executor(asio::make_strand(*pool)) : asio::any_io_executor(own_io->get_executor())),
-          wheel(ex, wheel_config(o)),
-          scale(wheel, o.live.overload.threshold), context(wheel, o.live, &lc, &scale, session_options(o)),
-          handshakes(share_of_handshakes(o)) {
+           heartwheel::net::shard& shard)
+        : options(o), live_counters(lc), counters(sc), ioc(shard.io_context()), ex(shard.get_executor()),
+          wheel(shard.wheel()), scale(shard.scale()), context(shard.context()), handshakes(share_of_handshakes(o)) {
         if (o.source_share != 0) shares.emplace((o.source_share + o.workers() - 1) / o.workers()); // this worker's part
     }
-    ~worker() {
-        closing = true; // sessions destroyed by io's destructor must not touch the wheel
-        // Sessions still open (the shutdown grace ran out) close now, so each connection lets go of
-        // its session; io's destructor then destroys what is left of them with their handlers.
+    /// Before the shards shut down: sessions destroyed with their io_context's queued handlers must
+    /// not touch the wheel, and those still open (the shutdown grace ran out) close now, so each
+    /// connection lets go of its session.
+    void close_all() {
+        closing = true;
         for_each_session(&session_base::abort);
     }
 
@@ -136,14 +134,13 @@ struct worker {
     const server_options& options;
     heartwheel::net::liveness_counters& live_counters;
     server_counters& counters;
-    std::unique_ptr<asio::io_context> own_io; ///< thread per core: this worker's; thread pool: none
-    asio::io_context& ioc;                    ///< the io_context this worker runs on (its own, or the pool)
-    asio::any_io_executor ex;                 ///< the worker's executor: own_io's, or a strand of the pool
-    heartwheel::asio_wheel wheel;
+    asio::io_context& ioc;                    ///< the io_context its shard runs on (its own, or the pool)
+    asio::any_io_executor ex;                 ///< its shard's executor: an io_context's, or a strand of the pool
+    heartwheel::asio_wheel& wheel;
     /// The scaled timeouts of this worker's connections (--*-min flags); pressure set by the server.
-    heartwheel::net::timeout_scale scale;
+    heartwheel::net::timeout_scale& scale;
     /// What every connection of this worker shares: the wheel, the policies, the counters, the scale.
-    heartwheel::net::connection_context context;
+    const heartwheel::net::connection_context& context;
     /// TLS handshakes in progress on this thread, bounded in all and per source.
     heartwheel::net::handshake_gate handshakes;
     /// Connections by source address (--source-share), and its excess mirrored for other threads.
@@ -165,6 +162,34 @@ struct worker {
         lateness_total_us = d.lateness_total_us;
         for (std::size_t i = 0; i < lateness.size(); ++i) lateness[i] = d.lateness[i];
     }
+};
+
+/// The server's shards (one per --threads / --io-threads) and the worker beside each, torn down in
+/// the one safe order: sessions closed, the shards shut down (wheels, then queued handlers, which may
+/// destroy sessions that tell their worker), then the workers, then the shards.
+class worker_set {
+public:
+    worker_set(const server_options& o, heartwheel::net::liveness_counters& lc, server_counters& sc)
+        : shards_(o.workers(), o.io_threads > 0 ? heartwheel::net::threading::thread_pool : heartwheel::net::threading::thread_per_core,
+                  o.live, &lc, worker::session_options(o), worker::wheel_config(o)) {
+        for (std::size_t i = 0; i < shards_.size(); ++i) workers_.push_back(std::make_unique<worker>(o, lc, sc, shards_[i]));
+    }
+    ~worker_set() {
+        for (auto& w : workers_) w->close_all();
+        shards_.shutdown();
+    }
+    worker_set(const worker_set&) = delete;
+    worker_set& operator=(const worker_set&) = delete;
+
+    std::size_t size() const noexcept { return workers_.size(); }
+    const std::unique_ptr<worker>& operator[](std::size_t i) const noexcept { return workers_[i]; }
+    auto begin() const noexcept { return workers_.begin(); }
+    auto end() const noexcept { return workers_.end(); }
+    heartwheel::net::shards& shards() noexcept { return shards_; }
+
+private:
+    heartwheel::net::shards shards_;
+    std::vector<std::unique_ptr<worker>> workers_; ///< destroyed before the shards
 };
 
 } // namespace echo

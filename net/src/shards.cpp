@@ -11,6 +11,11 @@
 
 namespace heartwheel::net {
 
+struct shards::owned_io : asio::io_context {
+    using asio::io_context::io_context;
+    using asio::io_context::shutdown;
+};
+
 shard::shard(asio::io_context& io, asio::any_io_executor ex, const liveness_config& config, liveness_counters* counters,
              const connection_options& options, const wheel_config& wheel)
     : io_(io), ex_(std::move(ex)), wheel_(ex_, wheel), scale_(wheel_, config.overload.threshold),
@@ -20,14 +25,14 @@ shards::shards(std::size_t n, threading model, const liveness_config& config, li
                const connection_options& options, const wheel_config& wheel)
     : model_(model) {
     if (n < 1 || n > 1024) throw config_error("shards", std::to_string(n), "1..1024");
-    if (model == threading::thread_pool) pool_ = std::make_unique<asio::io_context>(static_cast<int>(n));
+    if (model == threading::thread_pool) pool_ = std::make_unique<owned_io>(static_cast<int>(n));
     for (std::size_t i = 0; i < n; ++i) {
         asio::io_context* io = pool_.get();
         asio::any_io_executor ex;
         if (pool_) {
             ex = asio::make_strand(*pool_);
         } else {
-            own_.push_back(std::make_unique<asio::io_context>(1));
+            own_.push_back(std::make_unique<owned_io>(1));
             io = own_.back().get();
             ex = io->get_executor();
         }
@@ -68,6 +73,12 @@ void shards::run() {
     run_one(*loops[0]);
     for (auto& t : threads) t.join();
     if (failure) std::rethrow_exception(failure);
+}
+
+void shards::shutdown() {
+    for (auto& s : shards_) (void)s->wheel().shutdown(); // its pending waits complete wheel_stopped
+    if (pool_) pool_->shutdown();
+    for (auto& io : own_) io->shutdown();
 }
 
 void shards::stop() noexcept {

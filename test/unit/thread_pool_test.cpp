@@ -314,3 +314,32 @@ BOOST_AUTO_TEST_CASE(shards_run_either_model_until_stopped) {
                           [](const std::runtime_error& e) { return std::string(e.what()) == "a handler failed"; });
     BOOST_CHECK_THROW(net::shards(0, net::threading::thread_pool, policy()), net::config_error);
 }
+
+// shutdown(): before the shards go, every handler still queued on a shard is destroyed (not run) and
+// what it holds with it — the moment an application with registries of its own needs (echo_server's
+// workers); the wheels let go first, so a timer destroyed afterwards touches nothing.
+BOOST_AUTO_TEST_CASE(shards_shutdown_destroys_queued_handlers_while_the_application_lives) {
+    for (const auto model : {net::threading::thread_per_core, net::threading::thread_pool}) {
+        net::shards group(2, model, policy());
+        std::atomic<int> destroyed{0};
+        bool ran = false;
+        struct held {
+            explicit held(std::atomic<int>& c) : count(&c) {}
+            held(const held&) = delete;
+            held& operator=(const held&) = delete;
+            ~held() { ++*count; }
+            std::atomic<int>* count;
+        };
+        std::vector<heartwheel::timer_handle> timers;
+        for (std::size_t i = 0; i < group.size(); ++i) {
+            auto h = std::make_shared<held>(destroyed);
+            asio::post(group[i].get_executor(), [h, &ran] { ran = true; });
+            timers.push_back(group[i].wheel().schedule_after(1h, [] {}));
+        }
+        group.shutdown();
+        BOOST_TEST(destroyed == 2); // now, not when `group` goes
+        BOOST_TEST(!ran);
+        timers.clear(); // after the wheels let go: nothing to touch
+        group.shutdown(); // idempotent
+    }
+}

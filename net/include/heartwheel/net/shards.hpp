@@ -18,7 +18,9 @@
 //
 // Teardown: the shards go before their io_contexts (a wheel before the io_context it runs on);
 // connections still held by handlers queued in an io_context go with it, after their wheel let go
-// of their timers.
+// of their timers. An application whose sessions point into objects of its own that it destroys
+// before the shards (a registry of sessions per shard) calls shutdown() first: the wheels let go,
+// then every queued handler — and whatever session it holds — is destroyed while those objects live.
 #ifndef HEARTWHEEL_NET_SHARDS_HPP
 #define HEARTWHEEL_NET_SHARDS_HPP
 
@@ -81,11 +83,16 @@ public:
     void run();
     /// Stops every io_context (run() returns); from any thread.
     void stop() noexcept;
+    /// After run() (or instead of it): every wheel lets go of its timers, then every io_context shuts
+    /// down, destroying the handlers still queued (and what they hold) now rather than with the
+    /// shards. Nothing runs on the shards afterwards; idempotent.
+    void shutdown();
 
 private:
+    struct owned_io; ///< an io_context whose shutdown (the first half of its destructor) shutdown() calls
     threading model_;
-    std::unique_ptr<asio::io_context> pool_;                ///< thread_pool: the one io_context
-    std::vector<std::unique_ptr<asio::io_context>> own_;    ///< thread_per_core: one per shard
+    std::unique_ptr<owned_io> pool_;                         ///< thread_pool: the one io_context
+    std::vector<std::unique_ptr<owned_io>> own_;             ///< thread_per_core: one per shard
     std::vector<std::unique_ptr<shard>> shards_;             ///< destroyed before the io_contexts
     std::size_t next_ = 0;
 };
