@@ -60,20 +60,6 @@ std::int64_t to_int(const raw_value& v, const std::string& who, std::int64_t lo,
     return out;
 }
 
-double to_double(const raw_value& v, const std::string& who, double lo, double hi) {
-    need(v, who, {raw_value::toml_integer, raw_value::toml_float}, "a number");
-    std::ostringstream range;
-    range << lo << ".." << hi;
-    try {
-        std::size_t used = 0;
-        const double d = std::stod(v.text, &used);
-        if (used != v.text.size() || !(d >= lo && d <= hi)) bad(who, v.text, range.str());
-        return d;
-    } catch (const std::logic_error&) {
-        bad(who, v.text, range.str());
-    }
-}
-
 bool to_bool(const raw_value& v, const std::string& who) {
     need(v, who, {raw_value::toml_bool, raw_value::toml_string}, "yes or no (true or false)");
     const auto& t = v.text;
@@ -107,58 +93,34 @@ spec own_ms(std::string flag, std::string help, std::int64_t& target, std::int64
                 target = ms;
             }};
 }
-spec live_ms(std::string flag, std::string field, std::string help, milliseconds& target) {
-    return {flag, help, std::to_string(target.count()), field, false,
-            [&target](const raw_value& v, const std::string& who) { target = to_duration(v, who); }};
-}
 template <class T>
 spec own_count(std::string flag, std::string help, T& target, std::int64_t lo, std::int64_t hi, const char* unit = "") {
     return {flag, help, std::to_string(target), "", false, [&target, lo, hi, unit](const raw_value& v, const std::string& who) {
                 target = static_cast<T>(to_int(v, who, lo, hi, unit));
             }};
 }
-spec live_count(std::string flag, std::string field, std::string help, std::uint32_t& target) {
-    return {flag, help, std::to_string(target), field, false, [&target](const raw_value& v, const std::string& who) {
-                target = static_cast<std::uint32_t>(to_int(v, who, 0, 0xffffffffLL, ""));
-            }};
-}
-spec live_frac(std::string flag, std::string field, std::string help, double& target) {
-    std::ostringstream d;
-    d << target;
-    return {flag, help, d.str(), field, false, [&target](const raw_value& v, const std::string& who) {
-                target = to_double(v, who, -1e9, 1e9);
-            }};
-}
-/// A scaled timeout's min: "25%" of its max, or a duration (as to_duration reads it).
-spec live_min(std::string flag, std::string field, std::string help, net::scaled_min& target) {
-    return {flag, help, target.enabled() ? net::to_string(target) : "off", field, false,
-            [&target](const raw_value& v, const std::string& who) {
-                if (!v.text.empty() && v.text.back() == '%' && (v.from == raw_value::cli || v.from == raw_value::toml_string)) {
-                    try {
-                        target = net::parse_scaled_min(v.text, who);
-                    } catch (const net::config_error& e) {
-                        throw usage_error(e.what());
-                    }
-                    return;
+/// An option that sets a liveness field (`field`: "idle.reader_idle", "overload.reader_idle_min"): how
+/// it is written, its default and its range come from the field's description (net::find_field);
+/// `help` is what this binary says about it. A TOML value's type is checked against the field's kind.
+spec live(std::string flag, std::string field, std::string help, net::liveness_config& l) {
+    const net::config_field f = net::find_field(l, field);
+    if (!f) throw std::logic_error("echo options: no liveness field " + field);
+    return {flag, help, f.text(), field, false, [f](const raw_value& v, const std::string& who) {
+                using k = net::field_kind;
+                switch (f.is_min ? k::duration : f.field->kind) {
+                case k::duration:
+                case k::seconds:
+                    need(v, who, {raw_value::toml_string, raw_value::toml_integer},
+                         "a duration: an integer number of milliseconds, or a string with a unit (\"500ms\", \"30s\", \"2m\")");
+                    break;
+                case k::count: need(v, who, {raw_value::toml_integer}, "an integer"); break;
+                case k::number: need(v, who, {raw_value::toml_integer, raw_value::toml_float}, "a number"); break;
+                case k::size: need(v, who, {raw_value::toml_string, raw_value::toml_integer}, "a size: bytes, or with a unit (\"8MiB\")"); break;
+                case k::flag: need(v, who, {raw_value::toml_bool}, "true or false"); break;
+                case k::choice: need(v, who, {raw_value::toml_string}, "a string"); break;
                 }
-                target = net::scaled_min{to_duration(v, who), 0.0};
-            }};
-}
-spec live_size(std::string flag, std::string field, std::string help, std::size_t& target) {
-    return {flag, help, net::size_text(target), field, false, [&target](const raw_value& v, const std::string& who) {
-                need(v, who, {raw_value::toml_string, raw_value::toml_integer}, "a size: bytes, or with a unit (\"8MiB\")");
                 try {
-                    target = net::parse_size(v.text, who);
-                } catch (const net::config_error& e) {
-                    throw usage_error(e.what());
-                }
-            }};
-}
-spec live_trigger(std::string flag, std::string field, std::string help, net::heartbeat_trigger& target) {
-    return {flag, help, net::to_string(target), field, false, [&target](const raw_value& v, const std::string& who) {
-                need(v, who, {raw_value::toml_string}, "a string: inbound or outbound");
-                try {
-                    target = net::parse_heartbeat_trigger(v.text, who);
+                    f.set(v.text, who, v.from != raw_value::toml_string);
                 } catch (const net::config_error& e) {
                     throw usage_error(e.what());
                 }
@@ -284,10 +246,15 @@ void validate_policies(const net::liveness_config& c, const field_sources& sourc
     }
 }
 
-/// Setting only the largest backoff delay lowers the first one to it when the default is larger.
-void derive_backoff(net::backoff_policy& b, const field_sources& sources) {
-    if (sources.count("backoff.max") && !sources.count("backoff.initial") && b.initial > b.max && b.max.count() > 0)
-        b.initial = b.max;
+/// Each policy derives what was not given from what was (backoff.max alone lowers backoff.initial).
+void derive(net::liveness_config& l, const field_sources& sources) {
+    l.for_each_policy([&sources](const net::policy_description& d, void* p) {
+        if (!d.derive) return;
+        std::uint64_t given = 0;
+        for (std::size_t i = 0; i < d.fields.size(); ++i)
+            if (sources.count(std::string(d.table) + "." + d.fields[i].name)) given |= std::uint64_t{1} << i;
+        d.derive(p, given);
+    });
 }
 
 } // namespace
@@ -309,21 +276,19 @@ server_options parse_server_options(int argc, const char* const* argv) {
     std::string timers = "wheel", metrics;
     std::vector<spec> specs = {
         endpoint_opt("listen", "address to listen on; port 0 picks a free port", o.listen),
-        live_ms("reader-idle", "idle.reader_idle", "close after this long without a data line (0 = off)", l.idle.reader_idle),
-        live_ms("writer-idle", "idle.writer_idle", "close after this long without writing (0 = off)", l.idle.writer_idle),
-        live_ms("all-idle", "idle.all_idle", "close after this long without reading or writing (0 = off)", l.idle.all_idle),
-        live_ms("heartbeat-interval", "heartbeat.interval", "send PING after this long of silence (--heartbeat-trigger; 0 = off)",
-                l.heartbeat.interval),
-        live_trigger("heartbeat-trigger", "heartbeat.trigger",
-                     "the silence a PING follows: inbound (nothing received) or outbound (nothing sent)", l.heartbeat.trigger),
-        live_ms("heartbeat-timeout", "heartbeat.timeout", "a PING with nothing received within this is a miss", l.heartbeat.timeout),
-        live_count("heartbeat-misses", "heartbeat.misses", "close after this many consecutive misses", l.heartbeat.misses),
-        live_frac("heartbeat-jitter", "heartbeat.jitter", "randomize each interval by up to this fraction", l.heartbeat.jitter),
-        live_frac("heartbeat-rtt-factor", "heartbeat.rtt_factor",
-                  "judge a ping no earlier than this many smoothed RTTs (srtt + 4 rttvar) after it (0 = off)",
-                  l.heartbeat.rtt_factor),
-        live_ms("read-timeout", "timeouts.read_timeout", "close after this long without receiving a byte (0 = off)", l.timeouts.read_timeout),
-        live_ms("write-timeout", "timeouts.write_timeout", "close when a write makes no progress for this long (0 = off)", l.timeouts.write_timeout),
+        live("reader-idle", "idle.reader_idle", "close after this long without a data line (0 = off)", l),
+        live("writer-idle", "idle.writer_idle", "close after this long without writing (0 = off)", l),
+        live("all-idle", "idle.all_idle", "close after this long without reading or writing (0 = off)", l),
+        live("heartbeat-interval", "heartbeat.interval", "send PING after this long of silence (--heartbeat-trigger; 0 = off)", l),
+        live("heartbeat-trigger", "heartbeat.trigger",
+                     "the silence a PING follows: inbound (nothing received) or outbound (nothing sent)", l),
+        live("heartbeat-timeout", "heartbeat.timeout", "a PING with nothing received within this is a miss", l),
+        live("heartbeat-misses", "heartbeat.misses", "close after this many consecutive misses", l),
+        live("heartbeat-jitter", "heartbeat.jitter", "randomize each interval by up to this fraction", l),
+        live("heartbeat-rtt-factor", "heartbeat.rtt_factor",
+                  "judge a ping no earlier than this many smoothed RTTs (srtt + 4 rttvar) after it (0 = off)", l),
+        live("read-timeout", "timeouts.read_timeout", "close after this long without receiving a byte (0 = off)", l),
+        live("write-timeout", "timeouts.write_timeout", "close when a write makes no progress for this long (0 = off)", l),
         own_ms("tick", "the timing wheel's tick", o.tick_ms, 1, 1000),
         own_count("threads", "io_context threads, one wheel each", o.threads, 1, 256),
         own_count("io-threads", "instead of --threads: one io_context run by this many threads, a strand and a wheel "
@@ -336,38 +301,33 @@ server_options parse_server_options(int argc, const char* const* argv) {
                   "count towards overload, and at --max-connections a newcomer from an address within its share "
                   "displaces the newest connection of the address furthest over it, closed over-share (0 = off)",
                   o.source_share, 0, 10'000'000),
-        live_ms("max-age", "limits.max_age", "close connections older than this, with ±10% jitter (0 = off)", l.limits.max_age),
-        live_size("output-high-water", "output.high_water", "stop reading a connection with more than this queued for it", l.output.high_water),
-        live_size("output-low-water", "output.low_water", "read it again at or below this", l.output.low_water),
-        live_size("output-hard-limit", "output.hard_limit", "close slow-consumer at once past this queued (0 = off)", l.output.hard_limit),
-        live_size("output-soft-limit", "output.soft_limit", "close slow-consumer above this for --output-soft-limit-time (0 = off)",
-                  l.output.soft_limit),
-        live_ms("output-soft-limit-time", "output.soft_limit_time", "how long a connection may stay above --output-soft-limit",
-                l.output.soft_limit_time),
+        live("max-age", "limits.max_age", "close connections older than this, with ±10% jitter (0 = off)", l),
+        live("output-high-water", "output.high_water", "stop reading a connection with more than this queued for it", l),
+        live("output-low-water", "output.low_water", "read it again at or below this", l),
+        live("output-hard-limit", "output.hard_limit", "close slow-consumer at once past this queued (0 = off)", l),
+        live("output-soft-limit", "output.soft_limit", "close slow-consumer above this for --output-soft-limit-time (0 = off)", l),
+        live("output-soft-limit-time", "output.soft_limit_time", "how long a connection may stay above --output-soft-limit", l),
         switch_opt("tls", "serve TLS (needs --cert and --key)", o.tls),
         text_opt("cert", "PEM certificate chain for --tls", o.cert),
         text_opt("key", "PEM private key for --tls", o.key),
         text_opt("tls-ciphers", "TLS 1.2 cipher suites, OpenSSL syntax (TLS 1.2 or later only)", o.tls_ciphers),
         text_opt("tls-groups", "key-exchange groups, OpenSSL syntax (no finite-field groups by default: they cost the server "
                                "hundreds of times more CPU per handshake)", o.tls_groups),
-        live_ms("handshake-timeout", "limits.handshake_timeout", "TLS handshake must finish within this (0 = off)", l.limits.handshake_timeout),
+        live("handshake-timeout", "limits.handshake_timeout", "TLS handshake must finish within this (0 = off)", l),
         own_count("max-handshakes", "TLS handshakes in progress at once; beyond, the oldest is closed handshake-shed (0 = off)",
                   o.handshakes.max_pending, 0, 10'000'000),
         own_count("max-handshakes-per-source", "TLS handshakes in progress at once from one address; beyond, a new one is "
                   "closed busy (0 = off)", o.handshakes.max_pending_per_source, 0, 10'000'000),
         own_count("handshake-rate-per-source", "TLS handshakes one address may start per second (a second's burst); beyond, "
                   "closed busy (0 = off)", o.handshakes.per_source_rate, 0, 1'000'000, " (per second)"),
-        live_frac("overload-threshold", "overload.threshold",
-                  "scale the timeouts given a --*-min once connections or descriptors in use pass this fraction of their limit",
-                  l.overload.threshold),
-        live_min("reader-idle-min", "overload.reader_idle_min", "under full overload --reader-idle shrinks to this (ms, or N% of it)",
-                 l.overload.reader_idle),
-        live_min("writer-idle-min", "overload.writer_idle_min", "likewise for --writer-idle", l.overload.writer_idle),
-        live_min("all-idle-min", "overload.all_idle_min", "likewise for --all-idle", l.overload.all_idle),
-        live_min("read-timeout-min", "overload.read_timeout_min", "likewise for --read-timeout", l.overload.read_timeout),
-        live_min("handshake-timeout-min", "overload.handshake_timeout_min", "likewise for --handshake-timeout",
-                 l.overload.handshake_timeout),
-        live_min("max-age-min", "overload.max_age_min", "likewise for --max-age", l.overload.max_age),
+        live("overload-threshold", "overload.threshold",
+                  "scale the timeouts given a --*-min once connections or descriptors in use pass this fraction of their limit", l),
+        live("reader-idle-min", "overload.reader_idle_min", "under full overload --reader-idle shrinks to this (ms, or N% of it)", l),
+        live("writer-idle-min", "overload.writer_idle_min", "likewise for --writer-idle", l),
+        live("all-idle-min", "overload.all_idle_min", "likewise for --all-idle", l),
+        live("read-timeout-min", "overload.read_timeout_min", "likewise for --read-timeout", l),
+        live("handshake-timeout-min", "overload.handshake_timeout_min", "likewise for --handshake-timeout", l),
+        live("max-age-min", "overload.max_age_min", "likewise for --max-age", l),
         own_ms("stats-interval", "print a line of counters this often (0 = off)", o.stats_interval_ms),
         text_opt("metrics", "serve Prometheus text at http://HOST:PORT/metrics", metrics),
         own_ms("shutdown-grace", "on SIGINT/SIGTERM, how long connections get to say BYE", o.shutdown_grace_ms, 0, 60000),
@@ -378,7 +338,7 @@ server_options parse_server_options(int argc, const char* const* argv) {
     else if (timers == "asio") o.timers = timer_mode::asio;
     else if (timers == "none") o.timers = timer_mode::none;
     else bad("--timers", timers, "wheel, asio or none");
-    if (o.timers == timer_mode::asio && l.overload.any())
+    if (o.timers == timer_mode::asio && l.scales())
         throw usage_error("--timers asio: scaled timeouts (--*-min, [overload]) need --timers wheel (the baseline has none)");
     if (o.io_threads > 0 && o.threads > 1)
         throw usage_error("--io-threads " + std::to_string(o.io_threads) + " and --threads " + std::to_string(o.threads) +
@@ -386,7 +346,7 @@ server_options parse_server_options(int argc, const char* const* argv) {
     if (!metrics.empty()) o.metrics = parse_endpoint(metrics, "--metrics");
     if (o.tls && (o.cert.empty() || o.key.empty())) throw usage_error("--tls: --cert FILE and --key FILE are required");
     if (!o.tls && (!o.cert.empty() || !o.key.empty())) throw usage_error("--cert/--key: only valid with --tls");
-    derive_backoff(l.backoff, sources);
+    derive(l, sources);
     validate_policies(l, sources);
     // The echo of one longest line must fit under the slow-consumer limit, or a client sending such
     // lines would be closed by its own echo.
@@ -431,7 +391,7 @@ client_options parse_client_options(int argc, const char* const* argv) {
     // heartbeat (after inbound silence), one that stops reading by the write timeout.
     l.heartbeat.interval = milliseconds(30000);
     l.timeouts.write_timeout = milliseconds(30000);
-    std::string strategy = net::to_string(l.backoff.strategy), source;
+    std::string source;
     std::vector<spec> specs = {
         endpoint_opt("connect", "server address", o.connect),
         own_count("connections", "connections to open", o.connections, 1, 1'000'000),
@@ -442,39 +402,33 @@ client_options parse_client_options(int argc, const char* const* argv) {
         switch_opt("tls", "connect with TLS", o.tls),
         text_opt("ca", "PEM CA file to verify the server with", o.ca),
         switch_opt("insecure", "do not verify the server's certificate", o.insecure),
-        live_ms("request-timeout", "request.timeout", "an echo later than this counts as a timeout (0 = off)", l.request.timeout),
-        live_ms("reader-idle", "idle.reader_idle", "close (and reconnect) after this long without a byte from the server (0 = off)", l.idle.reader_idle),
-        live_ms("heartbeat-interval", "heartbeat.interval", "send PING after this long of silence (--heartbeat-trigger; 0 = off)",
-                l.heartbeat.interval),
-        live_trigger("heartbeat-trigger", "heartbeat.trigger",
-                     "the silence a PING follows: inbound (nothing received) or outbound (nothing sent)", l.heartbeat.trigger),
-        live_ms("heartbeat-timeout", "heartbeat.timeout", "a PING with nothing received within this is a miss", l.heartbeat.timeout),
-        live_count("heartbeat-misses", "heartbeat.misses", "close (and reconnect) after this many consecutive misses", l.heartbeat.misses),
-        live_ms("write-timeout", "timeouts.write_timeout",
-                "close (and reconnect) when a write makes no progress for this long (0 = off)", l.timeouts.write_timeout),
+        live("request-timeout", "request.timeout", "an echo later than this counts as a timeout (0 = off)", l),
+        live("reader-idle", "idle.reader_idle", "close (and reconnect) after this long without a byte from the server (0 = off)", l),
+        live("heartbeat-interval", "heartbeat.interval", "send PING after this long of silence (--heartbeat-trigger; 0 = off)", l),
+        live("heartbeat-trigger", "heartbeat.trigger",
+                     "the silence a PING follows: inbound (nothing received) or outbound (nothing sent)", l),
+        live("heartbeat-timeout", "heartbeat.timeout", "a PING with nothing received within this is a miss", l),
+        live("heartbeat-misses", "heartbeat.misses", "close (and reconnect) after this many consecutive misses", l),
+        live("write-timeout", "timeouts.write_timeout",
+                "close (and reconnect) when a write makes no progress for this long (0 = off)", l),
         yesno_opt("reconnect", "reconnect with backoff when closed", o.reconnect),
-        live_ms("backoff-initial", "backoff.initial", "first reconnect delay", l.backoff.initial),
-        live_ms("backoff-max", "backoff.max", "largest reconnect delay", l.backoff.max),
-        live_frac("backoff-multiplier", "backoff.multiplier", "growth per failure", l.backoff.multiplier),
-        live_frac("backoff-jitter", "backoff.jitter", "± fraction for the grpc strategy", l.backoff.jitter),
-        text_opt("backoff-strategy", "grpc, full, equal or decorrelated", strategy),
-        live_ms("stable-after", "backoff.stable_after", "a connection up this long resets the backoff", l.backoff.stable_after),
-        live_ms("connect-timeout", "backoff.min_connect_timeout",
-                "a connect attempt gets at least this long (grows with the backoff)", l.backoff.min_connect_timeout),
+        live("backoff-initial", "backoff.initial", "first reconnect delay", l),
+        live("backoff-max", "backoff.max", "largest reconnect delay", l),
+        live("backoff-multiplier", "backoff.multiplier", "growth per failure", l),
+        live("backoff-jitter", "backoff.jitter", "± fraction for the grpc strategy", l),
+        live("backoff-strategy", "backoff.strategy", "grpc, full, equal or decorrelated", l),
+        live("stable-after", "backoff.stable_after", "a connection up this long resets the backoff", l),
+        live("connect-timeout", "backoff.min_connect_timeout",
+                "a connect attempt gets at least this long (grows with the backoff)", l),
         switch_opt("quiet", "no progress line on stderr", o.quiet),
         switch_opt("verbose", "log each connect, close and reconnect wait on stderr", o.verbose),
         own_count("connect-stagger-us", "microseconds between initial connects", o.connect_stagger_us, 0, 1'000'000, " (microseconds)"),
         text_opt("source", "connect from these local addresses, round robin (A,B or A-B ranges of IPv4 addresses)", source),
     };
     const auto sources = parse("echo_client", "heartwheel echo/heartbeat client and load generator", specs, l, argc, argv);
-    try {
-        l.backoff.strategy = net::parse_backoff_strategy(strategy, "--backoff-strategy");
-    } catch (const net::config_error& e) {
-        bad("--backoff-strategy", strategy, e.accepted());
-    }
     if (o.tls && o.ca.empty() && !o.insecure) throw usage_error("--tls: give --ca FILE or --insecure");
     if (!source.empty()) o.sources = parse_sources(source, "--source");
-    derive_backoff(l.backoff, sources);
+    derive(l, sources);
     validate_policies(l, sources);
     return o;
 }

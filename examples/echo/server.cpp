@@ -262,7 +262,7 @@ std::string server::stats_line() const {
        << " rtt_avg_ms=" << std::fixed << std::setprecision(3)
        << (c.rtt_samples ? static_cast<double>(c.rtt_total_us) / static_cast<double>(c.rtt_samples) / 1000.0 : 0.0)
        << " wheel=" << wheel << " closing=" << n.closing;
-    if (options_.live.overload.any())
+    if (options_.live.scales())
         os << " scale=" << scale()
            << " closes_while_scaled=" << c.closes_while_scaled;
     return os.str();
@@ -401,7 +401,7 @@ int server::run(std::ostream& out) {
         if (!ec) begin_shutdown();
     });
     fd_base_ = open_descriptors();
-    if (options_.live.overload.any())
+    if (options_.live.scales())
         for (auto& w : workers_) w->on_population_change = [this] { population_changed(); };
     accept();
     if (metrics_acceptor_) serve_metrics(*workers_[0], *metrics_acceptor_, [this] { return prometheus_text(); });

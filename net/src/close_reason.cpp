@@ -10,12 +10,6 @@
 namespace heartwheel::net {
 namespace {
 
-constexpr const char* builtin_names[builtin_close_reasons] = {
-    "reader-idle", "writer-idle", "all-idle", "heartbeat-timeout", "read-timeout", "write-timeout",
-    "handshake-timeout", "handshake-failed", "max-age", "shutdown", "peer-closed", "io-error",
-    "slow-consumer",
-};
-
 // Names are written once, before the count that publishes them (release); readers load the count
 // (acquire) and read only names below it, so to_string needs no lock.
 struct registry {
@@ -33,7 +27,7 @@ registry& reg() {
 
 close_reason define_close_reason(std::string_view name) {
     for (std::size_t i = 0; i < builtin_close_reasons; ++i)
-        if (name == builtin_names[i]) return static_cast<close_reason>(i);
+        if (name == builtin_reasons[i].name) return builtin_reasons[i].reason;
     registry& r = reg();
     std::lock_guard<std::mutex> lock(r.define);
     const std::size_t n = r.count.load(std::memory_order_relaxed);
@@ -50,7 +44,7 @@ std::size_t close_reason_count() noexcept { return reg().count.load(std::memory_
 
 const char* to_string(close_reason r) noexcept {
     const auto i = static_cast<std::size_t>(r);
-    if (i < builtin_close_reasons) return builtin_names[i];
+    if (i < builtin_close_reasons) return builtin_reasons[i].name;
     if (i < close_reason_count()) return reg().names[i].c_str();
     return "unknown";
 }

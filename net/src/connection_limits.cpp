@@ -8,16 +8,16 @@
 namespace heartwheel::net {
 
 connection_limits::connection_limits(timer_scheduler& svc, const server_limits& limits, listener& l,
-                                     const random_source& rnd, const overload_policy* overload, timeout_scale* scale)
-    : svc_(&svc), listener_(&l), handshake_timeout_(limits.handshake_timeout),
-      handshake_min_(overload ? overload->handshake_timeout : scaled_min{}), scale_(scale) {
+                                     const random_source& rnd, timeout_scale* scale)
+    : svc_(&svc), listener_(&l), handshake_timeout_(limits.handshake_timeout), handshake_min_(limits.handshake_timeout_min),
+      scale_(scale) {
     limits.validate();
     if (limits.max_age.count() <= 0) return;
     const double r = rnd ? rnd() : detail::unit_random();
     const double factor = 1.0 + limits.max_age_jitter * (2.0 * r - 1.0);
     const auto base = std::chrono::duration_cast<duration>(limits.max_age);
     age_limit_ = duration(static_cast<duration::rep>(std::llround(static_cast<double>(base.count()) * factor)));
-    const scaled_min age_min = overload ? overload->max_age : scaled_min{};
+    const scaled_min& age_min = limits.max_age_min;
     const auto since = svc.stamp();
     age_ = std::make_unique<activity_timer>(svc, static_cast<activity_timer::listener&>(*this));
     if (scale_ && age_min.enabled()) {

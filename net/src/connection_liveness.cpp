@@ -10,8 +10,7 @@ connection_liveness::connection_liveness(timer_scheduler& svc, const liveness_co
                                          liveness_counters* counters, timeout_scale* scale)
     : svc_(&svc), handler_(&handler), counters_(counters), scale_(scale),
       write_timeout_ms_(config.timeouts.write_timeout), request_policy_(config.request),
-      idle_(svc, config.idle, *this, &config.overload, scale),
-      limits_(svc, config.limits, *this, {}, &config.overload, scale) {
+      idle_(svc, config.idle, *this, scale), limits_(svc, config.limits, *this, {}, scale) {
     config.timeouts.validate();
     config.overload.validate();
     config.request.validate(); // the tracker is made on first use: its policy is judged now
@@ -20,17 +19,13 @@ connection_liveness::connection_liveness(timer_scheduler& svc, const liveness_co
         heartbeat_ = std::make_unique<heartbeat>(svc, config.heartbeat, static_cast<heartbeat::listener&>(*this));
     if (config.timeouts.read_timeout.count() > 0) {
         read_timeout_ = std::make_unique<activity_timer>(svc, static_cast<activity_timer::listener&>(*this));
-        read_timeout_->start(config.timeouts.read_timeout, config.overload.read_timeout, scale_, svc.stamp());
+        read_timeout_->start(config.timeouts.read_timeout, config.timeouts.read_timeout_min, scale_, svc.stamp());
     }
-    const auto& o = config.overload;
-    const std::pair<close_reason, bool> scalable[] = {
-        {close_reason::reader_idle, o.reader_idle.enabled()},   {close_reason::writer_idle, o.writer_idle.enabled()},
-        {close_reason::all_idle, o.all_idle.enabled()},         {close_reason::read_timeout, o.read_timeout.enabled()},
-        {close_reason::handshake_timeout, o.handshake_timeout.enabled()}, {close_reason::max_age, o.max_age.enabled()}};
-    for (const auto& [why, on] : scalable) {
-        const auto bit = static_cast<unsigned>(why);
-        if (on && bit < 16) scaled_reasons_ |= static_cast<std::uint16_t>(1u << bit);
-    }
+    if (scale_) // the close reasons of the timeouts given a min, from the policies' descriptions
+        config.for_each_policy([this](const policy_description& d, const void* p) {
+            for (const auto& f : d.fields)
+                if (f.scalable() && f.min_of(p).enabled()) scaled_reasons_ |= std::uint32_t{1} << static_cast<unsigned>(f.reason);
+        });
 }
 
 connection_liveness::~connection_liveness() { close(); }
@@ -40,8 +35,7 @@ void connection_liveness::on_expired(activity_timer& t, bool) {
 }
 
 bool connection_liveness::scaled_reason(close_reason why) const noexcept {
-    const auto bit = static_cast<unsigned>(why);
-    return bit < 16 && (scaled_reasons_ >> bit & 1u) != 0;
+    return (scaled_reasons_ >> static_cast<unsigned>(why) & 1u) != 0;
 }
 
 request_tracker<std::uint64_t>& connection_liveness::requests() {
@@ -91,7 +85,7 @@ void connection_liveness::on_pong() {
 }
 
 void connection_liveness::on_idle(idle_event e) {
-    if (counters_) counters_->idle_event(static_cast<int>(e.kind));
+    if (counters_) counters_->idle_event(e.kind);
     handler_->on_idle(e);
     if (e.first && !closed_ && handler_->close_on_idle())
         decide_close(e.kind == idle_kind::reader   ? close_reason::reader_idle

@@ -1,9 +1,18 @@
 // counters.cpp — reason names and the snapshot copy.
 #include <heartwheel/net/counters.hpp>
+#include <heartwheel/net/idle_state.hpp>
 
 #include <algorithm>
 
 namespace heartwheel::net {
+
+void liveness_counters::idle_event(idle_kind kind) noexcept {
+    switch (kind) {
+    case idle_kind::reader: return bump(reader_idle_);
+    case idle_kind::writer: return bump(writer_idle_);
+    case idle_kind::all: return bump(all_idle_);
+    }
+}
 
 std::uint64_t counters_snapshot::closes_total() const noexcept {
     std::uint64_t sum = 0;

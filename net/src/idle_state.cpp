@@ -8,17 +8,15 @@ void idle_state::on_expired(activity_timer& t, bool first) {
     listener_->on_idle({k, first});
 }
 
-idle_state::idle_state(timer_scheduler& svc, const idle_policy& policy, listener& l, const overload_policy* overload,
-                       timeout_scale* scale)
+idle_state::idle_state(timer_scheduler& svc, const idle_policy& policy, listener& l, timeout_scale* scale)
     : svc_(&svc), listener_(&l), progress_is_activity_(policy.write_progress_is_activity) {
     policy.validate();
     const time_point now = svc.stamp();
-    const overload_policy none;
-    const overload_policy& o = overload ? *overload : none;
     const struct {
         milliseconds period;
         const scaled_min& min;
-    } kinds[] = {{policy.reader_idle, o.reader_idle}, {policy.writer_idle, o.writer_idle}, {policy.all_idle, o.all_idle}};
+    } kinds[] = {{policy.reader_idle, policy.reader_idle_min}, {policy.writer_idle, policy.writer_idle_min},
+                  {policy.all_idle, policy.all_idle_min}};
     for (int k = 0; k < 3; ++k) {
         if (kinds[k].period.count() <= 0) continue;
         timers_[k] = std::make_unique<activity_timer>(svc, static_cast<activity_timer::listener&>(*this));

@@ -27,13 +27,12 @@ struct scaled_reader final : idle_state::listener {
     scaled_reader(manual_service& svc, timeout_scale& scale, milliseconds max = 10s, scaled_min min = {2s, 0.0})
         : svc(&svc) {
         p.reader_idle = max;
-        o.reader_idle = min;
-        idle = std::make_unique<idle_state>(svc, p, *this, &o, &scale);
+        p.reader_idle_min = min;
+        idle = std::make_unique<idle_state>(svc, p, *this, &scale);
     }
     void on_idle(idle_event) override { fired.push_back(svc->since_start()); }
     manual_service* svc;
     idle_policy p;
-    overload_policy o;
     std::vector<duration> fired;
     std::unique_ptr<idle_state> idle;
 };
@@ -187,7 +186,7 @@ BOOST_AUTO_TEST_CASE(closes_while_scaled_are_counted) {
     timeout_scale scale(svc, 0.5);
     liveness_config cfg;
     cfg.idle.reader_idle = 10s;
-    cfg.overload.reader_idle = {1s, 0.0};
+    cfg.idle.reader_idle_min = {1s, 0.0};
     liveness_counters counters;
     liveness_recorder handler(io.get_executor());
     std::vector<std::unique_ptr<connection_liveness>> conns;
@@ -211,8 +210,8 @@ BOOST_AUTO_TEST_CASE(handshake_and_max_age_scale) {
     cfg.limits.handshake_timeout = 10s;
     cfg.limits.max_age = 60s;
     cfg.limits.max_age_jitter = 0;
-    cfg.overload.handshake_timeout = {2s, 0.0};
-    cfg.overload.max_age = {0ms, 0.5};
+    cfg.limits.handshake_timeout_min = {2s, 0.0};
+    cfg.limits.max_age_min = {0ms, 0.5};
     std::vector<std::pair<duration, close_reason>> closes;
     liveness_recorder handler(io.get_executor());
     handler.also = [&](close_reason r) { closes.push_back({svc.since_start(), r}); };
@@ -241,10 +240,10 @@ reader_idle_min = "5s"
 max_age_min = "25%"
 )");
     BOOST_TEST(c.overload.threshold == 0.7);
-    BOOST_TEST((c.overload.reader_idle.min == 5s));
-    BOOST_TEST(c.overload.max_age.fraction == 0.25);
-    BOOST_TEST((c.overload.max_age.of(c.limits.max_age) == 150s));
-    BOOST_TEST(!c.overload.writer_idle.enabled());
+    BOOST_TEST((c.idle.reader_idle_min.min == 5s));
+    BOOST_TEST(c.limits.max_age_min.fraction == 0.25);
+    BOOST_TEST((c.limits.max_age_min.of(c.limits.max_age) == 150s));
+    BOOST_TEST(!c.idle.writer_idle_min.enabled());
     auto fails_with = [](const char* text, const std::string& needle) {
         try {
             parse_liveness_config(text, "f.toml");

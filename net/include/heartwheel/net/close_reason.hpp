@@ -20,8 +20,38 @@ enum class close_reason : std::uint8_t {
     handshake_timeout, handshake_failed, max_age, shutdown, peer_closed, io_error,
     slow_consumer, ///< more queued for the peer than its output_policy allows (it does not read)
 };
+/// Each built-in reason's name and whether a liveness policy decides it (a pending operation then
+/// completes with errc::timed_out). One row per reason, at the reason's value (checked below).
+struct builtin_reason {
+    close_reason reason;
+    const char* name;
+    bool decided_by_policy;
+};
+inline constexpr builtin_reason builtin_reasons[] = {
+    {close_reason::reader_idle, "reader-idle", true},
+    {close_reason::writer_idle, "writer-idle", true},
+    {close_reason::all_idle, "all-idle", true},
+    {close_reason::heartbeat_timeout, "heartbeat-timeout", true},
+    {close_reason::read_timeout, "read-timeout", true},
+    {close_reason::write_timeout, "write-timeout", true},
+    {close_reason::handshake_timeout, "handshake-timeout", true},
+    {close_reason::handshake_failed, "handshake-failed", false},
+    {close_reason::max_age, "max-age", true},
+    {close_reason::shutdown, "shutdown", false},
+    {close_reason::peer_closed, "peer-closed", false},
+    {close_reason::io_error, "io-error", false},
+    {close_reason::slow_consumer, "slow-consumer", false},
+};
 /// The reasons above; applications' reasons follow them.
-inline constexpr std::size_t builtin_close_reasons = 13;
+inline constexpr std::size_t builtin_close_reasons = sizeof(builtin_reasons) / sizeof(builtin_reasons[0]);
+namespace detail {
+constexpr bool reasons_in_order() noexcept {
+    for (std::size_t i = 0; i < builtin_close_reasons; ++i)
+        if (static_cast<std::size_t>(builtin_reasons[i].reason) != i) return false;
+    return true;
+}
+} // namespace detail
+static_assert(detail::reasons_in_order(), "builtin_reasons: one row per close_reason, at its value");
 /// Room for every reason, built in and defined (counters are arrays of this size).
 inline constexpr std::size_t max_close_reasons = 32;
 
@@ -36,7 +66,8 @@ const char* to_string(close_reason r) noexcept;
 /// Decided by a liveness policy (idle, heartbeat, read/write/handshake timeouts, max age): an
 /// operation pending when the connection closes for such a reason completes with errc::timed_out.
 constexpr bool is_policy_reason(close_reason r) noexcept {
-    return r <= close_reason::handshake_timeout || r == close_reason::max_age;
+    const auto i = static_cast<std::size_t>(r);
+    return i < builtin_close_reasons && builtin_reasons[i].decided_by_policy;
 }
 
 } // namespace heartwheel::net

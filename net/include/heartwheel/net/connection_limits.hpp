@@ -34,10 +34,10 @@ public:
     using random_source = std::function<double()>;
 
     /// Arms the max-age timer (if enabled) from now, its jitter drawn from `rnd` (uniform in [0, 1);
-    /// a default source when empty). With `scale`, the handshake timeout and the max age that
-    /// `overload` gives a min shrink under pressure.
+    /// a default source when empty). With `scale`, the handshake timeout and the max age given a
+    /// min (`handshake_timeout_min`, `max_age_min`) shrink under pressure.
     connection_limits(timer_scheduler& svc, const server_limits& limits, listener& l, const random_source& rnd = {},
-                      const overload_policy* overload = nullptr, timeout_scale* scale = nullptr);
+                      timeout_scale* scale = nullptr);
     connection_limits(const connection_limits&) = delete;
     connection_limits& operator=(const connection_limits&) = delete;
 

@@ -71,7 +71,7 @@ class connection_liveness final : idle_state::listener,
                                   activity_timer::listener {
 public:
     /// Validates `config` (config_error) and starts the enabled policies from now. With `scale`, the
-    /// timeouts that config.overload gives a min shrink under pressure (timeout_scale.hpp); `scale`
+    /// timeouts given a min (`reader_idle_min`, ...) shrink under pressure (timeout_scale.hpp); `scale`
     /// must outlive this object.
     connection_liveness(timer_scheduler& svc, const liveness_config& config, liveness_handler& handler,
                         liveness_counters* counters = nullptr, timeout_scale* scale = nullptr);
@@ -116,7 +116,7 @@ private:
     bool put_off(const activity_timer& t) override { return &t == read_timeout_.get() && handler_->input_waiting(); }
 
     void decide_close(close_reason why);
-    /// A close for a timeout that config.overload scales.
+    /// A close for a timeout that scales (one given a min).
     bool scaled_reason(close_reason why) const noexcept;
 
     timer_scheduler* svc_;
@@ -128,7 +128,8 @@ private:
     // overload scales.
     milliseconds write_timeout_ms_;
     request_policy request_policy_;
-    std::uint16_t scaled_reasons_ = 0; ///< bit per close_reason (the scalable ones are all below 16)
+    std::uint32_t scaled_reasons_ = 0; ///< bit per close_reason, of the timeouts that scale
+    static_assert(max_close_reasons <= 32, "scaled_reasons_ has a bit per close reason");
     bool closed_ = false;
     idle_state idle_;
     connection_limits limits_;

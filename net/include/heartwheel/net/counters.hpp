@@ -15,6 +15,8 @@
 
 namespace heartwheel::net {
 
+enum class idle_kind; // idle_state.hpp
+
 /// Upper bounds (seconds) of the ping round-trip histogram's buckets; one more bucket holds the rest.
 inline constexpr std::array<double, 12> rtt_bucket_bounds = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
                                                              0.01,   0.025,   0.05,   0.1,   0.25,   1.0};
@@ -46,7 +48,7 @@ struct counters_snapshot {
 
 class liveness_counters {
 public:
-    void idle_event(int kind) noexcept { bump(kind == 0 ? reader_idle_ : kind == 1 ? writer_idle_ : all_idle_); }
+    void idle_event(idle_kind kind) noexcept;
     void closed(close_reason r) noexcept { bump(closes_[static_cast<std::size_t>(r)]); }
     void ping_sent() noexcept { bump(pings_sent_); }
     void pong_received() noexcept { bump(pongs_received_); }

@@ -40,9 +40,8 @@ public:
     };
 
     /// Validates the policy (config_error) and starts the enabled timers from now. With `scale`,
-    /// the kinds that `overload` gives a min shrink under pressure (timeout_scale.hpp).
-    idle_state(timer_scheduler& svc, const idle_policy& policy, listener& l, const overload_policy* overload = nullptr,
-               timeout_scale* scale = nullptr);
+    /// the kinds given a min (`reader_idle_min`, ...) shrink under pressure (timeout_scale.hpp).
+    idle_state(timer_scheduler& svc, const idle_policy& policy, listener& l, timeout_scale* scale = nullptr);
     idle_state(const idle_state&) = delete;
     idle_state& operator=(const idle_state&) = delete;
 

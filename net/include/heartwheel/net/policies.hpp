@@ -1,4 +1,7 @@
-// heartwheel/net/policies.hpp — every liveness policy as a plain struct with documented defaults.
+// heartwheel/net/policies.hpp — the liveness policies as plain structs with documented defaults, each
+// with its description (policy_description.hpp: fields, units, ranges, help, scalable timeouts),
+// which its validate() and every loader read. A policy may live in a file of its own
+// (timeout_policy.hpp); liveness_config.hpp lists them all.
 //
 // validate() throws config_error naming the field, the value and the accepted range. Durations are
 // std::chrono::milliseconds; zero disables a timeout where the field says so. docs/liveness.md has
@@ -7,6 +10,8 @@
 // whole number of milliseconds), or a bare integer in the field's own unit.
 #ifndef HEARTWHEEL_NET_POLICIES_HPP
 #define HEARTWHEEL_NET_POLICIES_HPP
+
+#include <heartwheel/net/policy_description.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -44,15 +49,31 @@ private:
 milliseconds parse_duration(std::string_view text, const std::string& field,
                             milliseconds bare_unit = milliseconds(1));
 
+/// How far a scalable timeout may shrink under overload: to an absolute `min`, or to `fraction` of
+/// its configured value (its max). Neither set: the timeout does not scale. The text form is a
+/// duration ("10s", a bare number is milliseconds) or a percentage of the max ("25%").
+struct scaled_min {
+    milliseconds min{0};
+    double fraction = 0.0; ///< 0 < fraction <= 1 when given as a percentage
+    bool enabled() const noexcept { return min.count() > 0 || fraction > 0.0; }
+    /// The min for a timeout whose max is `max`: never above max.
+    milliseconds of(milliseconds max) const noexcept;
+};
+/// Parses "25%" or a duration (see parse_duration; a bare integer is milliseconds).
+scaled_min parse_scaled_min(std::string_view text, const std::string& field);
+std::string to_string(const scaled_min& m);
+
 /// Netty's IdleStateHandler: an event after a period without activity of a kind (0 disables it).
 struct idle_policy {
     milliseconds reader_idle{0}; ///< nothing read for this long
     milliseconds writer_idle{0}; ///< nothing written for this long
     milliseconds all_idle{0};    ///< neither read nor written for this long
+    scaled_min reader_idle_min, writer_idle_min, all_idle_min; ///< under overload (`[overload] reader_idle_min`)
     /// Count partial write progress as writer activity, so a slow but draining peer is never
     /// write-idle (Netty's observeOutput, applied to the first event too).
     bool write_progress_is_activity = true;
     void validate(const std::string& prefix = "idle") const;
+    static const policy_description& description();
 };
 
 /// Application-level ping/pong. After `interval` with nothing sent, send a ping; if nothing at all is
@@ -78,6 +99,7 @@ struct heartbeat_policy {
     /// over the pong round trips; QUIC uses 3). 0 disables the floor. Never shortens `timeout`.
     double rtt_factor = 3.0;
     void validate(const std::string& prefix = "heartbeat") const;
+    static const policy_description& description();
     bool enabled() const noexcept { return interval.count() > 0; }
 };
 
@@ -87,14 +109,7 @@ struct request_policy {
     std::uint32_t max_outstanding = 65536;
     static constexpr std::uint32_t max_outstanding_min = 1, max_outstanding_max = 1u << 24;
     void validate(const std::string& prefix = "request") const;
-};
-
-/// Read and write timeouts that close the connection with errc::timed_out (Netty's
-/// ReadTimeoutHandler and WriteTimeoutHandler). 0 disables each.
-struct timeout_policy {
-    milliseconds read_timeout{0};  ///< close if nothing is read for this long
-    milliseconds write_timeout{0}; ///< close if a write makes no progress for this long
-    void validate(const std::string& prefix = "timeouts") const;
+    static const policy_description& description();
 };
 
 enum class backoff_strategy { grpc, full, equal, decorrelated };
@@ -110,6 +125,7 @@ struct backoff_policy {
     /// The backoff resets only after a connection stayed up this long; a shorter one is a failure.
     milliseconds stable_after{5'000};
     void validate(const std::string& prefix = "backoff") const;
+    static const policy_description& description();
 };
 
 /// A connection's output bound, against slow consumers (Redis's client-output-buffer-limit
@@ -124,6 +140,7 @@ struct output_policy {
     milliseconds soft_limit_time{10'000};
     static constexpr std::size_t size_max = 0xffffffffu; ///< 4 GiB - 1: the largest size any of these takes
     void validate(const std::string& prefix = "output") const;
+    static const policy_description& description();
 };
 
 /// Parses a byte size: an integer (bytes) or a number with a unit, "512KiB", "8MiB", "1GiB" (1024s)
@@ -139,35 +156,20 @@ std::uint64_t parse_count(std::string_view text, const std::string& field, std::
 struct server_limits {
     milliseconds handshake_timeout{10'000}; ///< TLS handshake must finish within this (0 disables)
     milliseconds max_age{0};                ///< close connections older than this (0 disables)
+    scaled_min handshake_timeout_min, max_age_min; ///< under overload (`[overload] max_age_min`)
     double max_age_jitter = 0.1;            ///< ±fraction, so a fleet does not reconnect at once
     void validate(const std::string& prefix = "limits") const;
+    static const policy_description& description();
 };
-
-/// How far a scalable timeout may shrink under overload: to an absolute `min`, or to `fraction` of
-/// its configured value (its max). Neither set: the timeout does not scale. The text form is a
-/// duration ("10s", a bare number is milliseconds) or a percentage of the max ("25%").
-struct scaled_min {
-    milliseconds min{0};
-    double fraction = 0.0; ///< 0 < fraction <= 1 when given as a percentage
-    bool enabled() const noexcept { return min.count() > 0 || fraction > 0.0; }
-    /// The min for a timeout whose max is `max`: never above max.
-    milliseconds of(milliseconds max) const noexcept;
-};
-/// Parses "25%" or a duration (see parse_duration; a bare integer is milliseconds).
-scaled_min parse_scaled_min(std::string_view text, const std::string& field);
-std::string to_string(const scaled_min& m);
 
 /// Timeouts that shrink under overload (Envoy's overload manager, reduce_timeouts): each timeout
-/// given a min scales between min and its configured value as the pressure rises above `threshold`
-/// — no scaling at or below it, linearly to the min at pressure 1 (timeout_scale.hpp).
+/// given a min (a `*_min` beside it in its own policy, `[overload] <name>_min` in TOML) scales between
+/// min and its configured value as the pressure rises above `threshold` — no scaling at or below it,
+/// linearly to the min at pressure 1 (timeout_scale.hpp). liveness_config::scales() says whether any does.
 struct overload_policy {
     double threshold = 0.8;
-    scaled_min reader_idle, writer_idle, all_idle, read_timeout, handshake_timeout, max_age;
-    bool any() const noexcept {
-        return reader_idle.enabled() || writer_idle.enabled() || all_idle.enabled() || read_timeout.enabled() ||
-               handshake_timeout.enabled() || max_age.enabled();
-    }
     void validate(const std::string& prefix = "overload") const;
+    static const policy_description& description();
 };
 
 /// TCP keepalive and user-timeout socket options (see docs/liveness.md on why they complement,
@@ -184,6 +186,41 @@ struct keepalive_options {
     /// Linux's default TCP_KEEPINTVL (net.ipv4.tcp_keepalive_intvl), used when interval is 0.
     static constexpr std::chrono::seconds system_default_interval{75};
     void validate(const std::string& prefix = "keepalive") const;
+    static const policy_description& description();
+};
+
+/// Each policy's place in liveness_config (`config.idle`, ...): a slot names the member.
+struct idle_slot {
+    idle_policy idle;
+    idle_policy& policy() noexcept { return idle; }
+};
+struct heartbeat_slot {
+    heartbeat_policy heartbeat;
+    heartbeat_policy& policy() noexcept { return heartbeat; }
+};
+struct request_slot {
+    request_policy request;
+    request_policy& policy() noexcept { return request; }
+};
+struct backoff_slot {
+    backoff_policy backoff;
+    backoff_policy& policy() noexcept { return backoff; }
+};
+struct limits_slot {
+    server_limits limits;
+    server_limits& policy() noexcept { return limits; }
+};
+struct keepalive_slot {
+    keepalive_options keepalive;
+    keepalive_options& policy() noexcept { return keepalive; }
+};
+struct overload_slot {
+    overload_policy overload;
+    overload_policy& policy() noexcept { return overload; }
+};
+struct output_slot {
+    output_policy output; ///< net::connection_options::output (the connection's queue, not its timers)
+    output_policy& policy() noexcept { return output; }
 };
 
 } // namespace heartwheel::net
