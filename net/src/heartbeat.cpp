@@ -90,16 +90,13 @@ void heartbeat::judge_ping() {
     if (ping_due_) send_ping(); // last: send_ping may write, and a write may close
 }
 
-void heartbeat::on_pong(time_point stamp) {
+void heartbeat::on_pong(time_point at) {
     // An exact time: the pinger counts from it without the batch bound (see heartbeat.hpp).
-    if (policy_.trigger == heartbeat_trigger::inbound && stamp > pinger_.last()) {
-        pinger_.touch(stamp);
-        pinger_exact_ = true;
-    }
-    on_read(stamp);
+    if (policy_.trigger == heartbeat_trigger::inbound) touch(at, true);
+    on_read(at);
     if (!awaiting_pong_) return;
     awaiting_pong_ = false;
-    rtt_ = stamp > ping_sent_ ? stamp - ping_sent_ : duration::zero();
+    rtt_ = at > ping_sent_ ? at - ping_sent_ : duration::zero();
     // RFC 6298 (2.2, 2.3): alpha = 1/8, beta = 1/4.
     if (!seen_rtt_) {
         seen_rtt_ = true;

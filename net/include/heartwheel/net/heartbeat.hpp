@@ -103,10 +103,12 @@ private:
     void on_expired(activity_timer&, bool) override { send_ping(); }
     /// The pinger counts from an exact time after a ping (when it fell due), from a stamp after activity.
     bool exact_activity(const activity_timer&) const override { return pinger_exact_; }
-    void touch(time_point stamp) noexcept {
-        if (stamp <= pinger_.last()) return; // an older stamp (one batch's) does not undo an exact time
-        pinger_exact_ = false;
-        pinger_.touch(stamp);
+    /// The pinger counts from `at`: exact (a pong's fresh clock reading) or a batch's stamp. An
+    /// older time (one batch's) does not undo a later exact one.
+    void touch(time_point at, bool exact = false) noexcept {
+        if (at <= pinger_.last()) return;
+        pinger_exact_ = exact;
+        pinger_.touch(at);
     }
     void send_ping();
     void judge_ping();
