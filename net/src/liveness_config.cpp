@@ -13,24 +13,6 @@
 
 namespace heartwheel::net {
 
-backoff_strategy parse_backoff_strategy(std::string_view name, const std::string& field) {
-    if (name == "grpc") return backoff_strategy::grpc;
-    if (name == "full") return backoff_strategy::full;
-    if (name == "equal") return backoff_strategy::equal;
-    if (name == "decorrelated") return backoff_strategy::decorrelated;
-    throw config_error(field, std::string(name), "grpc, full, equal or decorrelated", "not valid");
-}
-
-const char* to_string(backoff_strategy s) noexcept {
-    switch (s) {
-    case backoff_strategy::grpc: return "grpc";
-    case backoff_strategy::full: return "full";
-    case backoff_strategy::equal: return "equal";
-    case backoff_strategy::decorrelated: return "decorrelated";
-    }
-    return "grpc";
-}
-
 void liveness_config::validate() const {
     for_each_policy([](const policy_description& d, const void* p) { validate_policy(d, p, d.table); });
 }

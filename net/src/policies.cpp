@@ -76,14 +76,6 @@ milliseconds parse_duration(std::string_view text, const std::string& field, mil
     return milliseconds(negative ? -whole : whole);
 }
 
-const char* to_string(heartbeat_trigger t) noexcept { return t == heartbeat_trigger::outbound ? "outbound" : "inbound"; }
-
-heartbeat_trigger parse_heartbeat_trigger(std::string_view name, const std::string& field) {
-    if (name == "inbound") return heartbeat_trigger::inbound;
-    if (name == "outbound") return heartbeat_trigger::outbound;
-    throw config_error(field, "\"" + std::string(name) + "\"", "inbound or outbound", "not valid");
-}
-
 std::size_t parse_size(std::string_view text, const std::string& field) {
     const std::string t(text);
     std::size_t used = 0;

@@ -87,8 +87,6 @@ std::string knob_table();
 /// empty (an empty config is almost always a mistake: a truncated or wrong file).
 std::string read_config_file(const std::string& path, const std::string& what = "config");
 
-backoff_strategy parse_backoff_strategy(std::string_view name, const std::string& field);
-const char* to_string(backoff_strategy s) noexcept;
 
 } // namespace heartwheel::net
 

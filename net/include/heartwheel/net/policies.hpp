@@ -83,10 +83,7 @@ struct idle_policy {
 /// frozen peer is found even while we keep sending); outbound: nothing sent for `interval` (Netty's
 /// writer-idle ping, the only behaviour before; kept for compatibility).
 enum class heartbeat_trigger { inbound, outbound };
-/// "inbound", "outbound".
-const char* to_string(heartbeat_trigger t) noexcept;
-/// Parses "inbound" or "outbound"; anything else is a config_error naming `field`.
-heartbeat_trigger parse_heartbeat_trigger(std::string_view name, const std::string& field);
+/// (Its names, "inbound" and "outbound", are its field's in heartbeat_policy::description().)
 
 struct heartbeat_policy {
     milliseconds interval{0}; ///< 0 disables heartbeats
