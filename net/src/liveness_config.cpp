@@ -26,10 +26,6 @@ bool liveness_config::scales() const noexcept {
     return any;
 }
 
-std::string config_field::name() const {
-    return is_min ? std::string("overload.") + field->name + "_min" : std::string(policy->table) + "." + field->name;
-}
-
 std::string config_field::text() const {
     if (!is_min) return field_text(*field, field->get(at));
     const scaled_min& m = field->min_of(at);

@@ -69,8 +69,6 @@ struct config_field {
     bool is_min = false;
 
     explicit operator bool() const noexcept { return field != nullptr; }
-    /// "idle.reader_idle", "overload.reader_idle_min".
-    std::string name() const;
     /// The current value in its text form ("30s", "8MiB", "inbound", "25%", "off").
     std::string text() const;
     /// Parses `text` (parse_field; a minimum also takes "N%") and stores it; config_error names `who`.
