@@ -11,6 +11,7 @@ import threading
 import time
 import unittest
 
+import side_by_side
 from harness import BUILD, parse_stats, rss_mib, tempdir
 
 CHAT = os.path.join(BUILD, "examples", "chat_server")
@@ -147,4 +148,4 @@ class SlowConsumers(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    side_by_side.main(__file__)

@@ -14,6 +14,7 @@ import tempfile
 import threading
 import urllib.request
 
+import side_by_side
 from harness import CLIENT, SERVER, Line, Server, make_cert, parse_stats, rss_mib, run_client, tempdir, tls_flags
 
 SANITIZED = bool(os.environ.get("HEARTWHEEL_SANITIZE"))  # sanitizer allocators keep freed memory
@@ -1494,4 +1495,4 @@ class Client(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    side_by_side.main(__file__)

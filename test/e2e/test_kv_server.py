@@ -9,6 +9,7 @@ import threading
 import time
 import unittest
 
+import side_by_side
 from harness import BUILD, tempdir
 
 KV = os.path.join(BUILD, "examples", "kv_server")
@@ -83,4 +84,4 @@ class KvServer(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    side_by_side.main(__file__)

@@ -5,10 +5,10 @@ goodbyes on shutdown, accounting under a stall, threads sharing load — with ev
 given --io-threads instead of --threads (harness.threading_flags)."""
 import os
 import sys
-import unittest
 
 os.environ["HEARTWHEEL_ECHO_MODEL"] = "pool"  # read by harness at import
 sys.path.insert(0, os.path.dirname(__file__))
+import side_by_side  # noqa: E402
 import test_echo_server  # noqa: E402
 
 CHOSEN = [
@@ -22,6 +22,4 @@ CHOSEN = [
 ]
 
 if __name__ == "__main__":
-    suite = unittest.defaultTestLoader.loadTestsFromNames(CHOSEN, test_echo_server)
-    result = unittest.TextTestRunner(verbosity=2).run(suite)
-    sys.exit(0 if result.wasSuccessful() else 1)
+    side_by_side.main(__file__, CHOSEN, test_echo_server)

@@ -24,6 +24,7 @@ except ImportError:  # a Python without Debian's packages (pyenv, a venv): Debia
     raise
 
 sys.path.insert(0, os.path.dirname(__file__))
+import side_by_side  # noqa: E402
 from harness import BUILD, FramedServer, make_cert  # noqa: E402
 
 SERVER = os.path.join(BUILD, "examples", "ws_chat_server")
@@ -320,4 +321,4 @@ class WebSocketChat(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    side_by_side.main(__file__)
