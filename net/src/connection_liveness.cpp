@@ -8,19 +8,14 @@ namespace heartwheel::net {
 
 connection_liveness::connection_liveness(timer_scheduler& svc, const liveness_config& config, liveness_handler& handler,
                                          liveness_counters* counters, timeout_scale* scale)
-    : svc_(&svc), handler_(&handler), counters_(counters), scale_(scale),
-      write_timeout_ms_(config.timeouts.write_timeout), request_policy_(config.request),
-      idle_(svc, config.idle, *this, scale), limits_(svc, config.limits, *this, {}, scale) {
-    config.timeouts.validate();
+    : policy_host(svc, scale), handler_(&handler), counters_(counters), request_policy_(config.request),
+      idle_(svc, config.idle, *this, scale), limits_(svc, config.limits, *this, {}, scale),
+      runtimes_(*this, config) {
     config.overload.validate();
     config.request.validate(); // the tracker is made on first use: its policy is judged now
     config.heartbeat.validate();
     if (config.heartbeat.enabled())
         heartbeat_ = std::make_unique<heartbeat>(svc, config.heartbeat, static_cast<heartbeat::listener&>(*this));
-    if (config.timeouts.read_timeout.count() > 0) {
-        read_timeout_ = std::make_unique<activity_timer>(svc, static_cast<activity_timer::listener&>(*this));
-        read_timeout_->start(config.timeouts.read_timeout, config.timeouts.read_timeout_min, scale_, svc.stamp());
-    }
     if (scale_) // the close reasons of the timeouts given a min, from the policies' descriptions
         config.for_each_policy([this](const policy_description& d, const void* p) {
             for (const auto& f : d.fields)
@@ -29,10 +24,6 @@ connection_liveness::connection_liveness(timer_scheduler& svc, const liveness_co
 }
 
 connection_liveness::~connection_liveness() { close(); }
-
-void connection_liveness::on_expired(activity_timer& t, bool) {
-    decide_close(&t == read_timeout_.get() ? close_reason::read_timeout : close_reason::write_timeout);
-}
 
 bool connection_liveness::scaled_reason(close_reason why) const noexcept {
     return (scaled_reasons_ >> static_cast<unsigned>(why) & 1u) != 0;
@@ -50,28 +41,23 @@ request_tracker<std::uint64_t>& connection_liveness::requests() {
 void connection_liveness::on_read(bool counts_as_idle_activity) {
     const time_point s = svc_->stamp();
     if (heartbeat_) heartbeat_->on_read(s);
-    if (read_timeout_) read_timeout_->touch(s);
+    runtimes_.on_read(*this, s);
     if (counts_as_idle_activity) idle_.on_read(s);
 }
 
 void connection_liveness::on_write_started() {
-    if (write_timeout_ms_.count() <= 0 || closed_ || (write_timeout_ && write_timeout_->running())) return;
-    if (!write_timeout_) write_timeout_ = std::make_unique<activity_timer>(*svc_, static_cast<activity_timer::listener&>(*this));
-    write_timeout_->start(std::chrono::duration_cast<duration>(write_timeout_ms_), svc_->stamp());
+    if (!closed_) runtimes_.on_write_started(*this);
 }
 
 void connection_liveness::on_write_progress() {
     const time_point s = svc_->stamp();
-    if (write_timeout_) write_timeout_->touch(s);
+    runtimes_.on_write_progress(*this, s);
     idle_.on_write_progress(s);
 }
 
 void connection_liveness::on_write_complete(bool drained) {
     const time_point s = svc_->stamp();
-    if (write_timeout_) {
-        write_timeout_->touch(s);
-        if (drained) write_timeout_->stop();
-    }
+    runtimes_.on_write_complete(*this, s, drained);
     idle_.on_write_complete(s);
     if (heartbeat_) heartbeat_->on_write(s);
 }
@@ -88,7 +74,7 @@ void connection_liveness::on_idle(idle_event e) {
     if (counters_) counters_->idle_event(e.kind);
     handler_->on_idle(e);
     if (e.first && !closed_ && handler_->close_on_idle())
-        decide_close(e.kind == idle_kind::reader   ? close_reason::reader_idle
+        close_for(e.kind == idle_kind::reader   ? close_reason::reader_idle
                      : e.kind == idle_kind::writer ? close_reason::writer_idle
                                                    : close_reason::all_idle);
 }
@@ -101,14 +87,14 @@ void connection_liveness::send_ping() {
 void connection_liveness::on_dead() {
     if (counters_)
         counters_->heartbeat_death(svc_->fresh_now() - heartbeat_->judgement_deadline(), svc_->tick());
-    decide_close(close_reason::heartbeat_timeout);
+    close_for(close_reason::heartbeat_timeout);
 }
 
 void connection_liveness::on_miss() {
     if (counters_) counters_->heartbeat_miss();
 }
 
-void connection_liveness::decide_close(close_reason why) {
+void connection_liveness::close_for(close_reason why) {
     if (closed_) return;
     if (counters_ && scale_ && scale_->scaled() && scaled_reason(why)) counters_->closed_while_scaled();
     close();
@@ -119,8 +105,7 @@ void connection_liveness::close() {
     if (closed_) return;
     closed_ = true;
     idle_.stop();
-    if (read_timeout_) read_timeout_->stop();
-    if (write_timeout_) write_timeout_->stop();
+    runtimes_.stop();
     if (heartbeat_) heartbeat_->stop();
     limits_.stop();
     if (requests_) requests_->close(errc::connection_closed);

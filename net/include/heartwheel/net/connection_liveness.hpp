@@ -34,6 +34,7 @@
 #include <heartwheel/net/heartbeat.hpp>
 #include <heartwheel/net/idle_state.hpp>
 #include <heartwheel/net/liveness_config.hpp>
+#include <heartwheel/net/policy_runtime.hpp>
 #include <heartwheel/net/request_tracker.hpp>
 #include <heartwheel/net/timeout_scale.hpp>
 
@@ -65,10 +66,10 @@ protected:
     ~liveness_handler() = default;
 };
 
-class connection_liveness final : idle_state::listener,
+class connection_liveness final : policy_host,
+                                  idle_state::listener,
                                   heartbeat::listener,
-                                  connection_limits::listener,
-                                  activity_timer::listener {
+                                  connection_limits::listener {
 public:
     /// Validates `config` (config_error) and starts the enabled policies from now. With `scale`, the
     /// timeouts given a min (`reader_idle_min`, ...) shrink under pressure (timeout_scale.hpp); `scale`
@@ -108,33 +109,26 @@ private:
     void send_ping() override;
     void on_dead() override;
     void on_miss() override;
-    void on_handshake_timeout() override { decide_close(close_reason::handshake_timeout); }
-    void on_max_age() override { decide_close(close_reason::max_age); }
+    void on_handshake_timeout() override { close_for(close_reason::handshake_timeout); }
+    void on_max_age() override { close_for(close_reason::max_age); }
     bool input_waiting() override { return handler_->input_waiting(); }
-    // activity_timer::listener: the read and write timeouts
-    void on_expired(activity_timer& t, bool) override;
-    bool put_off(const activity_timer& t) override { return &t == read_timeout_.get() && handler_->input_waiting(); }
-
-    void decide_close(close_reason why);
+    // policy_host: the one close decision, for every policy
+    void close_for(close_reason why) override;
     /// A close for a timeout that scales (one given a min).
     bool scaled_reason(close_reason why) const noexcept;
 
-    timer_scheduler* svc_;
     liveness_handler* handler_;
     liveness_counters* counters_;
-    timeout_scale* scale_;
     // Of the config, only what is judged after construction is kept (a connection does not carry a
-    // copy of the whole config): the write timeout, the request policy, and which close reasons the
-    // overload scales.
-    milliseconds write_timeout_ms_;
+    // copy of the whole config): the request policy, and which close reasons the overload scales.
     request_policy request_policy_;
     std::uint32_t scaled_reasons_ = 0; ///< bit per close_reason, of the timeouts that scale
     static_assert(max_close_reasons <= 32, "scaled_reasons_ has a bit per close reason");
     bool closed_ = false;
     idle_state idle_;
     connection_limits limits_;
-    std::unique_ptr<activity_timer> read_timeout_, write_timeout_; ///< only when configured
-    std::unique_ptr<heartbeat> heartbeat_;                          ///< only when heartbeats are on
+    liveness_config::with_slots<policy_runtimes> runtimes_; ///< the policies whose slots name a runtime
+    std::unique_ptr<heartbeat> heartbeat_;                 ///< only when heartbeats are on
     std::unique_ptr<request_tracker<std::uint64_t>> requests_;     ///< made on first use
 };
 

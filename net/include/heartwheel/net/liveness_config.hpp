@@ -4,7 +4,7 @@
 // `config.idle`), each policy described once (policy_description.hpp). Everything generic walks the
 // list: validate(), the TOML loader, find_field() for applications' flags, scales() and knob_table().
 // Adding a policy is one header (its struct, description and slot; timeout_policy.hpp) plus its slot
-// in the list below.
+// in the list below; a slot that names a runtime has it run on every connection (policy_runtime.hpp).
 //
 // A TOML document has one table per policy, keys as the struct fields:
 //   [idle]       reader_idle = "30s"
@@ -37,6 +37,12 @@ namespace heartwheel::net {
 /// A list of policy slots. for_each_policy(f) calls f(description, policy) for each, in order.
 template <class... Slots>
 struct policy_set : Slots... {
+    /// T<Slots...>: a type built from the same list (connection_liveness's policy_runtimes).
+    template <template <class...> class T> using with_slots = T<Slots...>;
+    /// The policy in slot S.
+    template <class S> const auto& policy_of() const noexcept {
+        return const_cast<S&>(static_cast<const S&>(*this)).policy();
+    }
     template <class F> void for_each_policy(F&& f) { (visit<Slots>(f), ...); }
     template <class F> void for_each_policy(F&& f) const {
         const_cast<policy_set*>(this)->for_each_policy(

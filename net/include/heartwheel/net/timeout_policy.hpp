@@ -2,14 +2,25 @@
 // errc::timed_out (Netty's ReadTimeoutHandler and WriteTimeoutHandler).
 //
 // A policy as one unit: the struct, its description (fields, units, ranges, help; the read timeout
-// scales under overload and closes read-timeout) and its slot, the member liveness_config gives it
-// (`config.timeouts`). Registered by one line in liveness_config.hpp; from the description come its
-// validation, its TOML table `[timeouts]` (and `[overload] read_timeout_min`), the applications'
-// flags and the docs' table. connection_liveness runs it (read_timeout_, write_timeout_).
+// scales under overload and closes read-timeout), its runtime on a connection and its slot, the member
+// liveness_config gives it (`config.timeouts`) and the runtime it names. Registered by one line in
+// liveness_config.hpp; from the description come its validation, its TOML table `[timeouts]` (and
+// `[overload] read_timeout_min`), the applications' flags and the docs' table; from the slot, a
+// timeout_runtime on every connection fed its reads and writes (policy_runtime.hpp).
+//
+// The runtime holds a timer only for a timeout that is on: the read timeout's from the start, the
+// write timeout's from the first write (an idle connection that never writes pays none). Each timer
+// is an activity_timer touched by the connection's one stamp per read or write: the read timeout
+// expires after read_timeout without a byte (put off while the peer's bytes wait unread), the write
+// timeout after write_timeout without progress while data is queued (stopped when drained).
 #ifndef HEARTWHEEL_NET_TIMEOUT_POLICY_HPP
 #define HEARTWHEEL_NET_TIMEOUT_POLICY_HPP
 
+#include <heartwheel/net/activity_timer.hpp>
 #include <heartwheel/net/policies.hpp>
+#include <heartwheel/net/policy_runtime.hpp>
+
+#include <memory>
 
 namespace heartwheel::net {
 
@@ -34,10 +45,48 @@ struct timeout_policy {
     }
 };
 
-/// Its place in liveness_config: `config.timeouts`.
+/// The read and write timeouts of one connection.
+class timeout_runtime : public policy_runtime<timeout_runtime> {
+public:
+    timeout_runtime(policy_host& host, const timeout_policy& p);
+    timeout_runtime(const timeout_runtime&) = delete;
+    timeout_runtime& operator=(const timeout_runtime&) = delete;
+    ~timeout_runtime();
+
+    void on_read(policy_host&, time_point stamp) {
+        if (read_) read_->timer.touch(stamp);
+    }
+    void on_write_started(policy_host& host);
+    void on_write_progress(policy_host&, time_point stamp) {
+        if (write_) write_->timer.touch(stamp);
+    }
+    void on_write_complete(policy_host&, time_point stamp, bool drained) {
+        if (!write_) return;
+        write_->timer.touch(stamp);
+        if (drained) write_->timer.stop();
+    }
+    void stop() noexcept;
+
+private:
+    /// One timeout's timer and what it closes with (allocated only when the timeout is on).
+    struct watch final : activity_timer::listener {
+        watch(policy_host& h, close_reason r) : host(&h), reason(r), timer(h.scheduler(), *this) {}
+        void on_expired(activity_timer&, bool) override { host->close_for(reason); } // last: may destroy *this
+        bool put_off(const activity_timer&) override { return reason == close_reason::read_timeout && host->input_waiting(); }
+
+        policy_host* host;
+        close_reason reason;
+        activity_timer timer;
+    };
+    std::unique_ptr<watch> read_, write_;
+    milliseconds write_timeout_;
+};
+
+/// Its place in liveness_config: `config.timeouts`, run on each connection by a timeout_runtime.
 struct timeouts_slot {
     timeout_policy timeouts;
     timeout_policy& policy() noexcept { return timeouts; }
+    using runtime = timeout_runtime;
 };
 
 } // namespace heartwheel::net
