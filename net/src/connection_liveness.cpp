@@ -75,8 +75,8 @@ void connection_liveness::on_idle(idle_event e) {
     handler_->on_idle(e);
     if (e.first && !closed_ && handler_->close_on_idle())
         close_for(e.kind == idle_kind::reader   ? close_reason::reader_idle
-                     : e.kind == idle_kind::writer ? close_reason::writer_idle
-                                                   : close_reason::all_idle);
+                  : e.kind == idle_kind::writer ? close_reason::writer_idle
+                                                : close_reason::all_idle);
 }
 
 void connection_liveness::send_ping() {

@@ -129,7 +129,7 @@ private:
     connection_limits limits_;
     liveness_config::with_slots<policy_runtimes> runtimes_; ///< the policies whose slots name a runtime
     std::unique_ptr<heartbeat> heartbeat_;                 ///< only when heartbeats are on
-    std::unique_ptr<request_tracker<std::uint64_t>> requests_;     ///< made on first use
+    std::unique_ptr<request_tracker<std::uint64_t>> requests_; ///< made on first use
 };
 
 } // namespace heartwheel::net
