@@ -115,7 +115,6 @@ class StallAtScale:
         return figures
 
 
-
 # One class per shape and transport: side_by_side runs them at once, each in its own process — four
 # servers stopped and resumed together, ~4,000 sockets ready at once on the machine's cores.
 class EchoServerTcp(StallAtScale, unittest.TestCase):
