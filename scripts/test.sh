@@ -8,7 +8,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 bash "$root/scripts/install-deps.sh"
 echo "== normal build =="
 bash "$root/scripts/build.sh" "$root/build"
-# Twice as many tests as cores: most of the suites' time is waiting on real timers (idle deadlines,
-# heartbeats, goodbyes); the suites that compute run alone (RUN_SERIAL) or one at a time (the package
-# tests' RESOURCE_LOCK), and an end-to-end suite runs its classes side by side (test/e2e/side_by_side.py).
-(cd "$root/build" && ctest --output-on-failure -j "$((2 * $(nproc)))" --timeout 900)
+# As many suites at once as cores; an end-to-end suite, which mostly waits on real timers, runs its
+# classes side by side (test/e2e/side_by_side.py); the suites that judge wall-clock time at scale run
+# alone (RUN_SERIAL), the package tests one at a time (RESOURCE_LOCK compiler).
+(cd "$root/build" && ctest --output-on-failure -j "$(nproc)" --timeout 900)
