@@ -56,7 +56,8 @@ def main(script, names=None, module=None, sanitized_at_once=4):
     at_once = jobs(sanitized_at_once)
     if at_once == 1:
         sys.exit(_in_process(names, module))
-    pending, running, failed = _groups(names, module), [], []
+    groups = _groups(names, module)
+    pending, running, failed = list(groups), [], []
     start = time.monotonic()
     while pending or running:
         while pending and len(running) < at_once:
@@ -77,6 +78,6 @@ def main(script, names=None, module=None, sanitized_at_once=4):
             if proc.returncode != 0:
                 failed.append(" ".join(group))
         time.sleep(0.05)
-    print(f"==== {len(_groups(names, module))} classes side by side in {time.monotonic() - start:.1f} s; "
+    print(f"==== {len(groups)} classes side by side in {time.monotonic() - start:.1f} s; "
           f"failed: {', '.join(failed) if failed else 'none'}", flush=True)
     sys.exit(1 if failed else 0)
