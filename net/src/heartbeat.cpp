@@ -26,9 +26,11 @@ duration heartbeat::jittered_interval() {
     return duration(static_cast<duration::rep>(std::llround(static_cast<double>(base.count()) * factor)));
 }
 
-void heartbeat::send_ping() {
-    // When this ping fell due: the pinger's own deadline (its last activity's bound + the interval).
-    const time_point due = saturating_add(svc_.latest_possible(pinger_.last()), pinger_.timeout());
+void heartbeat::send_ping(time_point after) {
+    // When this ping fell due: the pinger's own deadline (its last activity + the interval; a stamp's
+    // bound, an exact base itself, as the pinger counts: exact_activity).
+    const time_point last = pinger_exact_ ? pinger_.last() : svc_.latest_possible(pinger_.last());
+    const time_point due = saturating_add(last, pinger_.timeout());
     if (checker_.pending()) {
         // The previous ping is neither answered nor judged: one ping is outstanding at a time, so
         // this one goes out when it is (judge_ping or on_pong).
@@ -36,16 +38,24 @@ void heartbeat::send_ping() {
         return;
     }
     ping_due_ = false;
-    // A fresh clock: pings falling due together go out one after another, and each is judged (and
-    // its round trip measured) from when it really left, not from the start of the batch.
+    // A fresh clock: pings falling due together go out one after another, and each one's round trip
+    // (and its streak's fatal floor) counts from when it really left, not from the start of the batch.
     ping_sent_ = svc_.fresh_now();
+    // Judged from when it fell due — or when the previous one was judged, if it had to wait for that
+    // — not from when it left: waiting for a wake-up (a tick, a busy batch) would otherwise add up
+    // judgement after judgement, and the death come later than the formula says. A ping that left
+    // much later (a stall) counts from when it left, less what is forgiven, so it is not judged
+    // missed the moment it leaves.
+    const time_point forgiven = ping_sent_ - (svc_.tick() + heartbeat_lag_forgiven);
+    ping_base_ = std::min(ping_sent_, std::max({due, after, forgiven}));
     awaiting_pong_ = true;
     not_before_ = time_point::min();
-    if (misses_ > 0 && misses_ + 1 >= policy_.misses) { // unanswered, this one is fatal: not before the formula
+    if (misses_ + 1 >= policy_.misses) { // unanswered, this one is fatal: not before the formula
+        const time_point first = misses_ > 0 ? streak_start_ : ping_sent_; // the streak's first ping
         const auto interval = std::chrono::duration_cast<duration>(policy_.interval);
         const auto shortest = duration(static_cast<duration::rep>(static_cast<double>(interval.count()) * (1.0 - policy_.jitter)));
         const auto timeout = std::chrono::duration_cast<duration>(policy_.timeout);
-        not_before_ = saturating_add(streak_start_, (policy_.misses - 1) * std::max(shortest, timeout) + timeout);
+        not_before_ = saturating_add(first, (policy_.misses - 1) * std::max(shortest, timeout) + timeout);
     }
     // The next ping: an interval after this one fell due, not after the tick that sent it ran, so
     // rounding to ticks (and a late wake-up) does not add up ping after ping.
@@ -87,7 +97,7 @@ void heartbeat::judge_ping() {
             return;
         }
     }
-    if (ping_due_) send_ping(); // last: send_ping may write, and a write may close
+    if (ping_due_) send_ping(deadline); // last: send_ping may write, and a write may close
 }
 
 void heartbeat::on_pong(time_point at) {

@@ -549,3 +549,55 @@ BOOST_AUTO_TEST_CASE(heartbeat_death_is_never_early_from_the_first_ping_that_rea
     BOOST_TEST((*log.dead >= 135ms + 2 * 105ms + 50ms), log.dead->count()); // 395 ms
     BOOST_TEST((*log.dead <= 396ms), log.dead->count());
 }
+
+// timeout >= interval: a ping that falls due while the previous one is outstanding leaves when that
+// one is judged, i.e. at the first wake-up past its deadline. Counting its own deadline from when it
+// left added each judgement's wait for a wake-up to the next, ping after ping: here on a 10 ms tick
+// the death came 5 ms later per ping than P + (misses - 1) * interval + timeout
+// (the peers saw 9-28 ms late at a 10 ms tick, 1.4-5.6 ms at 1 ms; here with 6 misses, 790 ms
+// instead of 740). Each ping now counts from when
+// it fell due, so the death comes within a tick of the formula, and never before it. When it fell
+// due is exact, not bounded like a stamp (a 3 ms batch bound added to it put each ping's base 3 ms
+// further behind: with 6 misses, the death a whole tick late, at 750 ms instead of 740).
+BOOST_AUTO_TEST_CASE(waiting_for_wakeups_does_not_add_up_ping_after_ping) {
+    for (const duration lag : {duration::zero(), duration(3ms)}) {
+        manual_service svc(10ms);
+        svc.lag = lag;
+        hb_log log(svc);
+        heartbeat_policy p;
+        p.interval = 105ms;
+        p.timeout = 105ms;
+        p.misses = 6;
+        p.rtt_factor = 0;
+        auto hb = make_hb(svc, log, p);
+        svc.step_by(1000ms, 10ms); // the driver wakes every 10 ms: every deadline waits for a wake-up
+        BOOST_TEST_REQUIRE(log.pings.size() == 6u);
+        BOOST_TEST((log.pings[0] == 110ms)); // P: due at 105, sent at the wake-up of 110
+        BOOST_TEST_REQUIRE(log.dead.has_value());
+        BOOST_TEST((*log.dead >= 110ms + 6 * 105ms), log.dead->count());
+        BOOST_TEST((*log.dead < 110ms + 6 * 105ms + 10ms), lag.count() << ": " << log.dead->count());
+    }
+}
+
+// A ping that left long after it fell due (a stall) still gets (nearly) its whole timeout: the base
+// it counts from is never more than a tick + heartbeat_lag_forgiven before it left. Without that
+// bound, a 500 ms stall made the ping's deadline already past: judged as missed the moment it left.
+BOOST_AUTO_TEST_CASE(a_ping_that_left_after_a_stall_gets_its_timeout) {
+    manual_service svc(1ms);
+    hb_log log(svc);
+    heartbeat_policy p;
+    p.interval = 100ms;
+    p.timeout = 200ms;
+    p.misses = 3;
+    p.rtt_factor = 0;
+    auto hb = make_hb(svc, log, p);
+    svc.step_by(99ms);
+    svc.advance_by(500ms); // a stall: the first ping (due at 100) leaves at 599
+    BOOST_TEST_REQUIRE(log.pings.size() == 1u);
+    const auto sent = log.pings[0];
+    BOOST_TEST(log.misses.empty());
+    svc.step_by(200ms - 1ms - heartbeat_lag_forgiven - 1ms); // not yet: at least 200 ms - tick - forgiven
+    BOOST_TEST(log.misses.empty(), "missed " << (log.misses.empty() ? 0 : log.misses[0].count()) << " sent " << sent.count());
+    svc.step_by(heartbeat_lag_forgiven + 3ms);
+    BOOST_TEST(log.misses.size() == 1u);
+}

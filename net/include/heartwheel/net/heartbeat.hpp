@@ -18,15 +18,17 @@
 //   death at P + (misses - 1) * s + timeout
 // i.e. P + (misses - 1) * interval + timeout when timeout <= interval, and P + misses * timeout when
 // timeout > interval (jitter varies each interval). A ping's deadline is judged at the first wheel
-// wake-up at or after it: the wake-up of the tick it falls in when that comes late enough (a ping
-// leaves a little after the tick that sent it, and the tick that judges it is about as late),
-// otherwise one at the deadline itself (timer_scheduler::schedule_exact). Never early; late by the
-// driver's wake-up delay (by up to one tick more with a service that cannot wake between ticks).
-// Never early as the peer sees it either: pings are timed from when the previous one fell due (so
-// tick rounding does not add up), and a first ping that left late (a stall, a busy batch) would make
-// the last one's deadline come sooner after it than the formula says; so the fatal miss is judged no
-// earlier than P + (misses - 1) * max(interval x (1 - jitter), timeout) + timeout, P being when the
-// streak's first unanswered ping really left.
+// wake-up at or after it: the wake-up of the tick it falls in when that comes late enough,
+// otherwise one at the deadline itself (timer_scheduler::schedule_exact). Late by the driver's
+// wake-up delay (by up to one tick more with a service that cannot wake between ticks), and that
+// delay does not add up ping after ping: a ping leaves at the first wake-up after it fell due (or
+// right after the previous one's judgement, if that came later), but both the next ping and its own
+// judgement count from when it fell due — by up to a tick + heartbeat_lag_forgiven before it left;
+// a ping that left later than that (a stall) counts from when it left, less that, so it is never
+// judged missed as it leaves. Never early as the peer sees it: a first ping that left late would
+// make the death come sooner after it than the formula says, so the fatal miss is judged no earlier
+// than P + (misses - 1) * max(interval x (1 - jitter), timeout) + timeout, P being when the streak's
+// first unanswered ping really left (with misses == 1: P + timeout).
 //
 // A dead timeout that respects the path (QUIC's rule: never below three probe timeouts): from the
 // pong round trips the heartbeat keeps RFC 6298's smoothed RTT and variance, and judges each ping no
@@ -47,6 +49,11 @@
 #include <optional>
 
 namespace heartwheel::net {
+
+/// How long after it fell due (besides a tick) a ping may leave and still count from when it fell
+/// due: the wait for a wake-up and behind a busy batch. A ping that left later (a stall) counts from
+/// when it left, less this, so it is not judged missed the moment it leaves.
+inline constexpr duration heartbeat_lag_forgiven = std::chrono::milliseconds(10);
 
 class heartbeat final : activity_timer::listener {
 public:
@@ -91,10 +98,11 @@ public:
     duration rttvar() const noexcept { return rttvar_; }
     /// How long after a ping it is judged: max(timeout, rtt_factor * (srtt + 4 * rttvar)).
     duration effective_timeout() const noexcept;
-    /// When the last ping sent is (or was) judged: its send time plus the effective timeout. In
-    /// on_dead(), the deadline the peer missed.
+    /// When the last ping sent is (or was) judged: when it fell due plus the effective timeout (see
+    /// the top of this file), never before the fatal miss's floor. In on_dead(), the deadline the
+    /// peer missed.
     time_point judgement_deadline() const noexcept {
-        const time_point own = saturating_add(ping_sent_, effective_timeout());
+        const time_point own = saturating_add(ping_base_, effective_timeout());
         return own > not_before_ ? own : not_before_;
     }
     const heartbeat_policy& policy() const noexcept { return policy_; }
@@ -110,7 +118,9 @@ private:
         pinger_exact_ = exact;
         pinger_.touch(at);
     }
-    void send_ping();
+    /// Sends a ping that fell due, or marks it due while one is outstanding; `after`: when the
+    /// previous ping was judged (a ping waiting for that counts from it).
+    void send_ping(time_point after = time_point::min());
     void judge_ping();
     duration jittered_interval();
 
@@ -122,6 +132,7 @@ private:
     time_point last_read_{};
     time_point read_at_last_judgement_{};
     time_point ping_sent_{};
+    time_point ping_base_{}; ///< what the last ping's judgement counts from: when it fell due (bounded)
     time_point streak_start_{};             ///< when the first ping of the current miss streak left
     time_point not_before_{time_point::min()}; ///< a fatal judgement's floor, set with the ping that may be fatal
     std::uint32_t misses_ = 0;
