@@ -12,16 +12,40 @@ the intervals vary, and --from-last measures from the last ping instead: C - (L 
 negative value is a close before the deadline. Runs at the priority it is started with (start it
 before lowering your own).
 
+Times are the kernel's, not this loop's: every socket has SO_TIMESTAMPNS on, so each read carries the
+time its bytes arrived (CLOCK_REALTIME, stamped on receipt, before any process runs). A loop that reads
+2,000 PINGs arriving together would stamp the last of them milliseconds late — a late P makes a close
+look early, a late C makes it look late — so P, L and C are the kernel's arrival times of the PING and
+BYE lines; only a close with no BYE before it (the end of the stream carries no timestamp) falls back
+to this loop's clock, and is counted ("unstamped"). How far behind the loop was is reported too
+("read_delay_ms": the loop's clock at each read minus the kernel's stamp).
+
     python3 peer_observer.py PORT K TIMEOUT_MS [--interval MS] [--misses N] [--from-last] [--source ADDR]
 prints "ready" once all K are connected, then on SIGUSR1 observes, and prints one JSON object when
 every connection has closed (or 60 s after the signal): {"observed", "closed", "lateness_ms": [...],
-"no_unanswered_ping"}."""
+"no_unanswered_ping", "unstamped", "read_delay_ms": {"p50", "p99", "max"}}."""
 import json
 import selectors
 import signal
 import socket
+import struct
 import sys
 import time
+
+# Linux's SO_TIMESTAMPNS (asm-generic; Python's socket module does not name it); its control message has
+# the same type and carries a struct timespec.
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+STAMP_SPACE = socket.CMSG_SPACE(struct.calcsize("qq"))
+
+
+def read_stamped(s):
+    """recv() that also returns the kernel's arrival time of the bytes read (None with none: end of stream)."""
+    data, anc, _, _ = s.recvmsg(65536, STAMP_SPACE)
+    for level, kind, payload in anc:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(payload) >= 16:
+            sec, nsec = struct.unpack("qq", payload[:16])
+            return data, sec + nsec / 1e9
+    return data, None
 
 
 def main():
@@ -38,10 +62,11 @@ def main():
         s = socket.socket()
         s.bind((source, 0))
         s.connect(("127.0.0.1", port))
+        s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
         s.setblocking(False)
         conns[s] = {"buf": b"", "ping": None, "last": None, "closed": None}
         sel.register(s, selectors.EVENT_READ)
-    stopped = []
+    stopped, delays, unstamped = [], [], []
     signal.signal(signal.SIGUSR1, lambda *_: stopped.append(time.monotonic()))
     print("ready", flush=True)
     end = None
@@ -53,15 +78,21 @@ def main():
         for key, _ in sel.select(timeout=0.5):
             s = key.fileobj
             c = conns[s]
-            now = time.monotonic()
             try:
-                data = s.recv(65536)
+                data, stamp = read_stamped(s)
             except (BlockingIOError, InterruptedError):
                 continue
             except OSError:
-                data = b""
+                data, stamp = b"", None
+            wall = time.time()
+            if stamp is not None and stopped:
+                delays.append(wall - stamp)
+            now = stamp if stamp is not None else wall
             if not data:
-                c["closed"] = now
+                if c["closed"] is None:
+                    c["closed"] = now
+                    if stopped:
+                        unstamped.append(s)
                 sel.unregister(s)
                 continue
             c["buf"] += data
@@ -83,7 +114,17 @@ def main():
                 for c in conns.values() if c["closed"] is not None and c["ping"] is not None]
     print(json.dumps({"observed": k, "closed": sum(c["closed"] is not None for c in conns.values()),
                       "no_unanswered_ping": sum(c["ping"] is None for c in conns.values()),
+                      "unstamped": len(unstamped), "read_delay_ms": spread(delays),
                       "lateness_ms": sorted(lateness)}), flush=True)
+
+
+def spread(v):
+    """p50, p99 and max of delays in seconds, as milliseconds."""
+    v = sorted(v)
+    if not v:
+        return {"p50": None, "p99": None, "max": None}
+    return {"p50": round(v[len(v) // 2] * 1000, 3), "p99": round(v[min(len(v) - 1, int(0.99 * len(v)))] * 1000, 3),
+            "max": round(v[-1] * 1000, 3)}
 
 
 if __name__ == "__main__":

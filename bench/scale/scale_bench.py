@@ -446,7 +446,11 @@ def main():
     since = "the last unanswered PING + the timeout" if jitter > 0 and misses > 1 else "the first unanswered PING + the death time"
     print(f"| as {pe['observed']} peers saw it: close minus ({since}), p50 / p99 / min / max | "
           f"{pe['p50_ms']} / {pe['p99_ms']} / {pe['min_ms']} / {pe['max_ms']} ms ({pe['closed']} closes seen; "
-          f"{pe['before_the_deadline']} before the deadline, {pe['later_than_one_tick_plus_1ms']} more than one tick + 1 ms after) |")
+          f"{pe['before_the_deadline']} before the deadline, {pe['later_than_one_tick_plus_1ms']} more than one tick + 1 ms after; "
+          f"kernel arrival times, {pe['unstamped']} closes without one) |")
+    rd = pe["read_delay_ms"]
+    print(f"| ... the observer's own read delay after each arrival (what stamping on read would have added), p50 / p99 / max | "
+          f"{rd['p50']} / {rd['p99']} / {rd['max']} ms |")
     print(f"| closing burst's server CPU | {d['burst_cpu_s']} s |")
     print(f"| wheels' wake-up lateness p99 / max (bucket bounds) | ≤ {d['lateness_p99_ms_at_most']} ms / ≤ {d['lateness_max_ms_at_most']} ms |")
     print(f"| wheels' wake-up lateness, mean | {d['lateness_mean_ms']} ms |")
