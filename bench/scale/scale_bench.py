@@ -18,8 +18,8 @@ earlier than the stop + timeout, the last no later than the stop + 1.1 × interv
 (plus the polling period, 250 ms, and 50 ms for a scrape: the window is read off the metrics, which
 are scraped rarely, and from here on at the lowest priority, so that the observer does not compete with
 the servers for the CPU). Per connection, the servers measure each judgement against
-the deadline that connection missed (its last ping + the timeout): none may come before it (a
-failure), and how many come more than one tick after it (the target) is reported. Reported: when the closes began and ended, that per-connection lateness
+the deadline that connection missed (when its last ping fell due + the timeout, never before the
+formula from its first unanswered ping): none may come before it (a failure), and how many come more than one tick after it (the target) is reported. Reported: when the closes began and ended, that per-connection lateness
 (histogram, mean, maximum), the closing burst's server CPU, the wheels' wake-up lateness during it
 and the server processes' run-queue wait (/proc/PID/schedstat: time runnable but waiting for a CPU),
 and the machine's CPU over the phase (/proc/stat: busy, softirq, and steal: time the hypervisor gave
@@ -434,7 +434,7 @@ def main():
           f"{c['peak_deaths_per_s']} |")
     print(f"| allowed window | {d['earliest_allowed_s']} s .. {d['latest_allowed_s']} s |")
     print(f"| within it | {'yes' if d['within_bounds'] else 'NO'} |")
-    print(f"| judged dead, each against the deadline it missed (its last ping + the timeout) | {d['judged']} |")
+    print(f"| judged dead, each against the deadline it missed (when its last ping fell due + the timeout, never before the formula from its first unanswered ping) | {d['judged']} |")
     print(f"| ... before that deadline | {d['judged_early']} |")
     print(f"| ... more than one tick ({tick} ms) after it | {d['judged_later_than_one_tick']} |")
     print(f"| ... more than one tick + 2 ms after it | {d['judged_later_than_one_tick_plus_2ms']} |")

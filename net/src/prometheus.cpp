@@ -27,7 +27,7 @@ void prometheus_writer::liveness(const counters_snapshot& c) {
     histogram("heartwheel_rtt_seconds", "Heartbeat ping round trips.", rtt_bucket_bounds, 1.0, c.rtt_buckets,
               static_cast<double>(c.rtt_total_us) / 1e6);
     histogram("heartwheel_heartbeat_death_lateness_seconds",
-              "How long after the deadline a dead peer missed (last ping + timeout) it was judged and its close began.",
+              "How long after the deadline a dead peer missed (when its last ping fell due + timeout) it was judged and its close began.",
               death_lateness_bucket_bounds, 1.0, c.death_lateness_buckets, static_cast<double>(c.death_lateness_total_us) / 1e6);
     metric("heartwheel_heartbeat_death_lateness_max_seconds", "gauge", "The latest of those judgements.",
            static_cast<double>(c.death_lateness_max_us) / 1e6);

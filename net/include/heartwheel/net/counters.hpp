@@ -21,8 +21,9 @@ enum class idle_kind; // idle_state.hpp
 inline constexpr std::array<double, 12> rtt_bucket_bounds = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
                                                              0.01,   0.025,   0.05,   0.1,   0.25,   1.0};
 /// Upper bounds (seconds) of the heartbeat-death lateness histogram: how long after the deadline a
-/// dead peer missed (its last ping + the timeout) it was judged and its close began. By design up to
-/// one wheel tick (deadlines round up to the tick); past that, the thread woke late or was busy.
+/// dead peer missed (when its last ping fell due + the timeout, never before the formula from its
+/// first unanswered ping) it was judged and its close began. By design up to one wheel tick
+/// (deadlines round up to the tick); past that, the thread woke late or was busy.
 /// Bounds at 2 and 12 ms show "within a millisecond or two past a 1 or 10 ms tick".
 inline constexpr std::array<double, 14> death_lateness_bucket_bounds = {
     0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.012, 0.015, 0.02, 0.05, 0.1, 0.25, 1.0};
