@@ -87,10 +87,10 @@ enum class heartbeat_trigger { inbound, outbound };
 
 struct heartbeat_policy {
     milliseconds interval{0}; ///< 0 disables heartbeats
-    heartbeat_trigger trigger = heartbeat_trigger::inbound;
     milliseconds timeout{10'000};
     std::uint32_t misses = 3;
     static constexpr std::uint32_t misses_min = 1, misses_max = 1000;
+    heartbeat_trigger trigger = heartbeat_trigger::inbound; // beside misses: no padding (each heartbeat holds a copy)
     double jitter = 0.0; ///< the interval varies by up to ±jitter (fraction) per ping
     /// k: a ping is judged no earlier than k * (srtt + 4 * rttvar) after it (RFC 6298's estimator
     /// over the pong round trips; QUIC uses 3). 0 disables the floor. Never shortens `timeout`.
