@@ -43,9 +43,13 @@ void activity_timer::requeue() {
     svc_->schedule(*this, saturating_add(svc_->latest_possible(last_), timeout_));
 }
 
-void activity_timer::on_expire() {
+time_point activity_timer::due() const {
     const time_point bound = listener_->exact_activity(*this) ? last_ : svc_->latest_possible(last_);
-    const time_point due = saturating_add(bound, timeout_);
+    return saturating_add(bound, timeout_);
+}
+
+void activity_timer::on_expire() {
+    const time_point due = this->due();
     const time_point now = svc_->now();
     if (due > now) { // activity since it was armed: re-file for the real deadline
         svc_->schedule(*this, due);

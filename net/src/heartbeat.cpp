@@ -34,10 +34,8 @@ void heartbeat::send_ping(time_point after) {
         return;
     }
     ping_due_ = false;
-    // When this ping fell due: the pinger's own deadline (its last activity + the interval; a stamp's
-    // bound, an exact base itself, as the pinger counts: exact_activity).
-    const time_point last = pinger_exact_ ? pinger_.last() : svc_.latest_possible(pinger_.last());
-    const time_point due = saturating_add(last, pinger_.timeout());
+    // When this ping fell due: the pinger's own deadline (an exact base itself, a stamp's bound).
+    const time_point due = pinger_.due();
     // A fresh clock: pings falling due together go out one after another, and each one's round trip
     // (and its streak's fatal floor) counts from when it really left, not from the start of the batch.
     ping_sent_ = svc_.fresh_now();

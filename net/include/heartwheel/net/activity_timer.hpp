@@ -79,6 +79,9 @@ public:
         }
     }
     time_point last() const noexcept { return last_; }
+    /// When the current period ends: the last activity (exact when the listener says so, else the
+    /// stamp's bound) + the period (a scaled timer's: its min). What an expiry is judged against.
+    time_point due() const;
     /// The period: for a scaled timer, its current scaled value.
     duration timeout() const noexcept;
     /// Changes the period of the next firing (the heartbeat's jittered interval).
