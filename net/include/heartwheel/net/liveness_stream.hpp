@@ -35,7 +35,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <system_error>
 #include <type_traits>
 #include <utility>
@@ -78,7 +77,7 @@ public:
 
     template <class... Args>
     explicit liveness_stream(stream_observer& observer, Args&&... next_args)
-        : next_(std::forward<Args>(next_args)...), core_(std::make_shared<core>(core{&observer})) {}
+        : next_(std::forward<Args>(next_args)...), core_(observer) {}
     ~liveness_stream() { core_->observer = nullptr; }
     liveness_stream(const liveness_stream&) = delete;
     liveness_stream& operator=(const liveness_stream&) = delete;
@@ -127,8 +126,11 @@ public:
 
 private:
     /// What an operation needs after it started: the observer, or nullptr once the stream is gone.
+    /// Shared by the stream and its pending operations through core_ref (a count of its own: 16
+    /// bytes less per connection than a shared_ptr's control block and two-word handles).
     struct core {
         stream_observer* observer;
+        std::uint32_t refs = 1;    ///< the stream and its operations (all on the stream's executor)
         std::uint32_t reads = 0;   ///< reads (read_some, receive) started and not yet completed
         bool more_waiting = false; ///< the last receive filled its chunk: read before waiting
         char probe = 0;            ///< TLS: the one byte a receive waits with
@@ -139,10 +141,28 @@ private:
         }
     };
 
+    /// An owning handle on the core. Not atomic: the stream and its operations run on the stream's
+    /// executor (an operation is moved, never copied, between threads on its way back to it).
+    class core_ref {
+    public:
+        explicit core_ref(stream_observer& o) : p_(new core{&o}) {}
+        core_ref(const core_ref& r) noexcept : p_(r.p_) { ++p_->refs; }
+        core_ref(core_ref&& r) noexcept : p_(std::exchange(r.p_, nullptr)) {}
+        core_ref& operator=(const core_ref&) = delete;
+        core_ref& operator=(core_ref&&) = delete;
+        ~core_ref() {
+            if (p_ != nullptr && --p_->refs == 0) delete p_;
+        }
+        core* operator->() const noexcept { return p_; }
+
+    private:
+        core* p_;
+    };
+
     /// One read_some or write_some on the next layer, recorded on completion.
     template <class Buffers, bool Write>
     struct io_op {
-        std::shared_ptr<core> c;
+        core_ref c;
         NextLayer* next; ///< used only to start (the stream is alive then)
         Buffers buffers;
         bool started = false;
@@ -170,7 +190,7 @@ private:
 
     /// One receive: wait without a buffer, then read into a chunk.
     struct receive_op {
-        std::shared_ptr<core> c;
+        core_ref c;
         NextLayer* next; ///< used only while the stream is alive (checked through c->observer)
         read_chunk chunk{};
         enum class step { start, waited, probed, read } at = step::start;
@@ -272,7 +292,7 @@ private:
     };
 
     NextLayer next_;
-    std::shared_ptr<core> core_;
+    core_ref core_;
 };
 
 } // namespace heartwheel::net
