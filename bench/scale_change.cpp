@@ -42,14 +42,17 @@ private:
 };
 
 struct ignore_expiries final : heartwheel::net::activity_timer::listener {
+    explicit ignore_expiries(heartwheel::timer_scheduler& s) : svc(&s) {}
     void on_expired(heartwheel::net::activity_timer&, bool) override {}
+    heartwheel::timer_scheduler& scheduler() const noexcept override { return *svc; }
+    heartwheel::timer_scheduler* svc;
 };
 
 struct population {
-    explicit population(std::size_t n) : scale(svc, 0.5) {
+    explicit population(std::size_t n) : ignore(svc), scale(svc, 0.5) {
         timers.reserve(n);
         auto add = [&] {
-            timers.push_back(std::make_unique<heartwheel::net::activity_timer>(svc, ignore));
+            timers.push_back(std::make_unique<heartwheel::net::activity_timer>(ignore));
             timers.back()->start_scaled(scale, 1s, 10s, svc.now());
         };
         for (std::size_t i = 0; i < n / 2; ++i) add();
@@ -57,8 +60,8 @@ struct population {
         svc.advance_to(time_point{} + 1500ms); // the first half queued since 1 s
         for (std::size_t i = n / 2; i < n; ++i) add(); // the second half in their min
     }
-    ignore_expiries ignore;
     manual_service svc;
+    ignore_expiries ignore;
     heartwheel::net::timeout_scale scale;
     std::vector<std::unique_ptr<heartwheel::net::activity_timer>> timers;
 };

@@ -10,7 +10,7 @@ void activity_timer::start(duration timeout, time_point since) {
     last_ = since;
     last_fired_for_ = time_point::min();
     if (timeout_ <= duration::zero()) return;
-    svc_->schedule(*this, saturating_add(svc_->latest_possible(last_), timeout_));
+    arm_for_last();
 }
 
 void activity_timer::start_scaled(timeout_scale& scale, duration min, duration max, time_point since) {
@@ -19,7 +19,12 @@ void activity_timer::start_scaled(timeout_scale& scale, duration min, duration m
     start(duration::zero(), since); // resets, arms nothing
     scaled_ = std::make_unique<scaled_state>(*this, scale, max - min);
     timeout_ = min;
-    svc_->schedule(*this, saturating_add(svc_->latest_possible(last_), timeout_));
+    arm_for_last();
+}
+
+void activity_timer::arm_for_last() {
+    timer_scheduler& svc = this->svc();
+    svc.schedule(*this, saturating_add(svc.latest_possible(last_), timeout_));
 }
 
 void activity_timer::start(milliseconds max, const scaled_min& min, timeout_scale* scale, time_point since) {
@@ -40,19 +45,20 @@ duration activity_timer::timeout() const noexcept {
 
 void activity_timer::requeue() {
     scaled_->scale->dequeue(scaled_->entry);
-    svc_->schedule(*this, saturating_add(svc_->latest_possible(last_), timeout_));
+    arm_for_last();
 }
 
 time_point activity_timer::due() const {
-    const time_point bound = listener_->exact_activity(*this) ? last_ : svc_->latest_possible(last_);
+    const time_point bound = listener_->exact_activity(*this) ? last_ : svc().latest_possible(last_);
     return saturating_add(bound, timeout_);
 }
 
 void activity_timer::on_expire() {
+    timer_scheduler& svc = this->svc();
     const time_point due = this->due();
-    const time_point now = svc_->now();
+    const time_point now = svc.now();
     if (due > now) { // activity since it was armed: re-file for the real deadline
-        svc_->schedule(*this, due);
+        svc.schedule(*this, due);
         return;
     }
     if (scaled_) { // min has passed with no activity: the scaled part waits in the range's queue
@@ -70,13 +76,13 @@ void activity_timer::on_expire() {
 
 void activity_timer::expired(time_point now) {
     if (listener_->put_off(*this)) { // the peer's bytes wait unread: look again once they are read
-        svc_->schedule(*this, saturating_add(now, unread_input_recheck));
+        svc().schedule(*this, saturating_add(now, unread_input_recheck));
         return;
     }
     const bool first = last_ != last_fired_for_;
     last_fired_for_ = last_;
     if (scaled_) scaled_->fired_at = now;
-    svc_->schedule(*this, saturating_add(now, timeout_)); // repeat every period while idle (a scaled
+    svc().schedule(*this, saturating_add(now, timeout_)); // repeat every period while idle (a scaled
                                                           // timer: its min, then its queue again)
     listener_->on_expired(*this, first);                  // last: it may destroy this timer
 }

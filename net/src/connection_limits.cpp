@@ -19,7 +19,7 @@ connection_limits::connection_limits(timer_scheduler& svc, const server_limits& 
     age_limit_ = duration(static_cast<duration::rep>(std::llround(static_cast<double>(base.count()) * factor)));
     const scaled_min& age_min = limits.max_age_min;
     const auto since = svc.stamp();
-    age_ = std::make_unique<activity_timer>(svc, static_cast<activity_timer::listener&>(*this));
+    age_ = std::make_unique<activity_timer>(static_cast<activity_timer::listener&>(*this));
     if (scale_ && age_min.enabled()) {
         // The jittered age is the max; the min follows the configured max_age.
         const auto mn = std::chrono::duration_cast<duration>(age_min.of(limits.max_age));
@@ -37,7 +37,7 @@ void connection_limits::on_expired(activity_timer& t, bool) {
 
 void connection_limits::handshake_started() {
     if (handshake_timeout_.count() <= 0) return;
-    if (!handshake_) handshake_ = std::make_unique<activity_timer>(*svc_, static_cast<activity_timer::listener&>(*this));
+    if (!handshake_) handshake_ = std::make_unique<activity_timer>(static_cast<activity_timer::listener&>(*this));
     handshake_->start(handshake_timeout_, handshake_min_, scale_, svc_->stamp());
 }
 

@@ -11,7 +11,7 @@ double heartbeat::listener::uniform() { return detail::unit_random(); }
 
 heartbeat::heartbeat(timer_scheduler& svc, const heartbeat_policy& policy, listener& l)
     : svc_(svc), policy_(policy), listener_(&l),
-      pinger_(svc, *this), checker_(*this) {
+      pinger_(*this), checker_(*this) {
     policy_.validate();
     if (!policy_.enabled()) return;
     const time_point now = svc_.stamp();

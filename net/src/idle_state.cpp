@@ -19,7 +19,7 @@ idle_state::idle_state(timer_scheduler& svc, const idle_policy& policy, listener
                   {policy.all_idle, policy.all_idle_min}};
     for (int k = 0; k < 3; ++k) {
         if (kinds[k].period.count() <= 0) continue;
-        timers_[k] = std::make_unique<activity_timer>(svc, static_cast<activity_timer::listener&>(*this));
+        timers_[k] = std::make_unique<activity_timer>(static_cast<activity_timer::listener&>(*this));
         timers_[k]->start(kinds[k].period, kinds[k].min, scale, now);
     }
 }

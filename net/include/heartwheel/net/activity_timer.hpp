@@ -36,10 +36,13 @@ inline constexpr duration unread_input_recheck = std::chrono::milliseconds(10);
 
 class activity_timer final : public timer_node {
 public:
-    /// Hears the timer's expiries (an interface its owner implements: one pointer per timer, not a
-    /// std::function — a connection has several of these timers). Must outlive the timer.
+    /// Hears the timer's expiries and names its scheduler (an interface its owner implements: one
+    /// pointer per timer, not a std::function and a scheduler — a connection has several of these
+    /// timers, and their owner knows the scheduler already). Must outlive the timer.
     class listener {
     public:
+        /// The scheduler the timer is filed in (the same one for the timer's life).
+        virtual timer_scheduler& scheduler() const noexcept = 0;
         /// The timeout elapsed with no activity; `first`: activity happened since the previous
         /// expiry. Runs last in the timer's call: it may stop or destroy the timer.
         virtual void on_expired(activity_timer& t, bool first) = 0;
@@ -55,7 +58,7 @@ public:
         ~listener() = default;
     };
 
-    activity_timer(timer_scheduler& svc, listener& l) : svc_(&svc), listener_(&l) {}
+    explicit activity_timer(listener& l) : listener_(&l) {}
     ~activity_timer() override { stop(); }
 
     /// Starts watching with `timeout` (zero or negative: stays disabled), counting from `since`.
@@ -102,10 +105,13 @@ private:
         time_point fired_at = time_point::min(); ///< a repeat counts its min from here
     };
     void on_expire() override;
+    /// Files the timer at the bound of its last activity + its period.
+    void arm_for_last();
     void requeue();
     void expired(time_point now);
 
-    timer_scheduler* svc_;
+    timer_scheduler& svc() const noexcept { return listener_->scheduler(); }
+
     listener* listener_;
     duration timeout_{};
     time_point last_{};

@@ -49,6 +49,7 @@ public:
 
 private:
     void on_expired(activity_timer& t, bool) override;
+    timer_scheduler& scheduler() const noexcept override { return *svc_; }
 
     timer_scheduler* svc_;
     listener* listener_;

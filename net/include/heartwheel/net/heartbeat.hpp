@@ -109,6 +109,7 @@ public:
 
 private:
     void on_expired(activity_timer&, bool) override { send_ping(); }
+    timer_scheduler& scheduler() const noexcept override { return svc_; }
     /// The pinger counts from an exact time after a ping (when it fell due), from a stamp after activity.
     bool exact_activity(const activity_timer&) const override { return pinger_exact_; }
     /// The pinger counts from `at`: exact (a pong's fresh clock reading) or a batch's stamp. An

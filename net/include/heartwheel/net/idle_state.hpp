@@ -68,6 +68,7 @@ private:
         if (auto& t = timers_[static_cast<int>(k)]) t->touch(stamp);
     }
     void on_expired(activity_timer& t, bool first) override;
+    timer_scheduler& scheduler() const noexcept override { return *svc_; }
     bool put_off(const activity_timer&) override { return listener_->input_waiting(); }
 
     timer_scheduler* svc_;

@@ -70,7 +70,8 @@ public:
 private:
     /// One timeout's timer and what it closes with (allocated only when the timeout is on).
     struct watch final : activity_timer::listener {
-        watch(policy_host& h, close_reason r) : host(&h), reason(r), timer(h.scheduler(), *this) {}
+        watch(policy_host& h, close_reason r) : host(&h), reason(r), timer(*this) {}
+        timer_scheduler& scheduler() const noexcept override { return host->scheduler(); }
         void on_expired(activity_timer&, bool) override { host->close_for(reason); } // last: may destroy *this
         bool put_off(const activity_timer&) override { return reason == close_reason::read_timeout && host->input_waiting(); }
 
