@@ -63,11 +63,11 @@ void connection_liveness::on_write_complete(bool drained) {
 }
 
 void connection_liveness::on_pong() {
-    if (heartbeat_) heartbeat_->on_pong(svc_->fresh_now()); // exact: one clock read per ping round
+    // Exact: one clock read per ping round.
+    const auto rtt = heartbeat_ ? heartbeat_->on_pong(svc_->fresh_now()) : std::nullopt;
     if (!counters_) return;
     counters_->pong_received();
-    if (heartbeat_)
-        if (auto rtt = heartbeat_->last_rtt()) counters_->rtt(*rtt);
+    if (rtt) counters_->rtt(*rtt);
 }
 
 void connection_liveness::on_idle(idle_event e) {

@@ -98,28 +98,29 @@ void heartbeat::judge_ping() {
     if (ping_due_) send_ping(deadline); // last: send_ping may write, and a write may close
 }
 
-void heartbeat::on_pong(time_point at) {
+std::optional<duration> heartbeat::on_pong(time_point at) {
     // An exact time: the pinger counts from it without the batch bound (see heartbeat.hpp).
     if (policy_.trigger == heartbeat_trigger::inbound) touch(at, true);
     on_read(at);
-    if (!awaiting_pong_) return;
+    if (!awaiting_pong_) return std::nullopt;
     awaiting_pong_ = false;
-    rtt_ = at > ping_sent_ ? at - ping_sent_ : duration::zero();
+    const duration rtt = at > ping_sent_ ? at - ping_sent_ : duration::zero();
     // RFC 6298 (2.2, 2.3): alpha = 1/8, beta = 1/4.
     if (!seen_rtt_) {
         seen_rtt_ = true;
-        srtt_ = rtt_;
-        rttvar_ = rtt_ / 2;
+        srtt_ = rtt;
+        rttvar_ = rtt / 2;
     } else {
-        const duration delta = srtt_ > rtt_ ? srtt_ - rtt_ : rtt_ - srtt_;
+        const duration delta = srtt_ > rtt ? srtt_ - rtt : rtt - srtt_;
         rttvar_ = rttvar_ - rttvar_ / 4 + delta / 4;
-        srtt_ = srtt_ - srtt_ / 8 + rtt_ / 8;
+        srtt_ = srtt_ - srtt_ / 8 + rtt / 8;
     }
     // Answered: nothing left to judge, and a ping that fell due meanwhile goes out now.
     checker_.cancel();
     misses_ = 0;
     read_at_last_judgement_ = last_read_;
     if (ping_due_) send_ping();
+    return rtt;
 }
 
 duration heartbeat::effective_timeout() const noexcept {

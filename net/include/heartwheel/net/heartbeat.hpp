@@ -87,12 +87,12 @@ public:
     /// The answer to our ping arrived (also call on_read for its bytes): records a round trip. `at` is
     /// exact — a fresh clock reading (timer_scheduler::fresh_now), not a batch's stamp — and the next
     /// ping counts from it: pongs read in one batch must not share one ping time (peers pinged in
-    /// lockstep, round after round, each burst delaying the next round's pongs).
-    void on_pong(time_point at);
+    /// lockstep, round after round, each burst delaying the next round's pongs). Returns the round
+    /// trip it completed: none for a pong that answers no outstanding ping.
+    std::optional<duration> on_pong(time_point at);
 
     void stop() noexcept;
     std::uint32_t consecutive_misses() const noexcept { return misses_; }
-    std::optional<duration> last_rtt() const noexcept { return seen_rtt_ ? std::optional<duration>(rtt_) : std::nullopt; }
     /// RFC 6298's smoothed round trip and its variance, once a pong was seen.
     std::optional<duration> srtt() const noexcept { return seen_rtt_ ? std::optional<duration>(srtt_) : std::nullopt; }
     duration rttvar() const noexcept { return rttvar_; }
@@ -139,9 +139,9 @@ private:
     std::uint32_t misses_ = 0;
     bool awaiting_pong_ = false;
     bool ping_due_ = false; ///< a ping fell due while the previous one was outstanding
-    bool seen_rtt_ = false; ///< a pong was seen: rtt_, srtt_ and rttvar_ hold samples
+    bool seen_rtt_ = false; ///< a pong was seen: srtt_ and rttvar_ hold samples
     bool pinger_exact_ = false; ///< the pinger was last touched by a ping's exact base, not by activity
-    duration rtt_{}, srtt_{}, rttvar_{};
+    duration srtt_{}, rttvar_{};
 };
 
 } // namespace heartwheel::net
