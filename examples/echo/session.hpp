@@ -41,7 +41,7 @@ public:
     using connection_type = heartwheel::net::connection<Stream, Liveness>;
 
     explicit session(worker& w) : w_(w), framer_(w.options.max_line) {
-        w_.sessions.insert(this);
+        link_before(w_.sessions);
         w_.counters.active.fetch_add(1, std::memory_order_relaxed);
         w_.population_changed();
     }
@@ -51,7 +51,7 @@ public:
             w_.counters.read_buffers.fetch_sub(1, std::memory_order_relaxed);
             w_.counters.read_buffer_bytes.fetch_sub(held_, std::memory_order_relaxed);
         }
-        w_.sessions.erase(this);
+        unlink();
         w_.counters.active.fetch_sub(1, std::memory_order_relaxed);
         w_.population_changed();
         w_.session_gone();

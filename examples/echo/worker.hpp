@@ -5,8 +5,8 @@
 // (net::shards): thread per core (--threads), an io_context per shard run by one thread; thread pool
 // (--io-threads), one io_context run by N threads and each shard a strand of it. Everything of a
 // worker (its wheel, its sessions' sockets, posts to it) runs on its shard's executor.
-// Sessions register themselves so that shutdown can say BYE to each; the registry is touched only
-// from the worker's own executor. wheel_size mirrors the wheel's size for the stats line (other threads
+// Sessions link themselves into a ring (no allocation per session) so that shutdown can say BYE to
+// each; the ring is touched only from the worker's own executor. wheel_size mirrors the wheel's size for the stats line (other threads
 // read it). When its last session is gone the worker hands freed memory back to the OS a second later
 // (glibc keeps it in its arenas otherwise): one timer, armed only after activity, so an idle worker
 // has nothing pending and never wakes up.
@@ -34,12 +34,42 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <unordered_set>
+#include <stdexcept>
 #include <vector>
 
 namespace echo {
 
-class session_base {
+/// A session's place in its worker's registry: a ring of links inside the sessions themselves (no
+/// allocation per session, where a hash set took a node and a bucket: about 40 bytes).
+class session_link {
+public:
+    session_link() noexcept = default;
+    session_link(const session_link&) = delete;
+    session_link& operator=(const session_link&) = delete;
+    ~session_link() { unlink(); }
+
+    /// Joins the ring just before `at` (at the end, when `at` is the ring's head).
+    void link_before(session_link& at) noexcept {
+        unlink();
+        next_ = &at;
+        prev_ = at.prev_;
+        prev_->next_ = this;
+        at.prev_ = this;
+    }
+    void unlink() noexcept {
+        prev_->next_ = next_;
+        next_->prev_ = prev_;
+        prev_ = next_ = this;
+    }
+    bool alone() const noexcept { return next_ == this; }
+    session_link* next() const noexcept { return next_; }
+
+private:
+    session_link* prev_ = this;
+    session_link* next_ = this;
+};
+
+class session_base : public session_link {
 public:
     virtual ~session_base() = default;
     /// Say BYE shutdown and close.
@@ -73,11 +103,16 @@ struct worker {
         for_each_session(&session_base::abort);
     }
 
-    /// Calls `fn` on every session (on the worker's thread); a call may end other sessions.
+    /// Calls `fn` on every session (on the worker's thread); a call may end any session, its own
+    /// included: a cursor in the ring, just after the session called, tells where to go on.
     void for_each_session(void (session_base::*fn)()) {
-        std::vector<session_base*> all(sessions.begin(), sessions.end());
-        for (auto* s : all)
-            if (sessions.count(s)) (s->*fn)();
+        if (!cursor.alone()) throw std::logic_error("echo::worker::for_each_session called from inside itself");
+        for (session_link* l = sessions.next(); l != &sessions;) {
+            cursor.link_before(*l->next());
+            (static_cast<session_base*>(l)->*fn)();
+            l = cursor.next();
+            cursor.unlink();
+        }
     }
 
     /// Called when a connection is counted under its source or stops being: mirrors the excess for
@@ -95,7 +130,7 @@ struct worker {
 
     /// Called by a session's destructor.
     void session_gone() {
-        if (!sessions.empty() || closing || trim.pending()) return;
+        if (!sessions.alone() || closing || trim.pending()) return;
         trim = wheel.schedule_after(std::chrono::seconds(1), [] {
 #if defined(__GLIBC__)
             ::malloc_trim(0);
@@ -129,7 +164,8 @@ struct worker {
         return c;
     }
 
-    std::unordered_set<session_base*> sessions;
+    session_link sessions; ///< the head of the ring of this worker's sessions (each links itself in)
+    session_link cursor;   ///< for_each_session's place in that ring while it walks
     bool closing = false;
     const server_options& options;
     heartwheel::net::liveness_counters& live_counters;
