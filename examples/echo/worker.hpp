@@ -6,10 +6,10 @@
 // (--io-threads), one io_context run by N threads and each shard a strand of it. Everything of a
 // worker (its wheel, its sessions' sockets, posts to it) runs on its shard's executor.
 // Sessions link themselves into a ring (no allocation per session) so that shutdown can say BYE to
-// each; the ring is touched only from the worker's own executor. wheel_size mirrors the wheel's size for the stats line (other threads
-// read it). When its last session is gone the worker hands freed memory back to the OS a second later
-// (glibc keeps it in its arenas otherwise): one timer, armed only after activity, so an idle worker
-// has nothing pending and never wakes up.
+// each; the ring is touched only from the worker's own executor. wheel_size mirrors the wheel's size
+// for the stats line (other threads read it). When its last session is gone the worker hands freed
+// memory back to the OS a second later (glibc keeps it in its arenas otherwise): one timer, armed
+// only after activity, so an idle worker has nothing pending and never wakes up.
 #ifndef HEARTWHEEL_ECHO_WORKER_HPP
 #define HEARTWHEEL_ECHO_WORKER_HPP
 
