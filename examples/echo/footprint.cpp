@@ -1,5 +1,6 @@
 // footprint.cpp — what one idle TCP connection of the echo server holds in user space, by part,
-// measured in one process with the server's own session type (examples/echo/session.hpp), on real
+// measured in one process with the server's own session type (examples/echo/session.hpp, over the
+// thread-per-core server's sockets: echo::core_socket), on real
 // sockets over 127.0.0.1: the heap in use (glibc mallinfo2, chunk headers included) is read before
 // and after each stage over N connections and divided by N.
 //   1. accepted sockets: the kernel descriptor and Asio's per-descriptor reactor state;
@@ -12,6 +13,8 @@
 //   4. TLS: M connections (at most 2,000) over net::tls_socket, made by a child process (so that the
 //      clients' OpenSSL state is not in this heap) and measured once every handshake is done and each
 //      connection waits for bytes; what they hold beyond a TCP connection's parts is OpenSSL's state;
+//   5. last, the same as 1-3 over sockets with any_io_executor (the thread-pool model's, and those
+//      under net::tls_socket), in one go: what naming the executor type saves;
 // and, from the kernel, the slab memory per socket (/proc/meminfo Slab, both ends of each connection
 // are in this process, so the figure is halved; it includes the peers' sockets) and /proc/net/sockstat's TCP buffer pages.
 // Prints a Markdown table and a JSON line. Usage: footprint [connections] (default 5000, at least 2).
@@ -44,7 +47,8 @@
 namespace {
 
 using tcp = asio::ip::tcp;
-using session_type = echo::session<tcp::socket, heartwheel::net::connection_liveness>;
+// The server's own plain TCP session: a thread per core, sockets typed with the io_context's executor.
+using session_type = echo::session<echo::core_socket, heartwheel::net::connection_liveness>;
 
 std::size_t heap_in_use() {
     const struct mallinfo2 m = ::mallinfo2();
@@ -152,6 +156,48 @@ double tls_heap_per_connection(echo::worker& w, const heartwheel::net::liveness_
     return static_cast<double>(h1 - h0) / static_cast<double>(m);
 }
 
+// Heap bytes per idle TCP connection (session, connection, timers: not the descriptor's state, which
+// Asio reuses from the first stage here, nor the slot storage) of the same session over sockets with asio::any_io_executor (56 bytes, held by the socket and
+// copied into the pending receive three times) instead of the io_context's own executor (8 bytes):
+// the thread-pool model's sockets (strands), and those under net::tls_socket. 0 on failure.
+double any_executor_per_connection(echo::worker& w, const heartwheel::net::liveness_config& cfg, std::size_t m) {
+    using any_socket = tcp::socket;
+    using any_session = echo::session<any_socket, heartwheel::net::connection_liveness>;
+    tcp::acceptor acceptor(w.ex, {asio::ip::make_address("127.0.0.1"), 0});
+    acceptor.listen(4096);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(acceptor.local_endpoint().port());
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    std::vector<int> clients;
+    std::vector<any_socket> accepted;
+    std::vector<std::shared_ptr<any_session>> sessions;
+    clients.reserve(m);
+    accepted.reserve(m);
+    sessions.reserve(m);
+    const heartwheel::net::connection_context timing(w.wheel, cfg, &w.live_counters, &w.scale, w.context.options);
+    bool ok = true;
+    for (std::size_t i = 0; i < m && ok; ++i) {
+        const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        ok = fd >= 0 && ::connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) == 0;
+        if (fd >= 0) clients.push_back(fd);
+        if (ok && (clients.size() % 1000 == 0 || clients.size() == m))
+            while (accepted.size() < clients.size()) accepted.push_back(acceptor.accept());
+    }
+    const std::size_t h0 = heap_in_use(), s0 = w.wheel.wheel().storage_bytes();
+    for (auto& socket : accepted) {
+        sessions.push_back(std::make_shared<any_session>(w));
+        sessions.back()->start(std::move(socket), timing);
+    }
+    w.ioc.poll();
+    const std::size_t h1 = heap_in_use(), s1 = w.wheel.wheel().storage_bytes();
+    for (auto& s : sessions) s->abort();
+    w.ioc.poll();
+    for (int fd : clients) ::close(fd);
+    if (!ok) return 0;
+    return (static_cast<double>(h1 - h0) - static_cast<double>(s1 - s0)) / static_cast<double>(m);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -175,7 +221,7 @@ int main(int argc, char** argv) {
     acceptor.listen(4096);
 
     std::vector<int> clients; // plain descriptors: the peers cost the heap nothing
-    std::vector<tcp::socket> accepted;
+    std::vector<echo::core_socket> accepted;
     clients.reserve(n);
     accepted.reserve(n);
     std::vector<std::shared_ptr<session_type>> sessions;
@@ -197,7 +243,7 @@ int main(int argc, char** argv) {
         }
         clients.push_back(fd);
         if (clients.size() % 1000 == 0 || clients.size() == n)
-            while (accepted.size() < clients.size()) accepted.push_back(acceptor.accept());
+            while (accepted.size() < clients.size()) accepted.push_back(acceptor.accept(w.ioc.get_executor()));
     }
     const std::size_t h1 = heap_in_use();
     const long slab1 = meminfo_kib("Slab");
@@ -236,9 +282,17 @@ int main(int argc, char** argv) {
     sessions.clear();
 
     const std::size_t m = n < 4000 ? n / 2 : 2000;
-    const double tls_total = tls_heap_per_connection<heartwheel::net::tls_socket>(w, options.live, m);
-    const double tls_state = tls_total - (descriptor + session + connection + timers);
-    const double asio_tls_total = tls_heap_per_connection<asio::ssl::stream<tcp::socket>>(w, options.live, m);
+    // Asio keeps the reactor state of a closed descriptor for the next one (its object_pool): the
+    // later stages reuse the first stage's, so their figures add the first stage's descriptor part.
+    const double tls_total = tls_heap_per_connection<heartwheel::net::tls_socket>(w, options.live, m) + descriptor;
+
+    const double asio_tls_total =
+        tls_heap_per_connection<asio::ssl::stream<tcp::socket>>(w, options.live, m) + descriptor;
+    // Last: a run before the TLS ones would leave them a heap shaped differently.
+    const double any_parts = any_executor_per_connection(w, options.live, n / 2);
+    const double any_total = descriptor + any_parts + slots;
+    // A tls_socket is over an any_io_executor socket: OpenSSL's part is what it adds to that one.
+    const double tls_state = tls_total - (descriptor + any_parts);
     std::printf("| part | bytes per idle connection |\n|---|---:|\n");
     std::printf("| Asio's reactor state for the descriptor | %.0f |\n", descriptor);
     std::printf("| session object (line framer; no read buffer) | %.0f |\n", session);
@@ -249,8 +303,10 @@ int main(int argc, char** argv) {
     std::printf("| read buffer bytes held (an idle write queue holds none: footprint_test) | %llu |\n",
                 static_cast<unsigned long long>(idle_read_bytes));
     std::printf("| **server user space, total** | **%.0f** |\n", total);
+    std::printf("| the same over sockets with any_io_executor instead of the io_context's own (the thread-pool "
+                "model's, and under TLS), total | %.0f |\n", any_total);
     std::printf("| TLS (a net::tls_socket, over %zu connections): OpenSSL's state after the handshake, on top of "
-                "the above | %.0f |\n", m, tls_state);
+                "a TCP connection over any_io_executor | %.0f |\n", m, tls_state);
     std::printf("| **server user space per idle TLS connection, total** | **%.0f** |\n", tls_total);
     std::printf("| the same over asio::ssl::stream (its record buffers and BIO pair), for comparison | %.0f |\n",
                 asio_tls_total);
@@ -262,8 +318,8 @@ int main(int argc, char** argv) {
                 sizeof(session_type), sizeof(session_type::connection_type), sizeof(heartwheel::net::connection_liveness),
                 sizeof(tcp::socket), tcp_pages);
     std::printf("{\"connections\":%zu,\"descriptor\":%.0f,\"session\":%.0f,\"connection\":%.0f,\"timers\":%.0f,\"slots\":%.0f,"
-                "\"total\":%.0f,\"tls_state\":%.0f,\"tls_total\":%.0f,\"asio_tls_total\":%.0f,\"kernel_slab\":%.0f,\"read_buffers\":%llu}\n",
-                n, descriptor, session, connection, timers, slots, total, tls_state, tls_total, asio_tls_total, kernel,
+                "\"total\":%.0f,\"any_executor_total\":%.0f,\"tls_state\":%.0f,\"tls_total\":%.0f,\"asio_tls_total\":%.0f,\"kernel_slab\":%.0f,\"read_buffers\":%llu}\n",
+                n, descriptor, session, connection, timers, slots, total, any_total, tls_state, tls_total, asio_tls_total, kernel,
                 static_cast<unsigned long long>(idle_read_buffers));
-    return idle_read_buffers == 0 && counters.read_buffers.load() == 0 && tls_total > 0 && asio_tls_total > 0 ? 0 : 1;
+    return idle_read_buffers == 0 && counters.read_buffers.load() == 0 && tls_total > descriptor && asio_tls_total > descriptor && any_parts > 0 ? 0 : 1;
 }

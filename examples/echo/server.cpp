@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <iomanip>
 #include <sstream>
+#include <type_traits>
 
 namespace echo {
 namespace {
@@ -123,44 +124,56 @@ endpoint_spec server::local_endpoint() const {
 
 void server::accept() {
     worker& target = *workers_[next_worker_++ % workers_.size()];
-    acceptor_.async_accept(target.ex, [this, &target](std::error_code ec, asio::ip::tcp::socket socket) {
-        if (stopping_ || ec == asio::error::operation_aborted) return;
-        if (ec == asio::error::no_descriptors || ec.value() == ENFILE || ec == asio::error::no_buffer_space ||
-            ec == asio::error::no_memory)
-            return out_of_descriptors(ec); // retrying at once would spin (it once took a core at 100 %)
-        if (!ec) {
-            counters_.accepted.fetch_add(1, std::memory_order_relaxed);
-            socket.set_option(asio::ip::tcp::no_delay(true), ec);
-            if (counters_.active.load(std::memory_order_relaxed) >= options_.max_connections) {
-                asio::post(target.ex, [this, &target, s = std::move(socket)]() mutable { at_the_limit(target, std::move(s)); });
-            } else {
-                counters_.active.fetch_add(1, std::memory_order_relaxed); // reserved; the session takes it over
-                asio::post(target.ex, [this, &target, s = std::move(socket)]() mutable {
-                    counters_.active.fetch_sub(1, std::memory_order_relaxed);
-                    start_session(target, std::move(s));
-                });
-            }
-        }
-        accept();
-    });
+    if (!tls_ && options_.io_threads == 0) // a thread per core, plain TCP: see core_socket
+        acceptor_.async_accept(target.ioc.get_executor(), [this, &target](std::error_code ec, core_socket socket) {
+            accepted(target, ec, std::move(socket));
+        });
+    else
+        acceptor_.async_accept(target.ex, [this, &target](std::error_code ec, asio::ip::tcp::socket socket) {
+            accepted(target, ec, std::move(socket));
+        });
 }
 
-void server::start_session(worker& w, asio::ip::tcp::socket socket) {
-    using tcp = asio::ip::tcp::socket;
+template <class Socket>
+void server::accepted(worker& target, std::error_code ec, Socket socket) {
+    if (stopping_ || ec == asio::error::operation_aborted) return;
+    if (ec == asio::error::no_descriptors || ec.value() == ENFILE || ec == asio::error::no_buffer_space ||
+        ec == asio::error::no_memory)
+        return out_of_descriptors(ec); // retrying at once would spin (it once took a core at 100 %)
+    if (!ec) {
+        counters_.accepted.fetch_add(1, std::memory_order_relaxed);
+        socket.set_option(asio::ip::tcp::no_delay(true), ec);
+        if (counters_.active.load(std::memory_order_relaxed) >= options_.max_connections) {
+            asio::post(target.ex, [this, &target, s = std::move(socket)]() mutable { at_the_limit(target, std::move(s)); });
+        } else {
+            counters_.active.fetch_add(1, std::memory_order_relaxed); // reserved; the session takes it over
+            asio::post(target.ex, [this, &target, s = std::move(socket)]() mutable {
+                counters_.active.fetch_sub(1, std::memory_order_relaxed);
+                start_session(target, std::move(s));
+            });
+        }
+    }
+    accept();
+}
+
+template <class Socket>
+void server::start_session(worker& w, Socket socket) {
     using tls = heartwheel::net::tls_socket; // OpenSSL on the descriptor: no record buffers of its own
     using heartwheel::net::connection_liveness;
     const bool wheel = options_.timers == timer_mode::wheel;
     const bool none = options_.timers == timer_mode::none;
-    if (tls_) {
-        tls stream(std::move(socket), *tls_);
-        if (wheel) std::make_shared<session<tls, connection_liveness>>(w)->start(std::move(stream), w.context);
-        else if (none) std::make_shared<session<tls, no_liveness>>(w)->start_baseline(std::move(stream), no_liveness::factory());
-        else std::make_shared<session<tls, asio_liveness>>(w)->start_baseline(std::move(stream), asio_liveness::factory(w));
-    } else {
-        if (wheel) std::make_shared<session<tcp, connection_liveness>>(w)->start(std::move(socket), w.context);
-        else if (none) std::make_shared<session<tcp, no_liveness>>(w)->start_baseline(std::move(socket), no_liveness::factory());
-        else std::make_shared<session<tcp, asio_liveness>>(w)->start_baseline(std::move(socket), asio_liveness::factory(w));
+    if constexpr (std::is_same_v<Socket, asio::ip::tcp::socket>) {
+        if (tls_) {
+            tls stream(std::move(socket), *tls_);
+            if (wheel) std::make_shared<session<tls, connection_liveness>>(w)->start(std::move(stream), w.context);
+            else if (none) std::make_shared<session<tls, no_liveness>>(w)->start_baseline(std::move(stream), no_liveness::factory());
+            else std::make_shared<session<tls, asio_liveness>>(w)->start_baseline(std::move(stream), asio_liveness::factory(w));
+            return;
+        }
     }
+    if (wheel) std::make_shared<session<Socket, connection_liveness>>(w)->start(std::move(socket), w.context);
+    else if (none) std::make_shared<session<Socket, no_liveness>>(w)->start_baseline(std::move(socket), no_liveness::factory());
+    else std::make_shared<session<Socket, asio_liveness>>(w)->start_baseline(std::move(socket), asio_liveness::factory(w));
 }
 
 // At the descriptor limit: refuse what waits in the backlog (the spare descriptor makes room for one
@@ -197,7 +210,8 @@ void server::out_of_descriptors(std::error_code ec) {
 // A newcomer at --max-connections: with --source-share, one from an address within its share takes
 // the place of the newest connection of the address furthest over it (which closes over-share; until
 // it has, the server holds one more than the limit); otherwise, and without shares, BYE busy.
-void server::at_the_limit(worker& w, asio::ip::tcp::socket socket) {
+template <class Socket>
+void server::at_the_limit(worker& w, Socket socket) {
     std::error_code gone;
     const auto peer = socket.remote_endpoint(gone);
     if (!gone && w.shares && w.shares->make_room(peer.address())) {
@@ -207,11 +221,12 @@ void server::at_the_limit(worker& w, asio::ip::tcp::socket socket) {
     reject_busy(std::move(socket));
 }
 
-void server::reject_busy(asio::ip::tcp::socket socket) {
+template <class Socket>
+void server::reject_busy(Socket socket) {
     counters_.busy.fetch_add(1, std::memory_order_relaxed);
     live_counters_.closed(busy); // the server's own reason: accepted, never a session
     static const std::string bye = "BYE busy\n";
-    auto s = std::make_shared<asio::ip::tcp::socket>(std::move(socket));
+    auto s = std::make_shared<Socket>(std::move(socket));
     if (tls_) { // a TLS client cannot read plain text: just close
         std::error_code ignored;
         s->close(ignored);

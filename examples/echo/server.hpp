@@ -47,9 +47,14 @@ public:
 
 private:
     void accept();
-    void start_session(worker& w, asio::ip::tcp::socket socket);
-    void at_the_limit(worker& w, asio::ip::tcp::socket socket);
-    void reject_busy(asio::ip::tcp::socket socket);
+    template <class Socket>
+    void accepted(worker& w, std::error_code ec, Socket socket);
+    template <class Socket>
+    void start_session(worker& w, Socket socket);
+    template <class Socket>
+    void at_the_limit(worker& w, Socket socket);
+    template <class Socket>
+    void reject_busy(Socket socket);
     void out_of_descriptors(std::error_code ec);
     void check_descriptor_limit();
     void begin_shutdown();
