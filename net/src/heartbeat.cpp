@@ -14,9 +14,7 @@ heartbeat::heartbeat(timer_scheduler& svc, const heartbeat_policy& policy, liste
       pinger_(*this), checker_(*this) {
     policy_.validate();
     if (!policy_.enabled()) return;
-    const time_point now = svc_.stamp();
-    last_read_ = read_at_last_judgement_ = now;
-    pinger_.start(jittered_interval(), now);
+    pinger_.start(jittered_interval(), svc_.stamp());
 }
 
 duration heartbeat::jittered_interval() {
@@ -46,6 +44,7 @@ void heartbeat::send_ping(time_point after) {
     // missed the moment it leaves.
     const time_point forgiven = ping_sent_ - (svc_.tick() + heartbeat_lag_forgiven);
     ping_base_ = std::min(ping_sent_, std::max({due, after, forgiven}));
+    reads_at_ping_ = reads_; // every read so far was handled, so arrived, before the ping leaves
     awaiting_pong_ = true;
     not_before_ = time_point::min();
     if (misses_ + 1 >= policy_.misses) { // unanswered, this one is fatal: not before the formula
@@ -79,9 +78,9 @@ void heartbeat::judge_ping() {
         svc_.schedule_exact(checker_, deadline); // at the deadline itself, inside the next tick
         return;
     }
-    if (last_read_ != read_at_last_judgement_) misses_ = 0; // something arrived: liveness
-    read_at_last_judgement_ = last_read_;
-    if (svc_.latest_possible(last_read_) < ping_sent_) { // nothing can have arrived since the ping
+    if (reads_ != reads_at_judgement_) misses_ = 0; // something arrived: liveness
+    reads_at_judgement_ = reads_;
+    if (reads_ == reads_at_ping_) { // nothing read since the ping left
         if (listener_->input_waiting()) { // ... that the reactor has read: look again once it has
             svc_.schedule(checker_, saturating_add(svc_.now(), unread_input_recheck));
             return;
@@ -118,7 +117,7 @@ std::optional<duration> heartbeat::on_pong(time_point at) {
     // Answered: nothing left to judge, and a ping that fell due meanwhile goes out now.
     checker_.cancel();
     misses_ = 0;
-    read_at_last_judgement_ = last_read_;
+    reads_at_judgement_ = reads_;
     if (ping_due_) send_ping();
     return rtt;
 }

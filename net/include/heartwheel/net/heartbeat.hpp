@@ -6,8 +6,11 @@
 // its own bytes; the library is protocol-agnostic). A ping restarts the interval either way. Liveness follows reads
 // (gRPC's rule): if nothing at all is read within `timeout` after a ping, that ping is missed; a
 // read at any time resets the count; at the `misses`-th consecutive miss it stops and on_dead() runs. on_pong()
-// gives a round-trip sample. A miss is counted only when no byte can have arrived after the ping,
-// judged with the activity stamp's upper bound, so a stale cached clock never causes a false miss.
+// gives a round-trip sample. A miss is counted only when nothing was read since the ping left —
+// counted, not judged by time: a read handled before the ping left arrived before it (whatever its
+// batch's stamp), one handled after may be its answer (even in the same batch, with the same stamp),
+// so neither a stale cached clock nor a long batch since (a starved process) makes a false miss or
+// undoes a true one; bytes that arrived but are not read yet put the judgement off (input_waiting).
 //
 // The timeout is independent of the interval (Dubbo's default is three intervals; gRPC's keepalive
 // timeout and time are separate knobs). One ping is outstanding at a time: a ping that falls due
@@ -78,7 +81,7 @@ public:
     heartbeat& operator=(const heartbeat&) = delete;
 
     void on_read(time_point stamp) noexcept {
-        last_read_ = stamp > last_read_ ? stamp : last_read_;
+        ++reads_;
         if (policy_.trigger == heartbeat_trigger::inbound) touch(stamp);
     }
     void on_write(time_point stamp) noexcept {
@@ -130,13 +133,14 @@ private:
     listener* listener_;
     activity_timer pinger_;
     member_timer<heartbeat, &heartbeat::judge_ping> checker_;
-    time_point last_read_{};
-    time_point read_at_last_judgement_{};
     time_point ping_sent_{};
     time_point ping_base_{}; ///< what the last ping's judgement counts from: when it fell due (bounded)
     time_point streak_start_{};             ///< when the first ping of the current miss streak left
     time_point not_before_{time_point::min()}; ///< a fatal judgement's floor, set with the ping that may be fatal
     std::uint32_t misses_ = 0;
+    // Reads counted (wrapping: only equality is asked), and their count when the last ping left and
+    // at the last judgement.
+    std::uint32_t reads_ = 0, reads_at_ping_ = 0, reads_at_judgement_ = 0;
     bool awaiting_pong_ = false;
     bool ping_due_ = false; ///< a ping fell due while the previous one was outstanding
     bool seen_rtt_ = false; ///< a pong was seen: srtt_ and rttvar_ hold samples
