@@ -153,6 +153,16 @@ struct hb_log final : heartbeat::listener {
 };
 
 heartbeat make_hb(manual_service& svc, hb_log& log, heartbeat_policy p) { return heartbeat(svc, p, log); }
+/// A policy whose times are the formula's exactly: no jitter, no RTT floor.
+heartbeat_policy exact_policy(duration interval, duration timeout, std::uint32_t misses) {
+    heartbeat_policy p;
+    p.interval = std::chrono::duration_cast<milliseconds>(interval);
+    p.timeout = std::chrono::duration_cast<milliseconds>(timeout);
+    p.misses = misses;
+    p.jitter = 0;
+    p.rtt_factor = 0;
+    return p;
+}
 } // namespace
 
 BOOST_AUTO_TEST_CASE(heartbeat_pings_after_outbound_silence_and_closes_after_misses) {
@@ -592,13 +602,7 @@ BOOST_AUTO_TEST_CASE(waiting_for_wakeups_does_not_add_up_ping_after_ping) {
 BOOST_AUTO_TEST_CASE(a_long_batch_after_a_ping_does_not_undo_its_miss) {
     manual_service svc(1ms);
     hb_log log(svc);
-    heartbeat_policy p;
-    p.interval = 500ms;
-    p.timeout = 500ms;
-    p.misses = 2;
-    p.jitter = 0;
-    p.rtt_factor = 0;
-    auto hb = make_hb(svc, log, p);
+    auto hb = make_hb(svc, log, exact_policy(500ms, 500ms, 2));
     svc.step_by(100ms);
     hb.on_read(svc.stamp()); // the last byte: at 100
     svc.step_by(501ms);      // the first ping, at 600
@@ -615,13 +619,7 @@ BOOST_AUTO_TEST_CASE(a_long_batch_after_a_ping_does_not_undo_its_miss) {
 BOOST_AUTO_TEST_CASE(a_read_in_the_pings_own_instant_after_it_left_answers_it) {
     manual_service svc(1ms);
     hb_log log(svc);
-    heartbeat_policy p;
-    p.interval = 100ms;
-    p.timeout = 100ms;
-    p.misses = 1;
-    p.jitter = 0;
-    p.rtt_factor = 0;
-    auto hb = make_hb(svc, log, p);
+    auto hb = make_hb(svc, log, exact_policy(100ms, 100ms, 1));
     svc.step_by(100ms);
     BOOST_TEST_REQUIRE(log.pings.size() == 1u);
     hb.on_read(svc.stamp()); // the same stamp as the ping's, handled after it left
