@@ -82,14 +82,37 @@ long sockstat_tcp_mem_pages() {
     return 0;
 }
 
-// The child's side: m blocking TLS clients (no verification), then a byte on `done`, then it holds
-// them until a byte comes on `quit`.
-[[noreturn]] void tls_clients(std::uint16_t port, std::size_t m, int done, int quit) {
-    SSL_CTX* ctx = ::SSL_CTX_new(::TLS_client_method());
+sockaddr_in loopback(std::uint16_t port) {
     sockaddr_in to{};
     to.sin_family = AF_INET;
     to.sin_port = htons(port);
     to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return to;
+}
+
+// Connects m peers to `port` with plain system calls (the peers cost the heap nothing; their
+// descriptors go to `clients`), accepting them with accept_one() in batches the listen backlog
+// holds: only the accepts touch the heap. False when a connect failed.
+template <class AcceptOne>
+bool connect_peers(std::uint16_t port, std::size_t m, std::vector<int>& clients, AcceptOne&& accept_one) {
+    const sockaddr_in to = loopback(port);
+    std::size_t accepted = 0;
+    for (std::size_t i = 0; i < m; ++i) {
+        const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        if (fd < 0) return false;
+        clients.push_back(fd);
+        if (::connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) != 0) return false;
+        if (clients.size() % 1000 == 0 || i + 1 == m)
+            for (; accepted < i + 1; ++accepted) accept_one();
+    }
+    return true;
+}
+
+// The child's side: m blocking TLS clients (no verification), then a byte on `done`, then it holds
+// them until a byte comes on `quit`.
+[[noreturn]] void tls_clients(std::uint16_t port, std::size_t m, int done, int quit) {
+    SSL_CTX* ctx = ::SSL_CTX_new(::TLS_client_method());
+    const sockaddr_in to = loopback(port);
     for (std::size_t i = 0; i < m; ++i) {
         const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
         SSL* ssl = ctx == nullptr ? nullptr : ::SSL_new(ctx);
@@ -157,18 +180,15 @@ double tls_heap_per_connection(echo::worker& w, const heartwheel::net::liveness_
 }
 
 // Heap bytes per idle TCP connection (session, connection, timers: not the descriptor's state, which
-// Asio reuses from the first stage here, nor the slot storage) of the same session over sockets with asio::any_io_executor (56 bytes, held by the socket and
-// copied into the pending receive three times) instead of the io_context's own executor (8 bytes):
-// the thread-pool model's sockets (strands), and those under net::tls_socket. 0 on failure.
+// Asio reuses from the first stage here, nor the slot storage) of the same session over sockets
+// with asio::any_io_executor (56 bytes, held by the socket and copied into the pending receive three
+// times) instead of the io_context's own executor (8 bytes): the thread-pool model's sockets
+// (strands), and those under net::tls_socket. 0 on failure.
 double any_executor_per_connection(echo::worker& w, const heartwheel::net::liveness_config& cfg, std::size_t m) {
     using any_socket = tcp::socket;
     using any_session = echo::session<any_socket, heartwheel::net::connection_liveness>;
     tcp::acceptor acceptor(w.ex, {asio::ip::make_address("127.0.0.1"), 0});
     acceptor.listen(4096);
-    sockaddr_in to{};
-    to.sin_family = AF_INET;
-    to.sin_port = htons(acceptor.local_endpoint().port());
-    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     std::vector<int> clients;
     std::vector<any_socket> accepted;
     std::vector<std::shared_ptr<any_session>> sessions;
@@ -176,14 +196,8 @@ double any_executor_per_connection(echo::worker& w, const heartwheel::net::liven
     accepted.reserve(m);
     sessions.reserve(m);
     const heartwheel::net::connection_context timing(w.wheel, cfg, &w.live_counters, &w.scale, w.context.options);
-    bool ok = true;
-    for (std::size_t i = 0; i < m && ok; ++i) {
-        const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-        ok = fd >= 0 && ::connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) == 0;
-        if (fd >= 0) clients.push_back(fd);
-        if (ok && (clients.size() % 1000 == 0 || clients.size() == m))
-            while (accepted.size() < clients.size()) accepted.push_back(acceptor.accept());
-    }
+    const bool ok = connect_peers(acceptor.local_endpoint().port(), m, clients,
+                                  [&] { accepted.push_back(acceptor.accept()); });
     const std::size_t h0 = heap_in_use(), s0 = w.wheel.wheel().storage_bytes();
     for (auto& socket : accepted) {
         sessions.push_back(std::make_shared<any_session>(w));
@@ -227,23 +241,12 @@ int main(int argc, char** argv) {
     std::vector<std::shared_ptr<session_type>> sessions;
     sessions.reserve(n);
 
-    // Peers connect with plain system calls, in batches the listen backlog holds; only the accepts
-    // touch the heap.
-    sockaddr_in to{};
-    to.sin_family = AF_INET;
-    to.sin_port = htons(acceptor.local_endpoint().port());
-    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     const long slab0 = meminfo_kib("Slab");
     const std::size_t h0 = heap_in_use();
-    for (std::size_t i = 0; i < n; ++i) {
-        const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-        if (fd < 0 || ::connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) != 0) {
-            std::perror("connect");
-            return 1;
-        }
-        clients.push_back(fd);
-        if (clients.size() % 1000 == 0 || clients.size() == n)
-            while (accepted.size() < clients.size()) accepted.push_back(acceptor.accept(w.ioc.get_executor()));
+    if (!connect_peers(acceptor.local_endpoint().port(), n, clients,
+                       [&] { accepted.push_back(acceptor.accept(w.ioc.get_executor())); })) {
+        std::perror("connect");
+        return 1;
     }
     const std::size_t h1 = heap_in_use();
     const long slab1 = meminfo_kib("Slab");
