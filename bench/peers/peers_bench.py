@@ -4,11 +4,16 @@ Node (net, refreshed timers), each speaking the same protocol with the same poli
 checked first by test_peers.py, all on one thread for the connections, driven by one load generator
 (heartwheel's echo_client, the same for all; its own CPU is reported), in alternated order.
 
-  load   --sizes connections (default 1,000 and 10,000) each sending a line every 100 ms for
-         --seconds after a 5 s warm-up under the same load (a JIT compiles; runtimes grow their
+  load   --sizes connections (default 1,000 and 10,000) sending --rate lines per second in all
+         (default 10,000: a line every 100 ms per connection at 1,000, every second at 10,000; the
+         same work at every size, which two cores carry with the load generator below one core)
+         for --seconds after a 5 s warm-up under the same load (a JIT compiles; runtimes grow their
          pools), with reader idle 10 s and heartbeats (5 s, 3 misses) on: server CPU µs per
          response (user + system of the whole process: the JVM's and Go's runtime threads count),
-         echo RTT p50 / p99 from the client; --rounds rounds, medians.
+         echo RTT p50 / p99 from the client; --rounds rounds, medians. A run whose client sent
+         under 90 % of its schedule or got answers to under 95 % of what it sent is marked
+         saturated (the machine, not the server, set the pace: its CPU per response is not
+         comparable).
   idle   --idle connections (default 10,000) that send nothing, heartbeats every 10 min: the
          server's RSS after they are all accepted minus its RSS before (after a warm-up of 100
          connections echoing for 2 s, so a JIT and a runtime's first growth are in the baseline,
@@ -20,7 +25,7 @@ checked first by test_peers.py, all on one thread for the connections, driven by
          --death-rounds rounds, pooled.
 Prints Markdown, writes JSON (--out).
     python3 bench/peers/peers_bench.py [--servers heartwheel,netty,go,node] [--sizes 1000,10000]
-        [--seconds 10] [--rounds 3] [--idle 10000] [--death 2000] [--death-rounds 2]
+        [--rate 10000] [--seconds 10] [--rounds 3] [--idle 10000] [--death 2000] [--death-rounds 2]
         [--phases load,idle,death] [--out FILE]"""
 import argparse
 import json
@@ -81,19 +86,25 @@ def client(port, conns, interval_ms, duration_ms, extra=()):
             str(interval_ms), "--duration", str(duration_ms), "--connect-stagger-us", "100", *extra]
 
 
-def load_run(name, conns, seconds):
+def load_run(name, conns, seconds, rate):
+    interval_ms = max(1, round(conns * 1000 / rate))
     server, port = peers.start(name, LOAD)
     try:
         # The same warm-up for all (a JIT compiles, runtimes grow their pools); only what follows counts.
-        subprocess.run(client(port, conns, 100, WARMUP_S * 1000), capture_output=True, timeout=WARMUP_S + 120)
+        subprocess.run(client(port, conns, interval_ms, WARMUP_S * 1000), capture_output=True, timeout=WARMUP_S + 120)
         before, c0 = cpu_s(server.pid), children_cpu()
-        r = subprocess.run(client(port, conns, 100, seconds * 1000, ["--request-timeout", "1000"]),
+        r = subprocess.run(client(port, conns, interval_ms, seconds * 1000, ["--request-timeout", "1000"]),
                            capture_output=True, text=True, timeout=seconds + 120)
         after, c1 = cpu_s(server.pid), children_cpu()
     finally:
         peers.stop(server)
     s = json.loads(r.stdout)
+    # The schedule: every connection a line per interval once connected (the client opens one per 100 µs).
+    offered = conns * max(0.0, seconds * 1000 - conns * 0.1) / interval_ms
+    behind = s["requests"] < 0.9 * offered or s["responses"] < 0.95 * s["requests"]
     return {"cpu_us_per_response": (after - before) * 1e6 / max(1, s["responses"]), "responses": s["responses"],
+            "requests": s["requests"], "offered": round(offered), "saturated": int(behind),
+            "interval_ms": interval_ms,
             "timeouts": s["timeouts"], "rtt_p50_ms": s["rtt_ms"]["p50"], "rtt_p99_ms": s["rtt_ms"]["p99"],
             "server_cores": (after - before) / seconds, "client_cores": (c1 - c0) / seconds}
 
@@ -160,6 +171,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--servers", default=",".join(peers.NAMES))
     ap.add_argument("--sizes", default="1000,10000")
+    ap.add_argument("--rate", type=int, default=10000, help="lines per second offered in all, at every size")
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--idle", type=int, default=10000)
@@ -176,6 +188,9 @@ def main():
     for n in names:
         if n not in peers.NAMES:
             sys.exit(f"--servers: unknown server '{n}' (accepted: {', '.join(peers.NAMES)})")
+    if a.rate <= 0:
+        print(f"--rate: {a.rate} is out of range (accepted: 1 or more lines per second)", file=sys.stderr)
+        sys.exit(2)
     # Each server must do what the policy says before any figure of it counts.
     subprocess.run([sys.executable, os.path.join(HERE, "test_peers.py"), *names], check=True, stdout=sys.stderr)
     res = {"load": {}, "idle": {}, "death": {}}
@@ -187,8 +202,10 @@ def main():
         runs = {n: [] for n in names}
         for r in range(a.rounds):
             for n in rotated(r):
-                runs[n].append(load_run(n, size, a.seconds))
-        res["load"][size] = {n: {k: statistics.median(x[k] for x in v) for k in v[0]} for n, v in runs.items()}
+                runs[n].append(load_run(n, size, a.seconds, a.rate))
+        # Medians; a size is marked saturated for a server if any of its rounds was.
+        res["load"][size] = {n: {k: (max if k == "saturated" else statistics.median)(x[k] for x in v) for k in v[0]}
+                             for n, v in runs.items()}
     for n in names if "idle" in phases else []:
         res["idle"][n] = idle_run(n, a.idle)
     lat = {n: [] for n in names}
@@ -221,11 +238,14 @@ def report(res, a):
     print(f"One thread serves the connections in every server; one echo_client drives all; {a.rounds} rounds "
           f"in alternated order, medians.\n")
     for size, table in res["load"].items():
-        print(f"**{size:,} connections × 10 lines/s, {a.seconds} s** (reader idle 10 s, heartbeat 5 s × 3)\n")
+        every = next(iter(table.values()))["interval_ms"]
+        print(f"**{size:,} connections, a line every {every:,.0f} ms each ({size * 1000 / every:,.0f} lines/s), "
+              f"{a.seconds} s** (reader idle 10 s, heartbeat 5 s × 3)\n")
         print("| server | CPU µs per response | × heartwheel | server cores | RTT p50 / p99 ms | timeouts | client cores |")
         print("| --- | ---: | ---: | ---: | --- | ---: | ---: |")
         for n, x in table.items():
-            print(f"| {n} | {x['cpu_us_per_response']:.1f} | {ratio(table, n, 'cpu_us_per_response'):.2f} | "
+            mark = " (saturated)" if x["saturated"] else ""
+            print(f"| {n}{mark} | {x['cpu_us_per_response']:.1f} | {ratio(table, n, 'cpu_us_per_response'):.2f} | "
                   f"{x['server_cores']:.2f} | {x['rtt_p50_ms']:.2f} / {x['rtt_p99_ms']:.2f} | {int(x['timeouts'])} | "
                   f"{x['client_cores']:.2f} |")
         print()
