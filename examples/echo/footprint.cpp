@@ -13,8 +13,8 @@
 //   4. TLS: M connections (at most 2,000) over net::tls_socket, made by a child process (so that the
 //      clients' OpenSSL state is not in this heap) and measured once every handshake is done and each
 //      connection waits for bytes; what they hold beyond a TCP connection's parts is OpenSSL's state;
-//   5. last, the same as 1-3 over sockets with any_io_executor (the thread-pool model's, and those
-//      under net::tls_socket), in one go: what naming the executor type saves;
+//   5. last, the same as 1-3 over sockets with any_io_executor (those under net::tls_socket) and over
+//      the thread-pool model's strand sockets, each in one go: what naming the executor type saves;
 // and, from the kernel, the slab memory per socket (/proc/meminfo Slab, both ends of each connection
 // are in this process, so the figure is halved; it includes the peers' sockets) and /proc/net/sockstat's TCP buffer pages.
 // Prints a Markdown table and a JSON line. Usage: footprint [connections] (default 5000, at least 2).
@@ -181,34 +181,41 @@ double tls_heap_per_connection(echo::worker& w, const heartwheel::net::liveness_
 
 // Heap bytes per idle TCP connection (session, connection, timers: not the descriptor's state, which
 // Asio reuses from the first stage here, nor the slot storage) of the same session over sockets
-// with asio::any_io_executor (56 bytes, held by the socket and copied into the pending receive three
-// times) instead of the io_context's own executor (8 bytes): the thread-pool model's sockets
-// (strands), and those under net::tls_socket. 0 on failure.
-double any_executor_per_connection(echo::worker& w, const heartwheel::net::liveness_config& cfg, std::size_t m) {
-    using any_socket = tcp::socket;
-    using any_session = echo::session<any_socket, heartwheel::net::connection_liveness>;
+// whose executor is `ex`'s type: asio::any_io_executor (56 bytes, held by the socket and copied into
+// the pending receive three times; the sockets under net::tls_socket) or the thread-pool model's
+// strand (24: echo::strand_socket), against the io_context's own executor (8) of the main stages.
+// The sessions start on `ex`, as the server starts them. 0 on failure.
+template <class Socket, class Executor>
+double typed_per_connection(echo::worker& w, const heartwheel::net::liveness_config& cfg, std::size_t m,
+                            const Executor& ex) {
+    using typed_session = echo::session<Socket, heartwheel::net::connection_liveness>;
     tcp::acceptor acceptor(w.ex, {asio::ip::make_address("127.0.0.1"), 0});
     acceptor.listen(4096);
     std::vector<int> clients;
-    std::vector<any_socket> accepted;
-    std::vector<std::shared_ptr<any_session>> sessions;
+    std::vector<Socket> accepted;
+    std::vector<std::shared_ptr<typed_session>> sessions;
     clients.reserve(m);
     accepted.reserve(m);
     sessions.reserve(m);
     const heartwheel::net::connection_context timing(w.wheel, cfg, &w.live_counters, &w.scale, w.context.options);
     const bool ok = connect_peers(acceptor.local_endpoint().port(), m, clients,
-                                  [&] { accepted.push_back(acceptor.accept()); });
+                                  [&] { accepted.push_back(acceptor.accept(ex)); });
     const std::size_t h0 = heap_in_use(), s0 = w.wheel.wheel().storage_bytes();
-    for (auto& socket : accepted) {
-        sessions.push_back(std::make_shared<any_session>(w));
-        sessions.back()->start(std::move(socket), timing);
-    }
+    w.ioc.restart(); // an earlier stage may have run it out of work
+    asio::post(ex, [&] {
+        for (auto& socket : accepted) {
+            sessions.push_back(std::make_shared<typed_session>(w));
+            sessions.back()->start(std::move(socket), timing);
+        }
+    });
     w.ioc.poll();
     const std::size_t h1 = heap_in_use(), s1 = w.wheel.wheel().storage_bytes();
-    for (auto& s : sessions) s->abort();
+    asio::post(ex, [&] {
+        for (auto& s : sessions) s->abort();
+    });
     w.ioc.poll();
     for (int fd : clients) ::close(fd);
-    if (!ok) return 0;
+    if (!ok || sessions.size() != m) return 0;
     return (static_cast<double>(h1 - h0) - static_cast<double>(s1 - s0)) / static_cast<double>(m);
 }
 
@@ -292,8 +299,11 @@ int main(int argc, char** argv) {
     const double asio_tls_total =
         tls_heap_per_connection<asio::ssl::stream<tcp::socket>>(w, options.live, m) + descriptor;
     // Last: a run before the TLS ones would leave them a heap shaped differently.
-    const double any_parts = any_executor_per_connection(w, options.live, n / 2);
+    const double any_parts = typed_per_connection<tcp::socket>(w, options.live, n / 2, w.ex);
     const double any_total = descriptor + any_parts + slots;
+    const double strand_parts =
+        typed_per_connection<echo::strand_socket>(w, options.live, n / 2, asio::make_strand(w.ioc));
+    const double strand_total = descriptor + strand_parts + slots;
     // A tls_socket is over an any_io_executor socket: OpenSSL's part is what it adds to that one.
     const double tls_state = tls_total - (descriptor + any_parts);
     std::printf("| part | bytes per idle connection |\n|---|---:|\n");
@@ -306,8 +316,10 @@ int main(int argc, char** argv) {
     std::printf("| read buffer bytes held (an idle write queue holds none: footprint_test) | %llu |\n",
                 static_cast<unsigned long long>(idle_read_bytes));
     std::printf("| **server user space, total** | **%.0f** |\n", total);
-    std::printf("| the same over sockets with any_io_executor instead of the io_context's own (the thread-pool "
-                "model's, and under TLS), total | %.0f |\n", any_total);
+    std::printf("| the same over sockets with the thread-pool model's strand (echo::strand_socket) instead of the "
+                "io_context's own executor, total | %.0f |\n", strand_total);
+    std::printf("| the same over sockets with any_io_executor (asio::ip::tcp::socket: under TLS), total | %.0f |\n",
+                any_total);
     std::printf("| TLS (a net::tls_socket, over %zu connections): OpenSSL's state after the handshake, on top of "
                 "a TCP connection over any_io_executor | %.0f |\n", m, tls_state);
     std::printf("| **server user space per idle TLS connection, total** | **%.0f** |\n", tls_total);
@@ -321,8 +333,8 @@ int main(int argc, char** argv) {
                 sizeof(session_type), sizeof(session_type::connection_type), sizeof(heartwheel::net::connection_liveness),
                 sizeof(tcp::socket), tcp_pages);
     std::printf("{\"connections\":%zu,\"descriptor\":%.0f,\"session\":%.0f,\"connection\":%.0f,\"timers\":%.0f,\"slots\":%.0f,"
-                "\"total\":%.0f,\"any_executor_total\":%.0f,\"tls_state\":%.0f,\"tls_total\":%.0f,\"asio_tls_total\":%.0f,\"kernel_slab\":%.0f,\"read_buffers\":%llu}\n",
-                n, descriptor, session, connection, timers, slots, total, any_total, tls_state, tls_total, asio_tls_total, kernel,
+                "\"total\":%.0f,\"strand_total\":%.0f,\"any_executor_total\":%.0f,\"tls_state\":%.0f,\"tls_total\":%.0f,\"asio_tls_total\":%.0f,\"kernel_slab\":%.0f,\"read_buffers\":%llu}\n",
+                n, descriptor, session, connection, timers, slots, total, strand_total, any_total, tls_state, tls_total, asio_tls_total, kernel,
                 static_cast<unsigned long long>(idle_read_buffers));
-    return idle_read_buffers == 0 && counters.read_buffers.load() == 0 && tls_total > descriptor && asio_tls_total > descriptor && any_parts > 0 ? 0 : 1;
+    return idle_read_buffers == 0 && counters.read_buffers.load() == 0 && tls_total > descriptor && asio_tls_total > descriptor && any_parts > 0 && strand_parts > 0 ? 0 : 1;
 }

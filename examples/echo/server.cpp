@@ -124,12 +124,17 @@ endpoint_spec server::local_endpoint() const {
 
 void server::accept() {
     worker& target = *workers_[next_worker_++ % workers_.size()];
-    if (!tls_ && options_.io_threads == 0) // a thread per core, plain TCP: see core_socket
-        acceptor_.async_accept(target.ioc.get_executor(), [this, &target](std::error_code ec, core_socket socket) {
+    // Plain TCP sockets name their executor's type (see core_socket); tls_socket is over tcp::socket.
+    if (tls_)
+        acceptor_.async_accept(target.ex, [this, &target](std::error_code ec, asio::ip::tcp::socket socket) {
+            accepted(target, ec, std::move(socket));
+        });
+    else if (target.strand) // the thread pool
+        acceptor_.async_accept(*target.strand, [this, &target](std::error_code ec, strand_socket socket) {
             accepted(target, ec, std::move(socket));
         });
     else
-        acceptor_.async_accept(target.ex, [this, &target](std::error_code ec, asio::ip::tcp::socket socket) {
+        acceptor_.async_accept(target.ioc.get_executor(), [this, &target](std::error_code ec, core_socket socket) {
             accepted(target, ec, std::move(socket));
         });
 }
@@ -162,18 +167,16 @@ void server::start_session(worker& w, Socket socket) {
     using heartwheel::net::connection_liveness;
     const bool wheel = options_.timers == timer_mode::wheel;
     const bool none = options_.timers == timer_mode::none;
-    if constexpr (std::is_same_v<Socket, asio::ip::tcp::socket>) {
-        if (tls_) {
-            tls stream(std::move(socket), *tls_);
-            if (wheel) std::make_shared<session<tls, connection_liveness>>(w)->start(std::move(stream), w.context);
-            else if (none) std::make_shared<session<tls, no_liveness>>(w)->start_baseline(std::move(stream), no_liveness::factory());
-            else std::make_shared<session<tls, asio_liveness>>(w)->start_baseline(std::move(stream), asio_liveness::factory(w));
-            return;
-        }
+    if constexpr (std::is_same_v<Socket, asio::ip::tcp::socket>) { // accepted for TLS only (accept())
+        tls stream(std::move(socket), *tls_);
+        if (wheel) std::make_shared<session<tls, connection_liveness>>(w)->start(std::move(stream), w.context);
+        else if (none) std::make_shared<session<tls, no_liveness>>(w)->start_baseline(std::move(stream), no_liveness::factory());
+        else std::make_shared<session<tls, asio_liveness>>(w)->start_baseline(std::move(stream), asio_liveness::factory(w));
+    } else {
+        if (wheel) std::make_shared<session<Socket, connection_liveness>>(w)->start(std::move(socket), w.context);
+        else if (none) std::make_shared<session<Socket, no_liveness>>(w)->start_baseline(std::move(socket), no_liveness::factory());
+        else std::make_shared<session<Socket, asio_liveness>>(w)->start_baseline(std::move(socket), asio_liveness::factory(w));
     }
-    if (wheel) std::make_shared<session<Socket, connection_liveness>>(w)->start(std::move(socket), w.context);
-    else if (none) std::make_shared<session<Socket, no_liveness>>(w)->start_baseline(std::move(socket), no_liveness::factory());
-    else std::make_shared<session<Socket, asio_liveness>>(w)->start_baseline(std::move(socket), asio_liveness::factory(w));
 }
 
 // At the descriptor limit: refuse what waits in the backlog (the spare descriptor makes room for one

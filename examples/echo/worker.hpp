@@ -41,12 +41,13 @@
 
 namespace echo {
 
-/// The sockets of a plain TCP server with a thread per core: typed with their io_context's own
-/// executor (8 bytes) instead of any_io_executor (56, held by the socket and copied three times into
-/// each pending receive), ~370 bytes less per idle connection (examples/echo/footprint.cpp). A thread
-/// pool's sockets live on strands, and tls_socket is over asio::ip::tcp::socket: those keep the
-/// polymorphic executor.
+/// The sockets of a plain TCP server name their executor's type instead of holding any_io_executor
+/// (56 bytes, in the socket and copied three times into each pending receive; a polymorphic call per
+/// completion): with a thread per core the io_context's own executor (8 bytes), in the thread pool
+/// their shard's strand (24). examples/echo/footprint.cpp measures both against any_io_executor.
+/// tls_socket is over asio::ip::tcp::socket: TLS connections keep the polymorphic executor.
 using core_socket = asio::basic_stream_socket<asio::ip::tcp, asio::io_context::executor_type>;
+using strand_socket = asio::basic_stream_socket<asio::ip::tcp, heartwheel::net::shard::io_strand>;
 
 /// A session's place in its worker's registry: a ring of links inside the sessions themselves (no
 /// allocation per session, where a hash set took a node and a bucket: about 40 bytes).
@@ -100,7 +101,7 @@ struct server_counters {
 struct worker {
     worker(const server_options& o, heartwheel::net::liveness_counters& lc, server_counters& sc,
            heartwheel::net::shard& shard)
-        : options(o), live_counters(lc), counters(sc), ioc(shard.io_context()), ex(shard.get_executor()),
+        : options(o), live_counters(lc), counters(sc), ioc(shard.io_context()), ex(shard.get_executor()), strand(shard.strand()),
           wheel(shard.wheel()), scale(shard.scale()), context(shard.context()), handshakes(share_of_handshakes(o)) {
         if (o.source_share != 0) shares.emplace((o.source_share + o.workers() - 1) / o.workers()); // this worker's part
     }
@@ -181,6 +182,7 @@ struct worker {
     server_counters& counters;
     asio::io_context& ioc;                    ///< the io_context its shard runs on (its own, or the pool)
     asio::any_io_executor ex;                 ///< its shard's executor: an io_context's, or a strand of the pool
+    const heartwheel::net::shard::io_strand* strand; ///< that strand as its own type; null with a thread per core
     heartwheel::asio_wheel& wheel;
     /// The scaled timeouts of this worker's connections (--*-min flags); pressure set by the server.
     heartwheel::net::timeout_scale& scale;

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <typeinfo>
 
 namespace heartwheel::net {
 
@@ -20,6 +21,11 @@ shard::shard(asio::io_context& io, asio::any_io_executor ex, const liveness_conf
              const connection_options& options, const wheel_config& wheel)
     : io_(io), ex_(std::move(ex)), wheel_(ex_, wheel), scale_(wheel_, config.overload.threshold),
       context_(wheel_, config, counters, &scale_, options) {}
+
+const shard::io_strand* shard::strand() const noexcept {
+    // target_type() first: Asio 1.22's target<T>() returns its target as a T without checking.
+    return ex_.target_type() == typeid(io_strand) ? ex_.target<io_strand>() : nullptr;
+}
 
 shards::shards(std::size_t n, threading model, const liveness_config& config, liveness_counters* counters,
                const connection_options& options, const wheel_config& wheel)

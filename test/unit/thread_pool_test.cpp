@@ -279,6 +279,45 @@ BOOST_AUTO_TEST_CASE(a_connection_made_outside_its_strand_is_refused) {
     BOOST_TEST(counters.snapshot().closes_total() == 1u);
 }
 
+// A pool shard hands out its strand as its own type (null with a thread per core), and a connection
+// over a socket typed with it (24 bytes of executor, not any_io_executor's 56) keeps the strand's
+// rules: refused when made outside the strand, armed and closed once when made inside it.
+BOOST_AUTO_TEST_CASE(a_pool_shard_names_its_strand_and_connections_typed_with_it_keep_its_rules) {
+    using io_strand = net::shard::io_strand;
+    using strand_socket = asio::basic_stream_socket<tcp, io_strand>;
+    using strand_connection = net::connection<strand_socket>;
+    net::shards per_core(1, net::threading::thread_per_core, policy());
+    BOOST_TEST(per_core[0].strand() == nullptr);
+
+    net::liveness_counters counters;
+    net::shards one(1, net::threading::thread_pool, policy(), &counters);
+    auto& home = one[0];
+    auto& io = home.io_context();
+    BOOST_REQUIRE(home.strand() != nullptr);
+    BOOST_TEST((*home.strand() == *home.get_executor().target<io_strand>())); // the same strand, typed
+    BOOST_TEST(!home.strand()->running_in_this_thread());
+
+    tcp::acceptor acceptor(home.get_executor(), {asio::ip::make_address("127.0.0.1"), 0});
+    tcp::socket peer(io);
+    peer.connect(acceptor.local_endpoint());
+    strand_socket s = acceptor.accept(*home.strand());
+    BOOST_CHECK_THROW(std::make_shared<strand_connection>(std::move(s), home.context()), std::logic_error);
+    BOOST_TEST(home.wheel().size() == 0u);
+
+    std::shared_ptr<strand_connection> made;
+    asio::post(*home.strand(), [&] {
+        made = std::make_shared<strand_connection>(acceptor.accept(*home.strand()), home.context());
+    });
+    tcp::socket peer2(io);
+    peer2.connect(acceptor.local_endpoint());
+    io.run_one();
+    BOOST_REQUIRE(made);
+    BOOST_TEST(home.wheel().size() > 0u);
+    asio::post(*home.strand(), [&] { made->abort(net::close_reason::shutdown); });
+    io.run_for(200ms);
+    BOOST_TEST(counters.snapshot().closes_total() == 1u);
+}
+
 // Thread per core: each shard on an io_context of its own and a thread of its own (the caller's one of
 // them), every shard's wheel firing on its own thread; stop() from another thread ends run(); a
 // handler's exception stops every shard and comes out of run().
