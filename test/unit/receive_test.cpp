@@ -14,11 +14,13 @@
 
 #include "self_signed.hpp"
 
+#include <asio/bind_allocator.hpp>
 #include <asio/io_context.hpp>
 #include <asio/ssl/context.hpp>
 #include <asio/write.hpp>
 
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <string>
@@ -122,6 +124,47 @@ BOOST_FIXTURE_TEST_CASE(tcp_receive_waits_without_a_chunk_and_brings_every_byte,
 
 // Receives are recorded: a peer that trickles a byte every 20 ms outlives a 100 ms reader idle; once
 // it stops, the policy closes the connection and the pending receive completes with timed_out.
+namespace {
+// Sees the size of what Asio allocates for an operation: it takes the handler's allocator for it.
+template <class T>
+struct recording_allocator {
+    using value_type = T;
+    std::size_t* largest;
+    explicit recording_allocator(std::size_t* l) noexcept : largest(l) {}
+    template <class U>
+    recording_allocator(const recording_allocator<U>& o) noexcept : largest(o.largest) {}
+    T* allocate(std::size_t n) {
+        *largest = std::max(*largest, n * sizeof(T));
+        return std::allocator<T>().allocate(n);
+    }
+    void deallocate(T* p, std::size_t n) noexcept { std::allocator<T>().deallocate(p, n); }
+    template <class U>
+    bool operator==(const recording_allocator<U>& o) const noexcept { return largest == o.largest; }
+    template <class U>
+    bool operator!=(const recording_allocator<U>& o) const noexcept { return largest != o.largest; }
+};
+} // namespace
+
+// A pending receive is what every idle connection holds besides its objects. Over a socket it
+// carries no read chunk (the read happens, without blocking, once the socket is readable): Asio's
+// wait operation around the stream's core handle, the socket and its step, and the handler.
+BOOST_FIXTURE_TEST_CASE(a_pending_tcp_receive_carries_no_chunk, fixture) {
+    auto c = make(accept_one());
+    std::size_t largest = 0;
+    std::string got;
+    c->stream().async_receive(asio::bind_allocator(recording_allocator<void>(&largest),
+                                                   [&](std::error_code ec, net::read_chunk chunk) {
+                                                       BOOST_TEST(!ec);
+                                                       got = std::string(chunk.bytes());
+                                                   }));
+    BOOST_TEST_MESSAGE("pending receive operation: " << largest << " bytes");
+    BOOST_TEST(largest > 0u);
+    BOOST_TEST(largest <= 288u); // over tcp::socket (any_io_executor); 304 while it held a read_chunk
+    asio::write(peer, asio::buffer("x", 1));
+    run_until([&] { return !got.empty(); });
+    BOOST_TEST(got == "x");
+}
+
 BOOST_FIXTURE_TEST_CASE(tcp_receive_is_reader_activity_and_a_policy_close_ends_it, fixture) {
     net::liveness_config cfg;
     cfg.idle.reader_idle = 100ms;

@@ -190,10 +190,15 @@ private:
 
     /// One receive: wait without a buffer, then read into a chunk.
     struct receive_op {
+        static constexpr bool waits = detail::waits_for_readiness<NextLayer>;
+        struct no_chunk {};
         core_ref c;
         NextLayer* next; ///< used only while the stream is alive (checked through c->observer)
-        read_chunk chunk{};
-        enum class step { start, waited, probed, read } at = step::start;
+        // Held across an asynchronous read (asio::ssl::stream's, another stream's). A stream that waits
+        // for readiness reads without blocking once it is readable and needs no chunk here: every
+        // pending receive of a socket is 16 bytes smaller (a heap block of 160 instead of 176).
+        [[no_unique_address]] std::conditional_t<waits, no_chunk, read_chunk> chunk{};
+        enum class step : std::uint8_t { start, waited, probed, read } at = step::start;
 
         template <class Self>
         void operator()(Self& self, error_code ec = {}, std::size_t n = 0) {
@@ -201,7 +206,7 @@ private:
             case step::start:
                 if (auto closed = c->observer->close_error()) return self.complete(closed, read_chunk{});
                 ++c->reads; // until finish()
-                if constexpr (detail::waits_for_readiness<NextLayer>) {
+                if constexpr (waits) {
                     if (c->more_waiting) {
                         // Bytes are likely there: read them on a later turn of the executor, not
                         // inline, so the caller's handler never runs inside its own call and the
@@ -219,24 +224,35 @@ private:
                     return next->async_read_some(asio::buffer(chunk.data(), read_chunk::capacity), std::move(self));
                 }
             case step::waited:
-                if (ec || c->observer == nullptr) return finish(self, ec ? ec : asio::error::operation_aborted, 0);
-                if constexpr (detail::waits_for_readiness<NextLayer>) return read_now(self);
+                if constexpr (waits) {
+                    if (ec || c->observer == nullptr)
+                        return finish(self, ec ? ec : asio::error::operation_aborted, read_chunk{});
+                    return read_now(self);
+                }
                 break;
             case step::probed:
-                if (ec || n == 0 || c->observer == nullptr) return finish(self, ec, 0);
-                chunk = read_chunk::take();
-                chunk.data()[0] = c->probe;
-                chunk.set_size(1);
-                if constexpr (detail::tls_traits<NextLayer>::is_tls && !detail::waits_for_readiness<NextLayer>) {
-                    // The rest of the record is decrypted already: this read completes without waiting.
-                    if (detail::tls_traits<NextLayer>::has_pending(*next)) {
-                        at = step::read;
-                        return next->async_read_some(asio::buffer(chunk.data() + 1, read_chunk::capacity - 1),
-                                                     std::move(self));
+                if constexpr (!waits) {
+                    if (ec || n == 0 || c->observer == nullptr) return finish(self, ec, std::move(chunk));
+                    chunk = read_chunk::take();
+                    chunk.data()[0] = c->probe;
+                    chunk.set_size(1);
+                    if constexpr (detail::tls_traits<NextLayer>::is_tls) {
+                        // The rest of the record is decrypted already: this read completes without waiting.
+                        if (detail::tls_traits<NextLayer>::has_pending(*next)) {
+                            at = step::read;
+                            return next->async_read_some(asio::buffer(chunk.data() + 1, read_chunk::capacity - 1),
+                                                         std::move(self));
+                        }
                     }
+                    return finish(self, {}, std::move(chunk));
                 }
-                return finish(self, {}, 0);
-            case step::read: return finish(self, ec, n);
+                break;
+            case step::read:
+                if constexpr (!waits) {
+                    chunk.set_size(chunk.size() + n);
+                    return finish(self, ec, std::move(chunk));
+                }
+                break;
             }
         }
 
@@ -251,23 +267,24 @@ private:
             error_code ec;
             std::size_t n = 0;
             auto what = asio::socket_base::wait_read;
-            chunk = read_chunk::take();
+            read_chunk got = read_chunk::take();
             if constexpr (detail::is_tls_socket<NextLayer>) {
                 using want = typename NextLayer::want;
                 want w = want::nothing;
-                n = next->read_ready(chunk.data(), read_chunk::capacity, w, ec);
+                n = next->read_ready(got.data(), read_chunk::capacity, w, ec);
                 if (w == want::write) what = asio::socket_base::wait_write;
             } else {
                 if (!next->non_blocking()) next->non_blocking(true, ec);
-                if (!ec) n = next->read_some(asio::buffer(chunk.data(), read_chunk::capacity), ec);
+                if (!ec) n = next->read_some(asio::buffer(got.data(), read_chunk::capacity), ec);
             }
             if (ec == asio::error::would_block || ec == asio::error::try_again) {
-                chunk.reset(); // nothing there after all: wait holding nothing
+                got.reset(); // nothing there after all: wait holding nothing
                 c->more_waiting = false;
                 return wait(self, what);
             }
             c->more_waiting = n == read_chunk::capacity || has_pending();
-            finish(self, ec, n);
+            got.set_size(n);
+            finish(self, ec, std::move(got));
         }
 
         /// Bytes that no readiness of the socket would announce (OpenSSL's, for a tls_socket).
@@ -279,15 +296,14 @@ private:
         }
 
         template <class Self>
-        void finish(Self& self, error_code ec, std::size_t n) {
+        void finish(Self& self, error_code ec, read_chunk got) {
             --c->reads;
-            chunk.set_size(chunk.size() + n);
-            if (chunk.empty()) {
-                chunk.reset(); // an error brings no bytes: the chunk goes back
-                return self.complete(c->outcome(ec), std::move(chunk));
+            if (got.empty()) {
+                got.reset(); // an error brings no bytes: the chunk goes back
+                return self.complete(c->outcome(ec), std::move(got));
             }
-            if (c->observer) c->observer->on_bytes_read(chunk.size());
-            self.complete(error_code{}, std::move(chunk));
+            if (c->observer) c->observer->on_bytes_read(got.size());
+            self.complete(error_code{}, std::move(got));
         }
     };
 
