@@ -39,8 +39,6 @@ public:
         hard_limit_ = static_cast<std::uint32_t>(p.hard_limit);
         soft_limit_ = static_cast<std::uint32_t>(p.soft_limit);
         soft_limit_ms_ = static_cast<std::uint32_t>(std::min<std::int64_t>(p.soft_limit_time.count(), 0xffffffff));
-        for (const std::uint32_t limit : {hard_limit_, soft_limit_})
-            if (limit > 0 && limit < bound_from_) bound_from_ = limit;
     }
 
     /// Whether a producer may queue more now (Netty's Channel.isWritable).
@@ -53,11 +51,12 @@ public:
     /// The queue grew to `queued` (`over_count`: past a count limit of the owner's own). True when it
     /// is now slow: the owner drops its queue and posts its slow-consumer close. Above the soft limit,
     /// arms the soft timer, once, with the callback `make_on_soft_time()` returns (the owner's, holding
-    /// it weakly) — made only then: below both limits a growth is two compares (every send pays it).
+    /// it weakly) — made only then: below both limits a growth is a few compares (every send pays it).
     template <class MakeOnSoftTime>
     bool grew(std::size_t queued, timer_scheduler& timers, MakeOnSoftTime&& make_on_soft_time, bool over_count = false) {
         if (queued > high_water_) was_above_ = true;
-        if (queued <= bound_from_ && !over_count) return false;
+        if (!over_count && !(hard_limit_ > 0 && queued > hard_limit_) && !(soft_limit_ > 0 && queued > soft_limit_))
+            return false;
         if (over_count || (hard_limit_ > 0 && queued > hard_limit_)) {
             slow_ = true;
             soft_timer_ = {};
@@ -89,10 +88,10 @@ public:
 
 private:
     heartwheel::timer_handle soft_timer_; ///< armed while above the soft limit
+    // 0: that limit is off. With the two flags, 32 bytes: a connection keeps this for its life.
     std::uint32_t high_water_ = 0, low_water_ = 0, hard_limit_ = 0, soft_limit_ = 0, soft_limit_ms_ = 0;
-    std::uint32_t bound_from_ = 0xffffffff; ///< the lower of the hard and soft limits that are on
-    bool was_above_ = false;                ///< a producer was refused: on_writable is owed
-    bool slow_ = false;                     ///< past the hard limit
+    bool was_above_ = false; ///< a producer was refused: on_writable is owed
+    bool slow_ = false;      ///< past the hard limit
 };
 
 } // namespace heartwheel::net
