@@ -15,7 +15,7 @@ connection_liveness::connection_liveness(timer_scheduler& svc, const liveness_co
     config.request.validate(); // the tracker is made on first use: its policy is judged now
     config.heartbeat.validate();
     if (config.heartbeat.enabled())
-        heartbeat_ = std::make_unique<heartbeat>(svc, config.heartbeat, static_cast<heartbeat::listener&>(*this));
+        heartbeat_ = std::make_unique<heartbeat>(config.heartbeat, static_cast<heartbeat::listener&>(*this));
     if (scale_) // the close reasons of the timeouts given a min, from the policies' descriptions
         config.for_each_policy([this](const policy_description& d, const void* p) {
             for (const auto& f : d.fields)

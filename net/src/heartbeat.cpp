@@ -9,12 +9,11 @@ namespace heartwheel::net {
 
 double heartbeat::listener::uniform() { return detail::unit_random(); }
 
-heartbeat::heartbeat(timer_scheduler& svc, const heartbeat_policy& policy, listener& l)
-    : svc_(svc), policy_(policy), listener_(&l),
-      pinger_(*this), checker_(*this) {
+heartbeat::heartbeat(const heartbeat_policy& policy, listener& l)
+    : policy_(policy), listener_(&l), pinger_(*this) {
     policy_.validate();
     if (!policy_.enabled()) return;
-    pinger_.start(jittered_interval(), svc_.stamp());
+    pinger_.start(jittered_interval(), scheduler().stamp());
 }
 
 duration heartbeat::jittered_interval() {
@@ -25,7 +24,7 @@ duration heartbeat::jittered_interval() {
 }
 
 void heartbeat::send_ping(time_point after) {
-    if (checker_.pending()) {
+    if (pending()) {
         // The previous ping is neither answered nor judged: one ping is outstanding at a time, so
         // this one goes out when it is (judge_ping or on_pong).
         ping_due_ = true;
@@ -36,13 +35,14 @@ void heartbeat::send_ping(time_point after) {
     const time_point due = pinger_.due();
     // A fresh clock: pings falling due together go out one after another, and each one's round trip
     // (and its streak's fatal floor) counts from when it really left, not from the start of the batch.
-    ping_sent_ = svc_.fresh_now();
+    timer_scheduler& svc = scheduler();
+    ping_sent_ = svc.fresh_now();
     // Judged from when it fell due — or when the previous one was judged, if it had to wait for that
     // — not from when it left: waiting for a wake-up (a tick, a busy batch) would otherwise add up
     // judgement after judgement, and the death come later than the formula says. A ping that left
     // much later (a stall) counts from when it left, less what is forgiven, so it is not judged
     // missed the moment it leaves.
-    const time_point forgiven = ping_sent_ - (svc_.tick() + heartbeat_lag_forgiven);
+    const time_point forgiven = ping_sent_ - (svc.tick() + heartbeat_lag_forgiven);
     ping_base_ = std::min(ping_sent_, std::max({due, after, forgiven}));
     reads_at_ping_ = reads_; // every read so far was handled, so arrived, before the ping leaves
     awaiting_pong_ = true;
@@ -64,25 +64,26 @@ void heartbeat::send_ping(time_point after) {
     // batch that sent the last one).
     pinger_.touch(base);
     pinger_exact_ = pinger_.last() == base;
-    svc_.schedule(pinger_, saturating_add(base, next));
+    svc.schedule(pinger_, saturating_add(base, next));
     // Judged at the first wake-up at or after the deadline: the tick holding it, when that tick's
     // wake-up comes after it (a ping leaves a little after its tick; the tick that judges it wakes
     // about as late), else judge_ping() waits for the deadline itself (schedule_exact).
-    svc_.schedule(checker_, svc_.tick_start(judgement_deadline()));
+    svc.schedule(*this, svc.tick_start(judgement_deadline()));
     listener_->send_ping();
 }
 
 void heartbeat::judge_ping() {
+    timer_scheduler& svc = scheduler();
     const time_point deadline = judgement_deadline();
-    if (svc_.fresh_now() < deadline) { // the deadline's own tick woke before it: not yet
-        svc_.schedule_exact(checker_, deadline); // at the deadline itself, inside the next tick
+    if (svc.fresh_now() < deadline) { // the deadline's own tick woke before it: not yet
+        svc.schedule_exact(*this, deadline); // at the deadline itself, inside the next tick
         return;
     }
     if (reads_ != reads_at_judgement_) misses_ = 0; // something arrived: liveness
     reads_at_judgement_ = reads_;
     if (reads_ == reads_at_ping_) { // nothing read since the ping left
         if (listener_->input_waiting()) { // ... that the reactor has read: look again once it has
-            svc_.schedule(checker_, saturating_add(svc_.now(), unread_input_recheck));
+            svc.schedule(*this, saturating_add(svc.now(), unread_input_recheck));
             return;
         }
         if (misses_ == 0) streak_start_ = ping_sent_;
@@ -115,7 +116,7 @@ std::optional<duration> heartbeat::on_pong(time_point at) {
         srtt_ = srtt_ - srtt_ / 8 + rtt / 8;
     }
     // Answered: nothing left to judge, and a ping that fell due meanwhile goes out now.
-    checker_.cancel();
+    cancel();
     misses_ = 0;
     reads_at_judgement_ = reads_;
     if (ping_due_) send_ping();
@@ -133,7 +134,7 @@ duration heartbeat::effective_timeout() const noexcept {
 
 void heartbeat::stop() noexcept {
     pinger_.stop();
-    checker_.cancel();
+    cancel();
 }
 
 } // namespace heartwheel::net

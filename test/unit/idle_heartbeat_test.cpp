@@ -143,6 +143,7 @@ struct hb_log final : heartbeat::listener {
     std::vector<duration> pings, misses;
     std::optional<duration> dead;
 
+    heartwheel::timer_scheduler& scheduler() const noexcept override { return *svc; }
     void send_ping() override {
         pings.push_back(svc->since_start());
         if (after_ping) after_ping();
@@ -152,7 +153,7 @@ struct hb_log final : heartbeat::listener {
     double uniform() override { return rnd ? rnd() : heartbeat::listener::uniform(); }
 };
 
-heartbeat make_hb(manual_service& svc, hb_log& log, heartbeat_policy p) { return heartbeat(svc, p, log); }
+heartbeat make_hb(manual_service&, hb_log& log, heartbeat_policy p) { return heartbeat(p, log); }
 /// A policy whose times are the formula's exactly: no jitter, no RTT floor.
 heartbeat_policy exact_policy(duration interval, duration timeout, std::uint32_t misses) {
     heartbeat_policy p;
@@ -312,7 +313,7 @@ BOOST_AUTO_TEST_CASE(heartbeat_timeout_equal_to_interval_still_counts_misses) {
         log.after_ping = [&] {
             if (silent_write) hb->on_write(svc.stamp()); // the ping is a write
         };
-        hb.emplace(svc, p, log);
+        hb.emplace(p, log);
         svc.step_by(350ms);
         BOOST_TEST((log.misses == std::vector<duration>{200ms, 300ms}));
         BOOST_TEST((log.pings == std::vector<duration>{100ms, 200ms}));

@@ -105,6 +105,7 @@ public:
 
 private:
     // idle_state::listener, heartbeat::listener, connection_limits::listener
+    timer_scheduler& scheduler() const noexcept override { return policy_host::scheduler(); }
     void on_idle(idle_event e) override;
     void send_ping() override;
     void on_dead() override;

@@ -58,11 +58,15 @@ namespace heartwheel::net {
 /// when it left, less this, so it is not judged missed the moment it leaves.
 inline constexpr duration heartbeat_lag_forgiven = std::chrono::milliseconds(10);
 
-class heartbeat final : activity_timer::listener {
+// The heartbeat is itself the timer node that judges its pings (no member timer with an owner
+// pointer); its pinger is an activity timer. Its scheduler comes from its listener.
+class heartbeat final : timer_node, activity_timer::listener {
 public:
     /// What a heartbeat asks of its owner; must outlive the heartbeat.
     class listener {
     public:
+        /// The scheduler the heartbeat's timers are filed in (the same one for its life).
+        virtual timer_scheduler& scheduler() const noexcept = 0;
         virtual void send_ping() = 0; ///< write a ping now
         virtual void on_dead() = 0;   ///< the misses-th consecutive miss: close the connection
         virtual void on_miss() {}     ///< each miss (counters, logs)
@@ -76,7 +80,8 @@ public:
         ~listener() = default;
     };
 
-    heartbeat(timer_scheduler& svc, const heartbeat_policy& policy, listener& l);
+    /// Validates `policy` (config_error) and, when it is enabled, starts the ping schedule from now.
+    heartbeat(const heartbeat_policy& policy, listener& l);
     heartbeat(const heartbeat&) = delete;
     heartbeat& operator=(const heartbeat&) = delete;
 
@@ -112,7 +117,8 @@ public:
 
 private:
     void on_expired(activity_timer&, bool) override { send_ping(); }
-    timer_scheduler& scheduler() const noexcept override { return svc_; }
+    void on_expire() override { judge_ping(); } // the judgement of the ping outstanding
+    timer_scheduler& scheduler() const noexcept override { return listener_->scheduler(); }
     /// The pinger counts from an exact time after a ping (when it fell due), from a stamp after activity.
     bool exact_activity(const activity_timer&) const override { return pinger_exact_; }
     /// The pinger counts from `at`: exact (a pong's fresh clock reading) or a batch's stamp. An
@@ -128,11 +134,9 @@ private:
     void judge_ping();
     duration jittered_interval();
 
-    timer_scheduler& svc_;
     heartbeat_policy policy_;
     listener* listener_;
     activity_timer pinger_;
-    member_timer<heartbeat, &heartbeat::judge_ping> checker_;
     time_point ping_sent_{};
     time_point ping_base_{}; ///< what the last ping's judgement counts from: when it fell due (bounded)
     time_point streak_start_{};             ///< when the first ping of the current miss streak left
