@@ -7,9 +7,9 @@
 
 namespace heartwheel::net {
 
-connection_limits::connection_limits(timer_scheduler& svc, const server_limits& limits, listener& l,
-                                     const random_source& rnd, timeout_scale* scale)
-    : svc_(&svc), listener_(&l), handshake_timeout_(limits.handshake_timeout), handshake_min_(limits.handshake_timeout_min),
+connection_limits::connection_limits(const server_limits& limits, listener& l, const random_source& rnd,
+                                     timeout_scale* scale)
+    : listener_(&l), handshake_timeout_(limits.handshake_timeout), handshake_min_(limits.handshake_timeout_min),
       scale_(scale) {
     limits.validate();
     if (limits.max_age.count() <= 0) return;
@@ -18,7 +18,7 @@ connection_limits::connection_limits(timer_scheduler& svc, const server_limits& 
     const auto base = std::chrono::duration_cast<duration>(limits.max_age);
     age_limit_ = duration(static_cast<duration::rep>(std::llround(static_cast<double>(base.count()) * factor)));
     const scaled_min& age_min = limits.max_age_min;
-    const auto since = svc.stamp();
+    const auto since = l.scheduler().stamp();
     age_ = std::make_unique<activity_timer>(static_cast<activity_timer::listener&>(*this));
     if (scale_ && age_min.enabled()) {
         // The jittered age is the max; the min follows the configured max_age.
@@ -38,7 +38,7 @@ void connection_limits::on_expired(activity_timer& t, bool) {
 void connection_limits::handshake_started() {
     if (handshake_timeout_.count() <= 0) return;
     if (!handshake_) handshake_ = std::make_unique<activity_timer>(static_cast<activity_timer::listener&>(*this));
-    handshake_->start(handshake_timeout_, handshake_min_, scale_, svc_->stamp());
+    handshake_->start(handshake_timeout_, handshake_min_, scale_, scheduler().stamp());
 }
 
 void connection_limits::stop() noexcept {

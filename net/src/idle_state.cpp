@@ -8,10 +8,10 @@ void idle_state::on_expired(activity_timer& t, bool first) {
     listener_->on_idle({k, first});
 }
 
-idle_state::idle_state(timer_scheduler& svc, const idle_policy& policy, listener& l, timeout_scale* scale)
-    : svc_(&svc), listener_(&l), progress_is_activity_(policy.write_progress_is_activity) {
+idle_state::idle_state(const idle_policy& policy, listener& l, timeout_scale* scale)
+    : listener_(&l), progress_is_activity_(policy.write_progress_is_activity) {
     policy.validate();
-    const time_point now = svc.stamp();
+    const time_point now = l.scheduler().stamp();
     const struct {
         milliseconds period;
         const scaled_min& min;

@@ -26,8 +26,8 @@ BOOST_AUTO_TEST_CASE(reader_idle_fires_at_its_tick_then_repeats) {
     std::vector<recorded> got;
     idle_policy p;
     p.reader_idle = 100ms;
-    idle_listener on([&](idle_event e) { got.push_back({svc.since_start(), e}); });
-    idle_state idle(svc, p, on);
+    idle_listener on(svc, [&](idle_event e) { got.push_back({svc.since_start(), e}); });
+    idle_state idle(p, on);
     svc.step_by(99ms);
     BOOST_TEST(got.empty());
     svc.step_by(1ms);
@@ -55,8 +55,8 @@ BOOST_AUTO_TEST_CASE(recording_activity_does_not_reschedule) {
     p.reader_idle = 50ms;
     p.all_idle = 80ms;
     int events = 0;
-    idle_listener on([&](idle_event) { ++events; });
-    idle_state idle(svc, p, on);
+    idle_listener on(svc, [&](idle_event) { ++events; });
+    idle_state idle(p, on);
     const auto schedules = svc.schedules;
     for (int i = 0; i < 1000; ++i) idle.on_read();
     BOOST_TEST(svc.schedules == schedules); // a store, no timer work
@@ -75,8 +75,8 @@ BOOST_AUTO_TEST_CASE(writer_and_all_idle_and_write_progress) {
         p.writer_idle = 30ms;
         p.all_idle = 50ms;
         p.write_progress_is_activity = progress_counts;
-        idle_listener on([&](idle_event e) { got.push_back({svc.since_start(), e}); });
-        idle_state idle(svc, p, on);
+        idle_listener on(svc, [&](idle_event e) { got.push_back({svc.since_start(), e}); });
+        idle_state idle(p, on);
         // A slow write: a few bytes every 20 ms, never completing.
         for (int i = 0; i < 4; ++i) {
             svc.step_by(20ms);
@@ -97,8 +97,8 @@ BOOST_AUTO_TEST_CASE(writer_and_all_idle_and_write_progress) {
 BOOST_AUTO_TEST_CASE(zero_disables) {
     manual_service svc;
     int events = 0;
-    idle_listener on([&](idle_event) { ++events; });
-    idle_state idle(svc, idle_policy{}, on);
+    idle_listener on(svc, [&](idle_event) { ++events; });
+    idle_state idle(idle_policy{}, on);
     BOOST_TEST(svc.wheel().empty());
     svc.step_by(1s, 10ms);
     BOOST_TEST(events == 0);
@@ -110,8 +110,8 @@ BOOST_AUTO_TEST_CASE(never_early_with_a_stale_cached_clock) {
     idle_policy p;
     p.reader_idle = 100ms;
     std::vector<duration> at;
-    idle_listener on([&](idle_event) { at.push_back(svc.since_start()); });
-    idle_state idle(svc, p, on);
+    idle_listener on(svc, [&](idle_event) { at.push_back(svc.since_start()); });
+    idle_state idle(p, on);
     svc.step_by(20ms);
     idle.on_read(); // real time 20 ms, stamped 13 ms
     svc.step_by(150ms);
@@ -126,8 +126,8 @@ BOOST_AUTO_TEST_CASE(destroying_idle_state_from_its_callback_is_safe) {
     p.reader_idle = 10ms;
     p.all_idle = 10ms;
     std::unique_ptr<idle_state> idle;
-    idle_listener on([&](idle_event) { idle.reset(); });
-    idle = std::make_unique<idle_state>(svc, p, on);
+    idle_listener on(svc, [&](idle_event) { idle.reset(); });
+    idle = std::make_unique<idle_state>(p, on);
     svc.step_by(20ms);
     BOOST_TEST(!idle);
     BOOST_TEST(svc.wheel().empty());

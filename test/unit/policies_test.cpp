@@ -142,12 +142,15 @@ BOOST_AUTO_TEST_CASE(connection_limits_handshake_and_age) {
     l.max_age_jitter = 0.1;
     std::vector<std::pair<std::string, duration>> ev;
     struct notes final : connection_limits::listener {
+        heartwheel::timer_scheduler* svc = nullptr;
         std::function<void(const char*)> note;
+        heartwheel::timer_scheduler& scheduler() const noexcept override { return *svc; }
         void on_handshake_timeout() override { note("handshake"); }
         void on_max_age() override { note("age"); }
     } listener;
+    listener.svc = &svc;
     listener.note = [&](const char* what) { ev.emplace_back(what, svc.since_start()); };
-    connection_limits c(svc, l, listener, [] { return 1.0; });
+    connection_limits c(l, listener, [] { return 1.0; });
     BOOST_TEST((c.age_limit() == 1100ms)); // +10 % at the top of the jitter range
     c.handshake_started();
     svc.step_by(49ms);

@@ -28,8 +28,9 @@ struct scaled_reader final : idle_state::listener {
         : svc(&svc) {
         p.reader_idle = max;
         p.reader_idle_min = min;
-        idle = std::make_unique<idle_state>(svc, p, *this, &scale);
+        idle = std::make_unique<idle_state>(p, *this, &scale);
     }
+    heartwheel::timer_scheduler& scheduler() const noexcept override { return *svc; }
     void on_idle(idle_event) override { fired.push_back(svc->since_start()); }
     manual_service* svc;
     idle_policy p;

@@ -25,6 +25,8 @@ public:
     /// What the limits ask of their owner; must outlive the connection_limits.
     class listener {
     public:
+        /// The scheduler the deadlines are filed in (the same one for the limits' life).
+        virtual timer_scheduler& scheduler() const noexcept = 0;
         virtual void on_handshake_timeout() = 0; ///< close: the handshake took too long
         virtual void on_max_age() = 0;           ///< retire it (say goodbye; the close lingers as any)
 
@@ -36,7 +38,7 @@ public:
     /// Arms the max-age timer (if enabled) from now, its jitter drawn from `rnd` (uniform in [0, 1);
     /// a default source when empty). With `scale`, the handshake timeout and the max age given a
     /// min (`handshake_timeout_min`, `max_age_min`) shrink under pressure.
-    connection_limits(timer_scheduler& svc, const server_limits& limits, listener& l, const random_source& rnd = {},
+    connection_limits(const server_limits& limits, listener& l, const random_source& rnd = {},
                       timeout_scale* scale = nullptr);
     connection_limits(const connection_limits&) = delete;
     connection_limits& operator=(const connection_limits&) = delete;
@@ -49,9 +51,8 @@ public:
 
 private:
     void on_expired(activity_timer& t, bool) override;
-    timer_scheduler& scheduler() const noexcept override { return *svc_; }
+    timer_scheduler& scheduler() const noexcept override { return listener_->scheduler(); }
 
-    timer_scheduler* svc_;
     listener* listener_;
     milliseconds handshake_timeout_;
     scaled_min handshake_min_;

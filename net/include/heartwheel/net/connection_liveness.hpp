@@ -104,7 +104,8 @@ public:
     void close();
 
 private:
-    // idle_state::listener, heartbeat::listener, connection_limits::listener
+    // idle_state::listener, heartbeat::listener, connection_limits::listener: the one scheduler, the
+    // policy_host's (the three policies keep no pointer of their own to it)
     timer_scheduler& scheduler() const noexcept override { return policy_host::scheduler(); }
     void on_idle(idle_event e) override;
     void send_ping() override;

@@ -28,9 +28,11 @@ struct idle_event {
 
 class idle_state final : activity_timer::listener {
 public:
-    /// Hears every idle event; must outlive the idle_state.
+    /// Hears every idle event and names the scheduler; must outlive the idle_state.
     class listener {
     public:
+        /// The scheduler the idle timers are filed in (the same one for the idle_state's life).
+        virtual timer_scheduler& scheduler() const noexcept = 0;
         virtual void on_idle(idle_event e) = 0;
         /// Whether bytes from the peer wait unread for a read already pending: the event waits.
         virtual bool input_waiting() { return false; }
@@ -41,7 +43,7 @@ public:
 
     /// Validates the policy (config_error) and starts the enabled timers from now. With `scale`,
     /// the kinds given a min (`reader_idle_min`, ...) shrink under pressure (timeout_scale.hpp).
-    idle_state(timer_scheduler& svc, const idle_policy& policy, listener& l, timeout_scale* scale = nullptr);
+    idle_state(const idle_policy& policy, listener& l, timeout_scale* scale = nullptr);
     idle_state(const idle_state&) = delete;
     idle_state& operator=(const idle_state&) = delete;
 
@@ -49,17 +51,17 @@ public:
         touch(idle_kind::reader, stamp);
         touch(idle_kind::all, stamp);
     }
-    void on_read() { on_read(svc_->stamp()); }
+    void on_read() { on_read(scheduler().stamp()); }
     void on_write_complete(time_point stamp) {
         touch(idle_kind::writer, stamp);
         touch(idle_kind::all, stamp);
     }
-    void on_write_complete() { on_write_complete(svc_->stamp()); }
+    void on_write_complete() { on_write_complete(scheduler().stamp()); }
     /// Some bytes of a write went out; counts only if the policy's write_progress_is_activity.
     void on_write_progress(time_point stamp) {
         if (progress_is_activity_) on_write_complete(stamp);
     }
-    void on_write_progress() { on_write_progress(svc_->stamp()); }
+    void on_write_progress() { on_write_progress(scheduler().stamp()); }
 
     void stop() noexcept;
 
@@ -68,10 +70,9 @@ private:
         if (auto& t = timers_[static_cast<int>(k)]) t->touch(stamp);
     }
     void on_expired(activity_timer& t, bool first) override;
-    timer_scheduler& scheduler() const noexcept override { return *svc_; }
+    timer_scheduler& scheduler() const noexcept override { return listener_->scheduler(); }
     bool put_off(const activity_timer&) override { return listener_->input_waiting(); }
 
-    timer_scheduler* svc_;
     listener* listener_;
     std::unique_ptr<activity_timer> timers_[3]; ///< by idle_kind; null when that kind is disabled
     bool progress_is_activity_;
