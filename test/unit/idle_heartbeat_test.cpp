@@ -153,7 +153,7 @@ struct hb_log final : heartbeat::listener {
     double uniform() override { return rnd ? rnd() : heartbeat::listener::uniform(); }
 };
 
-heartbeat make_hb(manual_service&, hb_log& log, heartbeat_policy p) { return heartbeat(p, log); }
+heartbeat make_hb(hb_log& log, heartbeat_policy p) { return heartbeat(p, log); }
 /// A policy whose times are the formula's exactly: no jitter, no RTT floor.
 heartbeat_policy exact_policy(duration interval, duration timeout, std::uint32_t misses) {
     heartbeat_policy p;
@@ -174,7 +174,7 @@ BOOST_AUTO_TEST_CASE(heartbeat_pings_after_outbound_silence_and_closes_after_mis
     p.interval = 100ms;
     p.timeout = 40ms;
     p.misses = 3;
-    auto hb = make_hb(svc, log, p);
+    auto hb = make_hb(log, p);
     svc.step_by(50ms);
     hb.on_write(svc.stamp()); // outbound traffic at 50: the first ping moves to 150
     svc.step_by(100ms);
@@ -198,7 +198,7 @@ BOOST_AUTO_TEST_CASE(heartbeat_inbound_trigger_pings_after_inbound_silence_while
     p.interval = 100ms;
     p.timeout = 40ms;
     p.misses = 2;
-    auto hb = make_hb(svc, log, p);
+    auto hb = make_hb(log, p);
     svc.step_by(50ms);
     hb.on_read(svc.stamp()); // a byte received at 50: the first ping moves to 150
     for (int i = 0; i < 40; ++i) {
@@ -215,7 +215,7 @@ BOOST_AUTO_TEST_CASE(heartbeat_inbound_trigger_pings_after_inbound_silence_while
     manual_service svc2;
     hb_log log2(svc2);
     p.trigger = heartbeat_trigger::outbound;
-    auto hb2 = make_hb(svc2, log2, p);
+    auto hb2 = make_hb(log2, p);
     for (int i = 0; i < 45; ++i) {
         svc2.step_by(10ms);
         hb2.on_write(svc2.stamp());
@@ -235,7 +235,7 @@ BOOST_AUTO_TEST_CASE(heartbeat_pings_stay_on_their_grid_whatever_the_tick) {
     p.interval = 105ms;
     p.timeout = 50ms;
     p.misses = 11;
-    auto hb = make_hb(svc, log, p);
+    auto hb = make_hb(log, p);
     svc.step_by(1300ms, 10ms);
     BOOST_TEST_REQUIRE(log.pings.size() == 11u);
     for (std::size_t k = 0; k < log.pings.size(); ++k) {
@@ -261,7 +261,7 @@ BOOST_AUTO_TEST_CASE(an_exact_ping_base_is_not_bounded_like_a_stamp) {
     p.timeout = 50ms;
     p.misses = 5;
     p.rtt_factor = 0;
-    auto hb = make_hb(svc, log, p);
+    auto hb = make_hb(log, p);
     svc.step_by(700ms);
     BOOST_TEST_REQUIRE(log.pings.size() == 5u);
     // The first counts from the stamp taken at the start (now - 3 ms, bounded by + 3 ms): at 100.
@@ -286,7 +286,7 @@ BOOST_AUTO_TEST_CASE(the_ping_after_a_pong_counts_from_the_pong_exactly) {
     p.timeout = 50ms;
     p.misses = 2;
     p.rtt_factor = 0;
-    auto hb = make_hb(svc, log, p);
+    auto hb = make_hb(log, p);
     svc.step_by(107ms); // the first ping (from the start's stamp, bounded), then 7 ms of waiting
     BOOST_TEST_REQUIRE(log.pings.size() == 1u);
     const auto pong_at = svc.since_start();
@@ -330,7 +330,7 @@ BOOST_AUTO_TEST_CASE(heartbeat_answered_pings_keep_it_alive_and_give_rtt) {
     p.interval = 100ms;
     p.timeout = 50ms;
     p.misses = 2;
-    auto hb = make_hb(svc, log, p);
+    auto hb = make_hb(log, p);
     svc.step_by(100ms); // first ping at 100
     std::optional<duration> rtt;
     for (int i = 0; i < 10; ++i) {
@@ -355,7 +355,7 @@ BOOST_AUTO_TEST_CASE(heartbeat_any_read_resets_misses) {
     p.interval = 100ms;
     p.timeout = 50ms;
     p.misses = 2;
-    auto hb = make_hb(svc, log, p);
+    auto hb = make_hb(log, p);
     svc.step_by(150ms); // ping at 100, miss at 150
     BOOST_TEST(hb.consecutive_misses() == 1u);
     svc.step_by(20ms);
@@ -378,7 +378,7 @@ BOOST_AUTO_TEST_CASE(heartbeat_jitter_stays_in_bounds_with_a_seeded_source) {
     p.jitter = 0.2;
     std::mt19937_64 engine(99);
     log.rnd = [&] { return std::uniform_real_distribution<double>(0, 1)(engine); };
-    auto hb = make_hb(svc, log, p);
+    auto hb = make_hb(log, p);
     svc.step_by(60s, 1ms);
     BOOST_TEST_REQUIRE(log.pings.size() > 40u);
     bool varied = false;
@@ -400,7 +400,7 @@ BOOST_AUTO_TEST_CASE(heartbeat_timeout_longer_than_interval_judges_every_ping) {
     p.interval = 1000ms;
     p.timeout = 2000ms;
     p.misses = 3;
-    auto hb = make_hb(svc, log, p);
+    auto hb = make_hb(log, p);
     svc.step_by(8s, 10ms);
     BOOST_TEST((log.pings == std::vector<duration>{1000ms, 3000ms, 5000ms}));
     BOOST_TEST((log.misses == std::vector<duration>{3000ms, 5000ms, 7000ms}));
@@ -420,7 +420,7 @@ BOOST_AUTO_TEST_CASE(heartbeat_answered_ping_frees_the_next_one) {
     p.timeout = 300ms;
     p.misses = 1;
     p.rtt_factor = 0; // the scheduling alone; the RTT floor has its own test
-    auto hb = make_hb(svc, log, p);
+    auto hb = make_hb(log, p);
     svc.step_by(105ms); // ping at 100
     hb.on_pong(svc.stamp());
     svc.step_by(95ms); // the next at 200: an interval after the last ping
@@ -475,7 +475,7 @@ BOOST_AUTO_TEST_CASE(heartbeat_miss_judged_no_earlier_than_the_rtt_floor) {
         p.timeout = 50ms;
         p.misses = 1;
         p.rtt_factor = k;
-        auto hb = make_hb(svc, log, p);
+        auto hb = make_hb(log, p);
         BOOST_TEST((hb.effective_timeout() == 50ms)); // no sample yet: as configured
         svc.step_by(100ms);                           // ping at 100
         svc.step_by(40ms);
@@ -502,7 +502,7 @@ BOOST_AUTO_TEST_CASE(heartbeat_miss_judged_no_earlier_than_the_rtt_floor) {
     heartbeat_policy p;
     p.interval = 100ms;
     p.timeout = 50ms;
-    auto hb = make_hb(svc, log, p);
+    auto hb = make_hb(log, p);
     svc.step_by(101ms);
     hb.on_pong(svc.stamp()); // RTT 1 ms: floor 3 * (1 + 2) = 9 ms < 50
     BOOST_TEST((hb.effective_timeout() == 50ms));
@@ -521,7 +521,7 @@ BOOST_AUTO_TEST_CASE(heartbeat_judged_at_the_first_wakeup_past_its_deadline) {
         p.interval = 100ms;
         p.timeout = 50ms;
         p.misses = 1;
-        auto hb = make_hb(svc, log, p);
+        auto hb = make_hb(log, p);
         svc.advance_to(t0 + 105ms);
         BOOST_TEST_REQUIRE(log.pings.size() == 1u);
         BOOST_TEST((hb.judgement_deadline() == t0 + 155ms));
@@ -554,7 +554,7 @@ BOOST_AUTO_TEST_CASE(heartbeat_death_is_never_early_from_the_first_ping_that_rea
     p.interval = 105ms;
     p.timeout = 50ms;
     p.misses = 3;
-    auto hb = make_hb(svc, log, p);
+    auto hb = make_hb(log, p);
     svc.step_by(104ms);
     svc.advance_by(31ms); // a stall: the first ping (due at 105) leaves at 135
     BOOST_TEST_REQUIRE(log.pings.size() == 1u);
@@ -585,7 +585,7 @@ BOOST_AUTO_TEST_CASE(waiting_for_wakeups_does_not_add_up_ping_after_ping) {
         p.timeout = 105ms;
         p.misses = 6;
         p.rtt_factor = 0;
-        auto hb = make_hb(svc, log, p);
+        auto hb = make_hb(log, p);
         svc.step_by(1000ms, 10ms); // the driver wakes every 10 ms: every deadline waits for a wake-up
         BOOST_TEST_REQUIRE(log.pings.size() == 6u);
         BOOST_TEST((log.pings[0] == 110ms)); // P: due at 105, sent at the wake-up of 110
@@ -603,7 +603,7 @@ BOOST_AUTO_TEST_CASE(waiting_for_wakeups_does_not_add_up_ping_after_ping) {
 BOOST_AUTO_TEST_CASE(a_long_batch_after_a_ping_does_not_undo_its_miss) {
     manual_service svc(1ms);
     hb_log log(svc);
-    auto hb = make_hb(svc, log, exact_policy(500ms, 500ms, 2));
+    auto hb = make_hb(log, exact_policy(500ms, 500ms, 2));
     svc.step_by(100ms);
     hb.on_read(svc.stamp()); // the last byte: at 100
     svc.step_by(501ms);      // the first ping, at 600
@@ -620,7 +620,7 @@ BOOST_AUTO_TEST_CASE(a_long_batch_after_a_ping_does_not_undo_its_miss) {
 BOOST_AUTO_TEST_CASE(a_read_in_the_pings_own_instant_after_it_left_answers_it) {
     manual_service svc(1ms);
     hb_log log(svc);
-    auto hb = make_hb(svc, log, exact_policy(100ms, 100ms, 1));
+    auto hb = make_hb(log, exact_policy(100ms, 100ms, 1));
     svc.step_by(100ms);
     BOOST_TEST_REQUIRE(log.pings.size() == 1u);
     hb.on_read(svc.stamp()); // the same stamp as the ping's, handled after it left
@@ -640,7 +640,7 @@ BOOST_AUTO_TEST_CASE(a_ping_that_left_after_a_stall_gets_its_timeout) {
     p.timeout = 200ms;
     p.misses = 3;
     p.rtt_factor = 0;
-    auto hb = make_hb(svc, log, p);
+    auto hb = make_hb(log, p);
     svc.step_by(99ms);
     svc.advance_by(500ms); // a stall: the first ping (due at 100) leaves at 599
     BOOST_TEST_REQUIRE(log.pings.size() == 1u);
