@@ -55,8 +55,6 @@ public:
     template <class MakeOnSoftTime>
     bool grew(std::size_t queued, timer_scheduler& timers, MakeOnSoftTime&& make_on_soft_time, bool over_count = false) {
         if (queued > high_water_) was_above_ = true;
-        if (!over_count && !(hard_limit_ > 0 && queued > hard_limit_) && !(soft_limit_ > 0 && queued > soft_limit_))
-            return false;
         if (over_count || (hard_limit_ > 0 && queued > hard_limit_)) {
             slow_ = true;
             soft_timer_ = {};
