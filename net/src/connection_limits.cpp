@@ -7,10 +7,18 @@
 
 namespace heartwheel::net {
 
-connection_limits::connection_limits(const server_limits& limits, listener& l, const random_source& rnd,
-                                     timeout_scale* scale)
-    : listener_(&l), handshake_timeout_(limits.handshake_timeout), handshake_min_(limits.handshake_timeout_min),
-      scale_(scale) {
+// The age's deadline when it does not scale: fires once, at its wheel deadline.
+class connection_limits::fixed_age final : public timer_node {
+public:
+    explicit fixed_age(connection_limits& owner) noexcept : owner_(&owner) {}
+
+private:
+    void on_expire() override { owner_->listener_->on_max_age(); }
+    connection_limits* owner_;
+};
+
+connection_limits::connection_limits(const server_limits& limits, listener& l, const random_source& rnd)
+    : listener_(&l), handshake_timeout_(limits.handshake_timeout), handshake_min_(limits.handshake_timeout_min) {
     limits.validate();
     if (limits.max_age.count() <= 0) return;
     const double r = rnd ? rnd() : detail::unit_random();
@@ -18,16 +26,22 @@ connection_limits::connection_limits(const server_limits& limits, listener& l, c
     const auto base = std::chrono::duration_cast<duration>(limits.max_age);
     age_limit_ = duration(static_cast<duration::rep>(std::llround(static_cast<double>(base.count()) * factor)));
     const scaled_min& age_min = limits.max_age_min;
-    const auto since = l.scheduler().stamp();
-    age_ = std::make_unique<activity_timer>(static_cast<activity_timer::listener&>(*this));
-    if (scale_ && age_min.enabled()) {
+    timer_scheduler& svc = l.scheduler();
+    const auto since = svc.stamp();
+    if (timeout_scale* scale = l.scale(); scale && age_min.enabled()) {
         // The jittered age is the max; the min follows the configured max_age.
         const auto mn = std::chrono::duration_cast<duration>(age_min.of(limits.max_age));
-        age_->start_scaled(*scale_, std::min(mn, age_limit_), age_limit_, since);
+        auto t = std::make_unique<activity_timer>(static_cast<activity_timer::listener&>(*this));
+        t->start_scaled(*scale, std::min(mn, age_limit_), age_limit_, since);
+        age_ = std::move(t);
+        age_scaled_ = true;
     } else {
-        age_->start(age_limit_, since);
+        age_ = std::make_unique<fixed_age>(*this);
+        svc.schedule(*age_, saturating_add(svc.latest_possible(since), age_limit_)); // never early
     }
 }
+
+connection_limits::~connection_limits() { stop(); }
 
 void connection_limits::on_expired(activity_timer& t, bool) {
     t.stop(); // one-shot deadlines
@@ -38,12 +52,14 @@ void connection_limits::on_expired(activity_timer& t, bool) {
 void connection_limits::handshake_started() {
     if (handshake_timeout_.count() <= 0) return;
     if (!handshake_) handshake_ = std::make_unique<activity_timer>(static_cast<activity_timer::listener&>(*this));
-    handshake_->start(handshake_timeout_, handshake_min_, scale_, scheduler().stamp());
+    handshake_->start(handshake_timeout_, handshake_min_, listener_->scale(), scheduler().stamp());
 }
 
 void connection_limits::stop() noexcept {
     if (handshake_) handshake_->stop();
-    if (age_) age_->stop();
+    if (!age_) return;
+    if (age_scaled_) static_cast<activity_timer&>(*age_).stop(); // its place in the scale's queue too
+    else age_->cancel();
 }
 
 } // namespace heartwheel::net

@@ -9,7 +9,7 @@ namespace heartwheel::net {
 connection_liveness::connection_liveness(timer_scheduler& svc, const liveness_config& config, liveness_handler& handler,
                                          liveness_counters* counters, timeout_scale* scale)
     : policy_host(svc, scale), handler_(&handler), counters_(counters), request_policy_(config.request),
-      idle_(config.idle, *this, scale), limits_(config.limits, *this, {}, scale),
+      idle_(config.idle, *this, scale), limits_(config.limits, *this),
       runtimes_(*this, config) {
     config.overload.validate();
     config.request.validate(); // the tracker is made on first use: its policy is judged now

@@ -90,7 +90,9 @@ BOOST_AUTO_TEST_CASE(liveness_builds_only_what_the_config_enables) {
 
     use = measure([&] { live.emplace(svc, echo, handler); });
     BOOST_TEST(use.allocations == 3u); // the reader-idle timer, the heartbeat, the max-age timer
-    BOOST_TEST(use.bytes <= 512u, use.bytes << " bytes");
+    // 72 (reader idle) + 232 (heartbeat) + 40 (max age: a bare node when it does not scale; an
+    // activity timer took 72, a heap block of 80 instead of 48).
+    BOOST_TEST(use.bytes <= 344u, use.bytes << " bytes");
     // 248, a heap block of 256: four interfaces' pointers (it hears idle_state, the heartbeat and
     // connection_limits, and is the policy_host of the runtimes: 32 bytes), which the timers repay in
     // part (each holds one listener pointer, not an owner and a function: 80 bytes instead of 88;

@@ -4,9 +4,11 @@
 // connection's linger: gRPC's MAX_CONNECTION_AGE_GRACE).
 //
 // Each deadline holds a timer only while it can fire: the handshake's from handshake_started() to
-// handshake_done(), the age's when max_age is on — a plain TCP
-// connection without max age holds none. Expiries go to a listener the owner implements (one
-// pointer), never after stop() or destruction.
+// handshake_done(), the age's when max_age is on — a plain TCP connection without max age holds
+// none. A deadline that scales under overload is an activity_timer (it waits in the timeout_scale's
+// queue); the age's that does not is a bare wheel node pointing back here (40 bytes, a heap block
+// of 48 where an activity_timer takes 80: every connection of a server with max_age holds one).
+// Expiries go to a listener the owner implements (one pointer), never after stop() or destruction.
 #ifndef HEARTWHEEL_NET_CONNECTION_LIMITS_HPP
 #define HEARTWHEEL_NET_CONNECTION_LIMITS_HPP
 
@@ -27,6 +29,8 @@ public:
     public:
         /// The scheduler the deadlines are filed in (the same one for the limits' life).
         virtual timer_scheduler& scheduler() const noexcept = 0;
+        /// The overload's scale (timeout_scale.hpp), if the deadlines given a min shrink under it.
+        virtual timeout_scale* scale() const noexcept { return nullptr; }
         virtual void on_handshake_timeout() = 0; ///< close: the handshake took too long
         virtual void on_max_age() = 0;           ///< retire it (say goodbye; the close lingers as any)
 
@@ -36,10 +40,10 @@ public:
     using random_source = std::function<double()>;
 
     /// Arms the max-age timer (if enabled) from now, its jitter drawn from `rnd` (uniform in [0, 1);
-    /// a default source when empty). With `scale`, the handshake timeout and the max age given a
-    /// min (`handshake_timeout_min`, `max_age_min`) shrink under pressure.
-    connection_limits(const server_limits& limits, listener& l, const random_source& rnd = {},
-                      timeout_scale* scale = nullptr);
+    /// a default source when empty). With the listener's scale(), the handshake timeout and the max
+    /// age given a min (`handshake_timeout_min`, `max_age_min`) shrink under pressure.
+    connection_limits(const server_limits& limits, listener& l, const random_source& rnd = {});
+    ~connection_limits();
     connection_limits(const connection_limits&) = delete;
     connection_limits& operator=(const connection_limits&) = delete;
 
@@ -50,15 +54,17 @@ public:
     duration age_limit() const noexcept { return age_limit_; }
 
 private:
+    class fixed_age;
     void on_expired(activity_timer& t, bool) override;
     timer_scheduler& scheduler() const noexcept override { return listener_->scheduler(); }
 
     listener* listener_;
     milliseconds handshake_timeout_;
     scaled_min handshake_min_;
-    timeout_scale* scale_;
     duration age_limit_{};
-    std::unique_ptr<activity_timer> handshake_, age_; ///< one-shot deadlines: activity timers so that they can scale
+    std::unique_ptr<activity_timer> handshake_; ///< a one-shot deadline: an activity timer so that it can scale
+    std::unique_ptr<timer_node> age_;           ///< an activity_timer when age_scaled_, else a fixed_age
+    bool age_scaled_ = false;
 };
 
 } // namespace heartwheel::net

@@ -107,6 +107,7 @@ private:
     // idle_state::listener, heartbeat::listener, connection_limits::listener: the one scheduler, the
     // policy_host's (the three policies keep no pointer of their own to it)
     timer_scheduler& scheduler() const noexcept override { return policy_host::scheduler(); }
+    timeout_scale* scale() const noexcept override { return policy_host::scale(); } // the limits'
     void on_idle(idle_event e) override;
     void send_ping() override;
     void on_dead() override;
