@@ -3,13 +3,20 @@
 
 namespace heartwheel::net {
 
+void activity_timer::drop_scaled() noexcept {
+    if (!(listener_bits_ & scaled_bit)) return;
+    delete period_.scaled;
+    listener_bits_ &= ~scaled_bit;
+    period_.plain = duration::zero();
+}
+
 void activity_timer::start(duration timeout, time_point since) {
     stop();
-    scaled_.reset();
-    timeout_ = timeout;
+    drop_scaled();
+    period_.plain = timeout;
     last_ = since;
-    last_fired_for_ = time_point::min();
-    if (timeout_ <= duration::zero()) return;
+    listener_bits_ &= ~fired_bit;
+    if (timeout <= duration::zero()) return;
     arm_for_last();
 }
 
@@ -17,14 +24,14 @@ void activity_timer::start_scaled(timeout_scale& scale, duration min, duration m
     if (max <= duration::zero() || min >= max) return start(max, since);
     if (min < duration::zero()) min = duration::zero();
     start(duration::zero(), since); // resets, arms nothing
-    scaled_ = std::make_unique<scaled_state>(*this, scale, max - min);
-    timeout_ = min;
+    period_.scaled = new scaled_state(*this, scale, min, max - min);
+    listener_bits_ |= scaled_bit;
     arm_for_last();
 }
 
 void activity_timer::arm_for_last() {
     timer_scheduler& svc = this->svc();
-    svc.schedule(*this, saturating_add(svc.latest_possible(last_), timeout_));
+    svc.schedule(*this, saturating_add(svc.latest_possible(last_), wheel_period()));
 }
 
 void activity_timer::start(milliseconds max, const scaled_min& min, timeout_scale* scale, time_point since) {
@@ -36,21 +43,22 @@ void activity_timer::start(milliseconds max, const scaled_min& min, timeout_scal
 void activity_timer::stop() noexcept {
     cancel();
     // Checked here: a timeout_scale destroyed first has already let go of its entries.
-    if (scaled_ && scaled_->entry.linked()) scaled_->scale->dequeue(scaled_->entry);
+    if (scaled_state* s = scaled(); s && s->entry.linked()) s->scale->dequeue(s->entry);
 }
 
 duration activity_timer::timeout() const noexcept {
-    return scaled_ ? scaled_->scale->scaled(timeout_, timeout_ + scaled_->range) : timeout_;
+    const scaled_state* s = scaled();
+    return s ? s->scale->scaled(s->min, s->min + s->range) : period_.plain;
 }
 
 void activity_timer::requeue() {
-    scaled_->scale->dequeue(scaled_->entry);
+    scaled()->scale->dequeue(scaled()->entry);
     arm_for_last();
 }
 
 time_point activity_timer::due() const {
-    const time_point bound = listener_->exact_activity(*this) ? last_ : svc().latest_possible(last_);
-    return saturating_add(bound, timeout_);
+    const time_point bound = listener_()->exact_activity(*this) ? last_ : svc().latest_possible(last_);
+    return saturating_add(bound, wheel_period());
 }
 
 void activity_timer::on_expire() {
@@ -61,12 +69,12 @@ void activity_timer::on_expire() {
         svc.schedule(*this, due);
         return;
     }
-    if (scaled_) { // min has passed with no activity: the scaled part waits in the range's queue
-        const time_point repeat = saturating_add(scaled_->fired_at, timeout_);
+    if (scaled_state* s = scaled()) { // min has passed with no activity: the scaled part waits in the range's queue
+        const time_point repeat = saturating_add(s->fired_at, s->min);
         const time_point key = repeat > due ? repeat : due;
-        timeout_scale& scale = *scaled_->scale;
-        if (saturating_add(key, scale.scaled(duration::zero(), scaled_->range)) > now) {
-            scale.enqueue(scaled_->entry, scaled_->range, key);
+        timeout_scale& scale = *s->scale;
+        if (saturating_add(key, scale.scaled(duration::zero(), s->range)) > now) {
+            scale.enqueue(s->entry, s->range, key);
             return;
         }
         scale.count_unqueued_expiry(); // due already (scale 0, or a late wheel)
@@ -75,16 +83,17 @@ void activity_timer::on_expire() {
 }
 
 void activity_timer::expired(time_point now) {
-    if (listener_->put_off(*this)) { // the peer's bytes wait unread: look again once they are read
+    listener& l = *listener_();
+    if (l.put_off(*this)) { // the peer's bytes wait unread: look again once they are read
         svc().schedule(*this, saturating_add(now, unread_input_recheck));
         return;
     }
-    const bool first = last_ != last_fired_for_;
-    last_fired_for_ = last_;
-    if (scaled_) scaled_->fired_at = now;
-    svc().schedule(*this, saturating_add(now, timeout_)); // repeat every period while idle (a scaled
-                                                          // timer: its min, then its queue again)
-    listener_->on_expired(*this, first);                  // last: it may destroy this timer
+    const bool first = !(listener_bits_ & fired_bit); // no expiry since the last activity moved
+    listener_bits_ |= fired_bit;
+    if (scaled_state* s = scaled()) s->fired_at = now;
+    svc().schedule(*this, saturating_add(now, wheel_period())); // repeat every period while idle (a
+                                                                // scaled timer: its min, then its queue again)
+    l.on_expired(*this, first);                                 // last: it may destroy this timer
 }
 
 } // namespace heartwheel::net

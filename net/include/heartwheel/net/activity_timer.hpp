@@ -16,6 +16,11 @@
 // that knows the peer's bytes are waiting unread (a process stall: the reactor has not read them yet)
 // answers true, and the timer looks again unread_input_recheck later instead of expiring; the read,
 // once it runs, moves `last` and the look finds the timer no longer due. Only ever later, never early.
+//
+// Layout (56 bytes, a heap block of 64; a connection has several): the wheel node, the listener
+// pointer with two flags in its low bits (an expiry since the last activity: the next one is not
+// `first`; the timer scales), the last activity, and one word that is the period of a plain timer or
+// the state of a scaled one (its min, its range, its place in the scale's queue).
 #ifndef HEARTWHEEL_NET_ACTIVITY_TIMER_HPP
 #define HEARTWHEEL_NET_ACTIVITY_TIMER_HPP
 
@@ -25,6 +30,7 @@
 #include <heartwheel/net/policies.hpp>
 #include <heartwheel/net/timeout_scale.hpp>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 
@@ -58,8 +64,11 @@ public:
         ~listener() = default;
     };
 
-    explicit activity_timer(listener& l) : listener_(&l) {}
-    ~activity_timer() override { stop(); }
+    explicit activity_timer(listener& l) noexcept : listener_bits_(reinterpret_cast<std::uintptr_t>(&l)) {}
+    ~activity_timer() override {
+        stop();
+        drop_scaled();
+    }
 
     /// Starts watching with `timeout` (zero or negative: stays disabled), counting from `since`.
     void start(duration timeout, time_point since);
@@ -71,14 +80,15 @@ public:
     void stop() noexcept;
     bool running() const noexcept { return pending() || queued(); }
     /// Waiting in its timeout_scale's queue (its min has passed with no activity).
-    bool queued() const noexcept { return scaled_ && scaled_->entry.linked(); }
+    bool queued() const noexcept { return scaled() && scaled()->entry.linked(); }
 
     /// Records activity: a store of a stamp taken by the caller (shared by several timers); for a
     /// queued scaled timer also its way back to waiting its min.
     void touch(time_point stamp) {
         if (stamp > last_) {
             last_ = stamp;
-            if (scaled_ && scaled_->entry.linked()) requeue();
+            listener_bits_ &= ~fired_bit;
+            if (listener_bits_ & scaled_bit && period_.scaled->entry.linked()) requeue();
         }
     }
     time_point last() const noexcept { return last_; }
@@ -88,7 +98,10 @@ public:
     /// The period: for a scaled timer, its current scaled value.
     duration timeout() const noexcept;
     /// Changes the period of the next firing (the heartbeat's jittered interval).
-    void set_timeout(duration t) noexcept { timeout_ = t; }
+    void set_timeout(duration t) noexcept {
+        if (scaled_state* s = scaled()) s->min = t;
+        else period_.plain = t;
+    }
 
 private:
     /// Its place in a range queue of the timeout_scale: the queue calls back the timer.
@@ -98,9 +111,10 @@ private:
         activity_timer* timer;
     };
     struct scaled_state {
-        scaled_state(activity_timer& t, timeout_scale& s, duration r) : scale(&s), range(r), entry(t) {}
+        scaled_state(activity_timer& t, timeout_scale& s, duration mn, duration r) : scale(&s), min(mn), range(r), entry(t) {}
         timeout_scale* scale;
-        duration range; ///< max - min; timeout_ holds min
+        duration min;   ///< the period waited on the wheel
+        duration range; ///< max - min
         queue_place entry;
         time_point fired_at = time_point::min(); ///< a repeat counts its min from here
     };
@@ -110,13 +124,23 @@ private:
     void requeue();
     void expired(time_point now);
 
-    timer_scheduler& svc() const noexcept { return listener_->scheduler(); }
+    static constexpr std::uintptr_t fired_bit = 1;  ///< it expired since the last activity
+    static constexpr std::uintptr_t scaled_bit = 2; ///< period_ holds a scaled_state
+    static_assert(alignof(listener) > (fired_bit | scaled_bit), "the flags live in the listener pointer's low bits");
 
-    listener* listener_;
-    duration timeout_{};
+    listener* listener_() const noexcept { return reinterpret_cast<listener*>(listener_bits_ & ~(fired_bit | scaled_bit)); }
+    timer_scheduler& svc() const noexcept { return listener_()->scheduler(); }
+    scaled_state* scaled() const noexcept { return listener_bits_ & scaled_bit ? period_.scaled : nullptr; }
+    /// What the wheel waits after the last activity: the period, or a scaled timer's min.
+    duration wheel_period() const noexcept { return listener_bits_ & scaled_bit ? period_.scaled->min : period_.plain; }
+    void drop_scaled() noexcept;
+
+    std::uintptr_t listener_bits_; ///< the listener, | fired_bit, | scaled_bit
     time_point last_{};
-    time_point last_fired_for_{time_point::min()};
-    std::unique_ptr<scaled_state> scaled_; ///< only for scaled timers: others pay a pointer
+    union {
+        duration plain{}; ///< a plain timer's period
+        scaled_state* scaled; ///< a scaled timer's state (owned): only scaled timers pay for it
+    } period_;
 };
 
 } // namespace heartwheel::net
