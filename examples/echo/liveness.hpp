@@ -26,7 +26,7 @@ public:
     /// A factory for heartwheel::net::connection.
     static auto factory(worker& w) {
         return [&w](heartwheel::net::liveness_handler& handler) {
-            return std::make_unique<asio_liveness>(w, handler);
+            return asio_liveness(w, handler);
         };
     }
     void handshake_started();
@@ -37,6 +37,9 @@ public:
     void on_write_complete(bool drained);
     void on_pong();
     void close();
+    /// The worker's wheel and counters: the connection's own timers and close counts go there.
+    heartwheel::timer_scheduler& scheduler() const noexcept { return w_.wheel; }
+    heartwheel::net::liveness_counters* counters() const noexcept { return w_.context.counters; }
 
 private:
     using timer = asio::steady_timer;
@@ -71,10 +74,9 @@ private:
 /// benchmarks measure liveness overhead against. Same interface; nothing ever closes the connection.
 class no_liveness {
 public:
-    static auto factory() {
-        return [](heartwheel::net::liveness_handler&) {
-            return std::make_unique<no_liveness>();
-        };
+    explicit no_liveness(worker& w) noexcept : w_(&w) {}
+    static auto factory(worker& w) {
+        return [&w](heartwheel::net::liveness_handler&) { return no_liveness(w); };
     }
     void handshake_started() {}
     void handshake_done() {}
@@ -84,6 +86,12 @@ public:
     void on_write_complete(bool) {}
     void on_pong() {}
     void close() {}
+    /// The worker's wheel and counters: the connection's own timers and close counts go there.
+    heartwheel::timer_scheduler& scheduler() const noexcept { return w_->wheel; }
+    heartwheel::net::liveness_counters* counters() const noexcept { return w_->context.counters; }
+
+private:
+    worker* w_;
 };
 
 } // namespace echo

@@ -69,8 +69,7 @@ public:
     template <class MakeLiveness>
     void start_baseline(Stream stream, MakeLiveness&& make_liveness) {
         begin(std::move(stream), [this, &make_liveness](Stream s, std::shared_ptr<session> self) {
-            return std::make_shared<connection_type>(std::move(s), w_.wheel, make_liveness, std::move(self),
-                                                     w_.context.counters, w_.context.options);
+            return std::make_shared<connection_type>(std::move(s), make_liveness, std::move(self), w_.context.options);
         });
     }
 

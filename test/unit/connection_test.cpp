@@ -523,3 +523,40 @@ BOOST_FIXTURE_TEST_CASE(a_failed_read_is_classified_by_the_connection, fixture) 
     BOOST_TEST(closes(net::close_reason::max_age) == 1u);
     BOOST_TEST(closes(net::close_reason::io_error) == 2u); // counted once, under the first reason
 }
+
+// A liveness of the application's own (the echo server's steady_timer baseline is one) is made in
+// place by its factory, returned by value though it cannot be moved, and names the wheel the
+// connection's own timers go on and the counters its closes are counted in: the connection keeps
+// no copy of either.
+BOOST_FIXTURE_TEST_CASE(a_liveness_of_ones_own_names_the_wheel_and_the_counters, fixture) {
+    struct own_liveness {
+        own_liveness(heartwheel::timer_scheduler& s, net::liveness_counters& n) : svc(&s), counters_(&n) {}
+        own_liveness(const own_liveness&) = delete;
+        own_liveness& operator=(const own_liveness&) = delete;
+        void handshake_started() {}
+        void handshake_done() {}
+        void on_read(bool) { ++reads; }
+        void on_write_started() {}
+        void on_write_progress() {}
+        void on_write_complete(bool) {}
+        void on_pong() {}
+        void close() { ++closes; }
+        heartwheel::timer_scheduler& scheduler() const noexcept { return *svc; }
+        net::liveness_counters* counters() const noexcept { return counters_; }
+        heartwheel::timer_scheduler* svc;
+        net::liveness_counters* counters_;
+        int reads = 0, closes = 0;
+    };
+    net::liveness_counters own;
+    using conn = net::connection<tcp::socket, own_liveness>;
+    auto c = std::make_shared<conn>(accept_one(), [&](net::liveness_handler&) { return own_liveness(wheel, own); });
+    net::connection_hooks hooks;
+    hooks.last_words = [&](net::close_reason) { c->send("BYE\n"); };
+    c->set_hooks(std::move(hooks));
+    c->close(net::close_reason::shutdown, 200ms); // the goodbye lingers on the liveness's wheel
+    BOOST_TEST(c->liveness().closes == 1);
+    BOOST_TEST(own.snapshot().closes[static_cast<std::size_t>(net::close_reason::shutdown)] == 1u);
+    BOOST_TEST(counters.snapshot().closes[static_cast<std::size_t>(net::close_reason::shutdown)] == 0u);
+    BOOST_TEST(wheel.size() >= 1u); // the linger
+    run_until([&] { return c->closed(); }); // the linger ends it (the peer never ends its side)
+}

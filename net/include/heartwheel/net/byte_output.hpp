@@ -72,7 +72,7 @@ public:
         }
         if (c.closed_ || ((c.closing_ || bound_.slow()) && !c.in_last_words_)) return;
         out_.append(parts, count);
-        if (!c.in_last_words_ && bound_.grew(out_.queued(), c.svc_, [this] { return soft_time_callback(); })) {
+        if (!c.in_last_words_ && bound_.grew(out_.queued(), c.live_.scheduler(), [this] { return soft_time_callback(); })) {
             out_.drop_pending(); // the memory goes now, not after the close
             return c.post([](Connection& posted) { posted.close(close_reason::slow_consumer); });
         }

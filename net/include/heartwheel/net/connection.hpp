@@ -51,8 +51,12 @@
 // The Output parameter is the output layer (above); a framing layer of your own picks framed_output.
 // The Liveness parameter is what times the connection: connection_liveness on a wheel by default; the
 // echo server's per-socket steady_timer baseline plugs in the same way. It is made by a factory called
-// with the connection as its liveness_handler, and must offer on_read(bool), on_write_started(),
-// on_write_progress(), on_write_complete(bool), handshake_started(), handshake_done(), close().
+// with the connection as its liveness_handler, which returns it by value: it is made in place, inside
+// the connection's own heap block (one allocation per connection, not two). It must offer
+// on_read(bool), on_write_started(), on_write_progress(), on_write_complete(bool),
+// handshake_started(), handshake_done(), close(), and name the wheel the connection's own timers
+// (linger, phase deadline, soft limit) go on and the counters its closes are counted in:
+// scheduler(), counters() (null: none). The connection keeps no copy of either.
 #ifndef HEARTWHEEL_NET_CONNECTION_HPP
 #define HEARTWHEEL_NET_CONNECTION_HPP
 
@@ -107,28 +111,28 @@ public:
     connection(NextLayer next_layer, const connection_context& context, std::shared_ptr<connection_handler> handler,
                connection_options options)
         : connection(
-              std::move(next_layer), context.timers,
+              std::move(next_layer),
               [&context](liveness_handler& h) {
-                  return std::make_unique<connection_liveness>(context.timers, context.config, h, context.counters, context.scale);
+                  return connection_liveness(context.timers, context.config, h, context.counters, context.scale);
               },
-              std::move(handler), context.counters, std::move(options)) {}
+              std::move(handler), std::move(options)) {}
 
-    /// A connection with a liveness of your own: `make_liveness(liveness_handler&)` returns a
-    /// std::unique_ptr<Liveness> (Liveness: what connection_liveness offers the connection — on_read,
-    /// on_write_*, handshake_started/done, on_pong, close; examples/echo/liveness.hpp has two).
-    template <class MakeLiveness>
-    connection(NextLayer next_layer, timer_scheduler& svc, MakeLiveness&& make_liveness,
-               std::shared_ptr<connection_handler> handler = nullptr, liveness_counters* counters = nullptr,
+    /// A connection with a liveness of your own: `make_liveness(liveness_handler&)` returns a Liveness
+    /// by value — a prvalue, so it need not be movable: `return my_liveness(h, ...);` (Liveness: what
+    /// connection_liveness offers the connection — on_read, on_write_*, handshake_started/done,
+    /// on_pong, close; examples/echo/liveness.hpp has two).
+    template <class MakeLiveness, std::enable_if_t<std::is_invocable_v<MakeLiveness&, liveness_handler&>, int> = 0>
+    connection(NextLayer next_layer, MakeLiveness&& make_liveness, std::shared_ptr<connection_handler> handler = nullptr,
                connection_options options = {})
         : output_type(options), reads_are_idle_activity_(options.reads_are_idle_activity),
-          close_on_idle_(options.close_on_idle), stream_(*this, made_at_home(next_layer)), svc_(svc),
-          handler_(std::move(handler)), counters_(counters), linger_ms_(options.linger),
+          close_on_idle_(options.close_on_idle), stream_(*this, made_at_home(next_layer)),
+          handler_(std::move(handler)), linger_ms_(options.linger),
           live_(make_liveness(static_cast<liveness_handler&>(*this))) {
         detail::teardown_registry::of(stream_.get_executor()).add(*this);
     }
     ~connection() {
         detail::teardown_registry::of(stream_.get_executor()).remove(*this);
-        live_->close();
+        live_.close();
     }
     connection(const connection&) = delete;
     connection& operator=(const connection&) = delete;
@@ -142,7 +146,7 @@ public:
     stream_type& stream() noexcept { return stream_; }
     typename stream_type::lowest_layer_type& lowest_layer() noexcept { return stream_.lowest_layer(); }
     executor_type get_executor() noexcept { return stream_.get_executor(); }
-    Liveness& liveness() noexcept { return *live_; }
+    Liveness& liveness() noexcept { return live_; }
 
     /// Applies the keepalive options to a TCP lowest layer (errors are returned, not thrown).
     error_code apply_socket_options(const keepalive_options& k) {
@@ -166,7 +170,7 @@ public:
 
     /// The application read a whole message that counts as activity (with reads_are_idle_activity
     /// off: e.g. a data line, not a pong).
-    void message_received() { live_->on_read(true); }
+    void message_received() { live_.on_read(true); }
 
 
     /// The one close path (see the top of this file). Idempotent: the first reason wins. `linger`
@@ -199,7 +203,7 @@ public:
             post([id](connection& c) { c.complete_request(id); });
             return true;
         }
-        return live_->requests().complete(id);
+        return live_.requests().complete(id);
     }
 
     /// A read on stream() failed with `ec`: closes with what it means, as the connection does for its
@@ -213,8 +217,8 @@ public:
     }
     /// A handshake of the application's own protocol (a WebSocket upgrade, after TLS's) began / ended:
     /// it is timed by limits.handshake_timeout, as async_handshake's TLS handshake is.
-    void handshake_started() { live_->handshake_started(); }
-    void handshake_finished() { live_->handshake_done(); }
+    void handshake_started() { live_.handshake_started(); }
+    void handshake_finished() { live_.handshake_done(); }
 
 
     /// A deadline for a phase of the application's protocol (Beast's expires_after, on the wheel): an
@@ -233,15 +237,16 @@ public:
                 self->deadline_fired_ = true;
                 self->begin_close(self->deadline_reason_, self->handshake_done_);
             });
-        svc_.schedule(deadline_.node(), svc_.deadline_after(std::chrono::duration_cast<duration>(d)));
+        timer_scheduler& svc = live_.scheduler();
+        svc.schedule(deadline_.node(), svc.deadline_after(std::chrono::duration_cast<duration>(d)));
     }
     /// No phase deadline (after expires_after): the application is not waiting for the peer.
     void expires_never() noexcept { deadline_.cancel(); }
 
     /// The peer answered our ping (the protocol's pong): a round-trip sample for the heartbeat.
-    void pong_received() { live_->on_pong(); }
+    void pong_received() { live_.on_pong(); }
     /// The connection's tracked requests (wheel liveness): track(id, [timeout,] token), complete(id).
-    decltype(auto) requests() { return live_->requests(); }
+    decltype(auto) requests() { return live_.requests(); }
 
     bool closing() const noexcept { return closing_; }
     bool closed() const noexcept { return closed_; }
@@ -266,14 +271,14 @@ private:
     bool away() { return on_strand_ && !detail::running_in_home(stream_.get_executor()); }
 
     // --- stream_observer: what the stream records --------------------------------------------------
-    void on_bytes_read(std::size_t) override { live_->on_read(reads_are_idle_activity_); }
+    void on_bytes_read(std::size_t) override { live_.on_read(reads_are_idle_activity_); }
     void on_write_started() override {
-        if (!closing_) live_->on_write_started();
+        if (!closing_) live_.on_write_started();
     }
     void on_bytes_written(std::size_t n, std::size_t size) override {
         if (closing_) return;
-        if (n < size) live_->on_write_progress();
-        else live_->on_write_complete(this->queued() <= n);
+        if (n < size) live_.on_write_progress();
+        else live_.on_write_complete(this->queued() <= n);
     }
     error_code close_error() const noexcept override {
         if (!closed_) return {};
@@ -306,8 +311,8 @@ private:
         const auto keep = this->weak_from_this().lock(); // hooks may drop the application's reference
         closing_ = true;
         reason_ = why;
-        live_->close();
-        if (counters_) counters_->closed(why);
+        live_.close();
+        if (liveness_counters* n = live_.counters()) n->closed(why);
         this->output_closing();
         deadline_.cancel();
         if (!last_words) return finish_close();
@@ -326,7 +331,8 @@ private:
         heartwheel::timer_handle h([weak = this->weak_from_this()] {
             if (auto self = weak.lock()) self->finish_close();
         });
-        svc_.schedule(h.node(), svc_.deadline_after(std::chrono::duration_cast<duration>(linger_ms_)));
+        timer_scheduler& svc = live_.scheduler();
+        svc.schedule(h.node(), svc.deadline_after(std::chrono::duration_cast<duration>(linger_ms_)));
         return h;
     }
 
@@ -369,7 +375,7 @@ private:
         void operator()(Self& self, error_code ec = {}) {
             if (!started) {
                 started = true;
-                c->live_->handshake_started();
+                c->live_.handshake_started();
                 return c->stream_.next_layer().async_handshake(type, std::move(self));
             }
             if (c->closing_) return self.complete(c->closed_ ? c->close_error() : error_code(errc::timed_out));
@@ -378,7 +384,7 @@ private:
                 return self.complete(ec);
             }
             c->handshake_done_ = true;
-            c->live_->handshake_done();
+            c->live_.handshake_done();
             self.complete(ec);
         }
     };
@@ -389,11 +395,9 @@ private:
     std::optional<close_reason> reason_;
     bool reads_are_idle_activity_, close_on_idle_;
     stream_type stream_;
-    timer_scheduler& svc_;
     std::shared_ptr<connection_handler> handler_;
-    liveness_counters* counters_;
     std::chrono::milliseconds linger_ms_;
-    std::unique_ptr<Liveness> live_;
+    Liveness live_; ///< in the connection's block (made by the factory in place)
     heartwheel::timer_handle linger_;
     heartwheel::timer_handle deadline_;   ///< the application's phase deadline (expires_after), once used
     bool handshake_done_ = !is_tls;

@@ -103,10 +103,13 @@ public:
     /// Stops every timer and fails outstanding requests; idempotent. No callback runs afterwards.
     void close();
 
-private:
-    // idle_state::listener, heartbeat::listener, connection_limits::listener: the one scheduler, the
-    // policy_host's (the three policies keep no pointer of their own to it)
+    /// The scheduler its timers are filed in; a net::connection files its own there too. (For
+    /// idle_state, the heartbeat and connection_limits too: they keep no pointer of their own to it.)
     timer_scheduler& scheduler() const noexcept override { return policy_host::scheduler(); }
+    /// The counters it counts in (null: none); a net::connection counts its closes there.
+    liveness_counters* counters() const noexcept { return counters_; }
+
+private:
     timeout_scale* scale() const noexcept override { return policy_host::scale(); } // the limits'
     void on_idle(idle_event e) override;
     void send_ping() override;
