@@ -18,7 +18,9 @@ private:
 };
 
 connection_limits::connection_limits(const server_limits& limits, listener& l, const random_source& rnd)
-    : listener_(&l), handshake_timeout_(limits.handshake_timeout), handshake_min_(limits.handshake_timeout_min) {
+    : listener_(&l), handshake_timeout_(limits.handshake_timeout),
+      handshake_min_(limits.handshake_timeout_min.enabled() ? limits.handshake_timeout_min.of(limits.handshake_timeout)
+                                                            : milliseconds(-1)) {
     limits.validate();
     if (limits.max_age.count() <= 0) return;
     const double r = rnd ? rnd() : detail::unit_random();
@@ -52,7 +54,12 @@ void connection_limits::on_expired(activity_timer& t, bool) {
 void connection_limits::handshake_started() {
     if (handshake_timeout_.count() <= 0) return;
     if (!handshake_) handshake_ = std::make_unique<activity_timer>(static_cast<activity_timer::listener&>(*this));
-    handshake_->start(handshake_timeout_, handshake_min_, listener_->scale(), scheduler().stamp());
+    const auto timeout = std::chrono::duration_cast<duration>(handshake_timeout_);
+    const auto since = scheduler().stamp();
+    if (timeout_scale* scale = listener_->scale(); scale && handshake_min_.count() >= 0)
+        handshake_->start_scaled(*scale, std::chrono::duration_cast<duration>(handshake_min_), timeout, since);
+    else
+        handshake_->start(timeout, since);
 }
 
 void connection_limits::stop() noexcept {

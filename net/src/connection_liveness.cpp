@@ -8,7 +8,8 @@ namespace heartwheel::net {
 
 connection_liveness::connection_liveness(timer_scheduler& svc, const liveness_config& config, liveness_handler& handler,
                                          liveness_counters* counters, timeout_scale* scale)
-    : policy_host(svc, scale), handler_(&handler), counters_(counters), request_policy_(config.request),
+    : policy_host(svc, scale), handler_(&handler), counters_(counters), request_timeout_(config.request.timeout),
+      request_max_outstanding_(config.request.max_outstanding & 0x7fffffffu), closed_(0),
       idle_(config.idle, *this, scale), limits_(config.limits, *this),
       runtimes_(*this, config) {
     config.overload.validate();
@@ -31,9 +32,12 @@ bool connection_liveness::scaled_reason(close_reason why) const noexcept {
 
 request_tracker<std::uint64_t>& connection_liveness::requests() {
     if (!requests_) {
-        requests_ = std::make_unique<request_tracker<std::uint64_t>>(*svc_, handler_->completion_executor(), request_policy_,
+        request_policy policy;
+        policy.timeout = request_timeout_;
+        policy.max_outstanding = request_max_outstanding_;
+        requests_ = std::make_unique<request_tracker<std::uint64_t>>(*svc_, handler_->completion_executor(), policy,
                                                                      counters_);
-        if (closed_) requests_->close(errc::connection_closed); // first used after the close
+        if (closed()) requests_->close(errc::connection_closed); // first used after the close
     }
     return *requests_;
 }
@@ -46,7 +50,7 @@ void connection_liveness::on_read(bool counts_as_idle_activity) {
 }
 
 void connection_liveness::on_write_started() {
-    if (!closed_) runtimes_.on_write_started(*this);
+    if (!closed()) runtimes_.on_write_started(*this);
 }
 
 void connection_liveness::on_write_progress() {
@@ -73,7 +77,7 @@ void connection_liveness::on_pong() {
 void connection_liveness::on_idle(idle_event e) {
     if (counters_) counters_->idle_event(e.kind);
     handler_->on_idle(e);
-    if (e.first && !closed_ && handler_->close_on_idle())
+    if (e.first && !closed() && handler_->close_on_idle())
         close_for(e.kind == idle_kind::reader   ? close_reason::reader_idle
                   : e.kind == idle_kind::writer ? close_reason::writer_idle
                                                 : close_reason::all_idle);
@@ -95,15 +99,15 @@ void connection_liveness::on_miss() {
 }
 
 void connection_liveness::close_for(close_reason why) {
-    if (closed_) return;
+    if (closed()) return;
     if (counters_ && scale_ && scale_->scaled() && scaled_reason(why)) counters_->closed_while_scaled();
     close();
     handler_->on_policy_close(why); // last: may destroy *this
 }
 
 void connection_liveness::close() {
-    if (closed_) return;
-    closed_ = true;
+    if (closed()) return;
+    closed_ = 1;
     idle_.stop();
     runtimes_.stop();
     if (heartbeat_) heartbeat_->stop();

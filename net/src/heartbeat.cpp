@@ -10,7 +10,7 @@ namespace heartwheel::net {
 double heartbeat::listener::uniform() { return detail::unit_random(); }
 
 heartbeat::heartbeat(const heartbeat_policy& policy, listener& l)
-    : policy_(policy), listener_(&l), pinger_(*this) {
+    : policy_(policy), listener_(&l), pinger_(*this), misses_(0), awaiting_pong_(0), ping_due_(0), pinger_exact_(0) {
     policy_.validate();
     if (!policy_.enabled()) return;
     pinger_.start(jittered_interval(), scheduler().stamp());
@@ -43,16 +43,17 @@ void heartbeat::send_ping(time_point after) {
     // much later (a stall) counts from when it left, less what is forgiven, so it is not judged
     // missed the moment it leaves.
     const time_point forgiven = ping_sent_ - (svc.tick() + heartbeat_lag_forgiven);
-    ping_base_ = std::min(ping_sent_, std::max({due, after, forgiven}));
+    const time_point ping_base = std::min(ping_sent_, std::max({due, after, forgiven}));
     reads_at_ping_ = reads_; // every read so far was handled, so arrived, before the ping leaves
     awaiting_pong_ = true;
-    not_before_ = time_point::min();
-    if (misses_ + 1 >= policy_.misses) { // unanswered, this one is fatal: not before the formula
+    judge_at_ = saturating_add(ping_base, effective_timeout());
+    if (misses_ + 1u >= policy_.misses) { // unanswered, this one is fatal: not before the formula
         const time_point first = misses_ > 0 ? streak_start_ : ping_sent_; // the streak's first ping
         const auto interval = std::chrono::duration_cast<duration>(policy_.interval);
         const auto shortest = duration(static_cast<duration::rep>(static_cast<double>(interval.count()) * (1.0 - policy_.jitter)));
         const auto timeout = std::chrono::duration_cast<duration>(policy_.timeout);
-        not_before_ = saturating_add(first, (policy_.misses - 1) * std::max(shortest, timeout) + timeout);
+        const time_point not_before = saturating_add(first, (policy_.misses - 1) * std::max(shortest, timeout) + timeout);
+        if (not_before > judge_at_) judge_at_ = not_before;
     }
     // The next ping: an interval after this one fell due, not after the tick that sent it ran, so
     // rounding to ticks (and a late wake-up) does not add up ping after ping.
@@ -89,7 +90,7 @@ void heartbeat::judge_ping() {
         if (misses_ == 0) streak_start_ = ping_sent_;
         ++misses_;
         listener_->on_miss();
-        if (misses_ >= policy_.misses) {
+        if (std::uint32_t{misses_} >= policy_.misses) {
             stop(); // dead: no more pings
             listener_->on_dead(); // last: may destroy *this
             return;
@@ -106,8 +107,7 @@ std::optional<duration> heartbeat::on_pong(time_point at) {
     awaiting_pong_ = false;
     const duration rtt = at > ping_sent_ ? at - ping_sent_ : duration::zero();
     // RFC 6298 (2.2, 2.3): alpha = 1/8, beta = 1/4.
-    if (!seen_rtt_) {
-        seen_rtt_ = true;
+    if (!seen_rtt()) {
         srtt_ = rtt;
         rttvar_ = rtt / 2;
     } else {
@@ -125,7 +125,7 @@ std::optional<duration> heartbeat::on_pong(time_point at) {
 
 duration heartbeat::effective_timeout() const noexcept {
     const auto configured = std::chrono::duration_cast<duration>(policy_.timeout);
-    if (!seen_rtt_ || policy_.rtt_factor <= 0.0) return configured;
+    if (!seen_rtt() || policy_.rtt_factor <= 0.0) return configured;
     const double floor_ns = policy_.rtt_factor * static_cast<double>((srtt_ + 4 * rttvar_).count());
     const auto cap = static_cast<double>(std::chrono::duration_cast<duration>(std::chrono::hours(24 * 365)).count());
     const duration floor(static_cast<duration::rep>(floor_ns < cap ? floor_ns : cap));

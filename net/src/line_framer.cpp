@@ -3,8 +3,24 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
+#include <stdexcept>
 
 namespace heartwheel::net {
+
+namespace {
+std::uint32_t u32(std::size_t v) noexcept { return static_cast<std::uint32_t>(v); }
+// own_ is indexed in 32 bits: it may grow by `more` bytes only while it stays below 4 GiB.
+void check_room(const std::string& own, std::size_t more) {
+    if (own.size() + more > std::numeric_limits<std::uint32_t>::max())
+        throw std::length_error("line_framer: 4 GiB or more kept unread");
+}
+} // namespace
+
+void line_framer::feed(std::string_view bytes) {
+    if (bytes.size() > max_size) throw std::length_error("line_framer: a feed of more than 2 GiB - 1 bytes");
+    set_in(bytes);
+}
 
 std::size_t line_framer::memory() const noexcept {
     // The capacity a std::string has within its own object (SSO) is not heap memory.
@@ -19,66 +35,71 @@ void line_framer::release_if_consumed() {
 
 line_framer::status line_framer::next(std::string_view& line) {
     release_if_consumed();
+    std::string_view in = this->in();
+    const auto lend = [&](std::string_view rest) { set_in(rest); }; // what stays lent
     if (begin_ < own_.size()) {
         // Lines kept from earlier reads come first. Never look past the longest allowed line.
-        const std::size_t limit = std::min(own_.size(), begin_ + max_line_ + 1);
+        const std::size_t limit = std::min(own_.size(), std::size_t{begin_} + max_line_ + 1);
         const void* nl = scan_ < limit ? std::memchr(own_.data() + scan_, '\n', limit - scan_) : nullptr;
         if (nl != nullptr) {
             const auto pos = static_cast<std::size_t>(static_cast<const char*>(nl) - own_.data());
             line = std::string_view(own_.data() + begin_, pos - begin_);
-            begin_ = scan_ = pos + 1;
+            begin_ = scan_ = u32(pos + 1);
             return status::line;
         }
-        scan_ = limit;
+        scan_ = u32(limit);
         const std::size_t partial = own_.size() - begin_;
         if (partial > max_line_) return status::too_long;
         // own_ ends with the start of a line: its end is in the bytes lent, or not yet read.
-        const std::size_t room = max_line_ + 1 - partial; // bytes of in_ that may still belong to it
-        const std::size_t look = std::min(in_.size(), room);
-        const void* end = look > 0 ? std::memchr(in_.data(), '\n', look) : nullptr;
+        const std::size_t room = std::size_t{max_line_} + 1 - partial; // bytes of in_ that may still belong to it
+        const std::size_t look = std::min(in.size(), room);
+        const void* end = look > 0 ? std::memchr(in.data(), '\n', look) : nullptr;
         if (end == nullptr) {
-            if (in_.size() >= room) return status::too_long;
-            own_.append(in_);
-            scan_ = own_.size();
-            in_ = {};
+            if (in.size() >= room) return status::too_long;
+            check_room(own_, in.size());
+            own_.append(in);
+            scan_ = u32(own_.size());
+            lend({});
             return status::need_more;
         }
-        const auto k = static_cast<std::size_t>(static_cast<const char*>(end) - in_.data());
-        own_.append(in_.data(), k);
-        in_.remove_prefix(k + 1);
+        const auto k = static_cast<std::size_t>(static_cast<const char*>(end) - in.data());
+        check_room(own_, k);
+        own_.append(in.data(), k);
+        lend(in.substr(k + 1));
         line = std::string_view(own_.data() + begin_, own_.size() - begin_);
-        begin_ = scan_ = own_.size(); // handed out: released by the next call
+        begin_ = scan_ = u32(own_.size()); // handed out: released by the next call
         return status::line;
     }
     // Nothing kept: lines are returned in place, and only a partial line at the end is copied.
-    const std::size_t look = std::min(in_.size(), max_line_ + 1);
-    const void* nl = look > 0 ? std::memchr(in_.data(), '\n', look) : nullptr;
+    const std::size_t look = std::min(in.size(), std::size_t{max_line_} + 1);
+    const void* nl = look > 0 ? std::memchr(in.data(), '\n', look) : nullptr;
     if (nl != nullptr) {
-        const auto k = static_cast<std::size_t>(static_cast<const char*>(nl) - in_.data());
-        line = in_.substr(0, k);
-        in_.remove_prefix(k + 1);
+        const auto k = static_cast<std::size_t>(static_cast<const char*>(nl) - in.data());
+        line = in.substr(0, k);
+        lend(in.substr(k + 1));
         return status::line;
     }
-    if (in_.size() > max_line_) return status::too_long;
-    if (!in_.empty()) {
-        own_.assign(in_);
+    if (in.size() > max_line_) return status::too_long;
+    if (!in.empty()) {
+        own_.assign(in);
         begin_ = 0;
-        scan_ = own_.size();
-        in_ = {};
+        scan_ = u32(own_.size());
+        lend({});
     }
     return status::need_more;
 }
 
 void line_framer::stash() {
     release_if_consumed();
-    if (in_.empty()) return;
+    if (in_size_ == 0) return;
     if (begin_ > 0) { // drop what was handed out before growing
         own_.erase(0, begin_);
         scan_ -= begin_;
         begin_ = 0;
     }
-    own_.append(in_);
-    in_ = {};
+    check_room(own_, in_size_);
+    own_.append(in());
+    set_in({});
 }
 
 } // namespace heartwheel::net

@@ -477,6 +477,8 @@ BOOST_AUTO_TEST_CASE(heartbeat_miss_judged_no_earlier_than_the_rtt_floor) {
         p.rtt_factor = k;
         auto hb = make_hb(log, p);
         BOOST_TEST((hb.effective_timeout() == 50ms)); // no sample yet: as configured
+        BOOST_TEST(!hb.srtt().has_value());
+        BOOST_TEST((hb.rttvar() == duration::zero()));
         svc.step_by(100ms);                           // ping at 100
         svc.step_by(40ms);
         hb.on_pong(svc.stamp()); // RTT 40: srtt 40, rttvar 20

@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -140,4 +142,26 @@ BOOST_AUTO_TEST_CASE(binary_bytes_and_nul_are_data) {
     const framed got = feed(input, 64, 2);
     BOOST_REQUIRE_EQUAL(got.lines.size(), 1u);
     BOOST_TEST(got.lines[0] == std::string("a\0b\xff\xfe", 5));
+}
+
+// Every idle connection of a line protocol holds a framer: its sizes are 32-bit (56 bytes, where
+// size_t sizes and a string_view took 72). So a feed is at most 2 GiB - 1 bytes (a clear error
+// above, before anything is kept), and a max_line above that is taken as that.
+BOOST_AUTO_TEST_CASE(a_framer_is_small_and_its_limits_are_clear) {
+    BOOST_TEST(sizeof(line_framer) <= 56u);
+    line_framer f(line_framer::max_size);
+    static const char bytes[] = "x";
+    // Never read: feed refuses the size before it keeps the view.
+    BOOST_CHECK_THROW(f.feed(std::string_view(bytes, line_framer::max_size + 1)), std::length_error);
+    BOOST_TEST(f.buffered() == 0u);
+
+    line_framer unbounded(static_cast<std::size_t>(-1)); // taken as max_size: lines pass as before
+    std::string_view line;
+    unbounded.feed("abc\ndef");
+    BOOST_TEST((unbounded.next(line) == line_framer::status::line));
+    BOOST_TEST(line == "abc");
+    BOOST_TEST((unbounded.next(line) == line_framer::status::need_more));
+    unbounded.feed("g\n");
+    BOOST_TEST((unbounded.next(line) == line_framer::status::line));
+    BOOST_TEST(line == "defg");
 }

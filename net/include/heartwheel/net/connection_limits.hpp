@@ -60,7 +60,7 @@ private:
 
     listener* listener_;
     milliseconds handshake_timeout_;
-    scaled_min handshake_min_;
+    milliseconds handshake_min_; ///< handshake_timeout_min resolved against the timeout; negative: none
     duration age_limit_{};
     std::unique_ptr<activity_timer> handshake_; ///< a one-shot deadline: an activity timer so that it can scale
     std::unique_ptr<timer_node> age_;           ///< an activity_timer when age_scaled_, else a fixed_age

@@ -127,10 +127,12 @@ private:
     liveness_counters* counters_;
     // Of the config, only what is judged after construction is kept (a connection does not carry a
     // copy of the whole config): the request policy, and which close reasons the overload scales.
-    request_policy request_policy_;
+    milliseconds request_timeout_;
     std::uint32_t scaled_reasons_ = 0; ///< bit per close_reason, of the timeouts that scale
     static_assert(max_close_reasons <= 32, "scaled_reasons_ has a bit per close reason");
-    bool closed_ = false;
+    std::uint32_t request_max_outstanding_ : 31; // validated to at most 2^24: closed_ shares its word
+    std::uint32_t closed_ : 1;
+    static_assert(request_policy::max_outstanding_max < (std::uint32_t{1} << 31));
     idle_state idle_;
     connection_limits limits_;
     liveness_config::with_slots<policy_runtimes> runtimes_; ///< the policies whose slots name a runtime

@@ -102,17 +102,14 @@ public:
     void stop() noexcept;
     std::uint32_t consecutive_misses() const noexcept { return misses_; }
     /// RFC 6298's smoothed round trip and its variance, once a pong was seen.
-    std::optional<duration> srtt() const noexcept { return seen_rtt_ ? std::optional<duration>(srtt_) : std::nullopt; }
-    duration rttvar() const noexcept { return rttvar_; }
+    std::optional<duration> srtt() const noexcept { return seen_rtt() ? std::optional<duration>(srtt_) : std::nullopt; }
+    duration rttvar() const noexcept { return seen_rtt() ? rttvar_ : duration::zero(); }
     /// How long after a ping it is judged: max(timeout, rtt_factor * (srtt + 4 * rttvar)).
     duration effective_timeout() const noexcept;
     /// When the last ping sent is (or was) judged: when it fell due plus the effective timeout (see
     /// the top of this file), never before the fatal miss's floor. In on_dead(), the deadline the
     /// peer missed.
-    time_point judgement_deadline() const noexcept {
-        const time_point own = saturating_add(ping_base_, effective_timeout());
-        return own > not_before_ ? own : not_before_;
-    }
+    time_point judgement_deadline() const noexcept { return judge_at_; }
     const heartbeat_policy& policy() const noexcept { return policy_; }
 
 private:
@@ -128,28 +125,35 @@ private:
         pinger_exact_ = exact;
         pinger_.touch(at);
     }
+    /// A pong was seen: srtt_ and rttvar_ hold samples (rttvar_ is negative until then).
+    bool seen_rtt() const noexcept { return rttvar_ >= duration::zero(); }
     /// Sends a ping that fell due, or marks it due while one is outstanding; `after`: when the
     /// previous ping was judged (a ping waiting for that counts from it).
     void send_ping(time_point after = time_point::min());
     void judge_ping();
     duration jittered_interval();
 
+    // 200 bytes, a heap block of 208 (footprint_test): the judgement's deadline is kept, not what it
+    // is made of; the flags share a word with the miss count; "no round trip yet" is a negative
+    // variance.
     heartbeat_policy policy_;
     listener* listener_;
     activity_timer pinger_;
     time_point ping_sent_{};
-    time_point ping_base_{}; ///< what the last ping's judgement counts from: when it fell due (bounded)
-    time_point streak_start_{};             ///< when the first ping of the current miss streak left
-    time_point not_before_{time_point::min()}; ///< a fatal judgement's floor, set with the ping that may be fatal
-    std::uint32_t misses_ = 0;
+    /// When the last ping sent is judged: from when it fell due (bounded) plus the effective timeout,
+    /// never before a fatal miss's floor (set with the ping; a pong, the one thing that changes the
+    /// effective timeout, ends the wait for it).
+    time_point judge_at_{};
+    time_point streak_start_{}; ///< when the first ping of the current miss streak left
     // Reads counted (wrapping: only equality is asked), and their count when the last ping left and
     // at the last judgement.
     std::uint32_t reads_ = 0, reads_at_ping_ = 0, reads_at_judgement_ = 0;
-    bool awaiting_pong_ = false;
-    bool ping_due_ = false; ///< a ping fell due while the previous one was outstanding
-    bool seen_rtt_ = false; ///< a pong was seen: srtt_ and rttvar_ hold samples
-    bool pinger_exact_ = false; ///< the pinger was last touched by a ping's exact base, not by activity
-    duration srtt_{}, rttvar_{};
+    std::uint32_t misses_ : 29;        ///< at most policy_.misses (validated: 1000)
+    std::uint32_t awaiting_pong_ : 1;
+    std::uint32_t ping_due_ : 1;       ///< a ping fell due while the previous one was outstanding
+    std::uint32_t pinger_exact_ : 1;   ///< the pinger was last touched by a ping's exact base, not by activity
+    static_assert(heartbeat_policy::misses_max < (1u << 29));
+    duration srtt_{}, rttvar_{-1};
 };
 
 } // namespace heartwheel::net
