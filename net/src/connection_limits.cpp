@@ -43,8 +43,6 @@ connection_limits::connection_limits(const server_limits& limits, listener& l, c
     }
 }
 
-connection_limits::~connection_limits() { stop(); }
-
 void connection_limits::on_expired(activity_timer& t, bool) {
     t.stop(); // one-shot deadlines
     if (&t == handshake_.get()) return listener_->on_handshake_timeout();

@@ -36,7 +36,6 @@ void line_framer::release_if_consumed() {
 line_framer::status line_framer::next(std::string_view& line) {
     release_if_consumed();
     std::string_view in = this->in();
-    const auto lend = [&](std::string_view rest) { set_in(rest); }; // what stays lent
     if (begin_ < own_.size()) {
         // Lines kept from earlier reads come first. Never look past the longest allowed line.
         const std::size_t limit = std::min(own_.size(), std::size_t{begin_} + max_line_ + 1);
@@ -59,13 +58,13 @@ line_framer::status line_framer::next(std::string_view& line) {
             check_room(own_, in.size());
             own_.append(in);
             scan_ = u32(own_.size());
-            lend({});
+            set_in({});
             return status::need_more;
         }
         const auto k = static_cast<std::size_t>(static_cast<const char*>(end) - in.data());
         check_room(own_, k);
         own_.append(in.data(), k);
-        lend(in.substr(k + 1));
+        set_in(in.substr(k + 1)); // the rest stays lent
         line = std::string_view(own_.data() + begin_, own_.size() - begin_);
         begin_ = scan_ = u32(own_.size()); // handed out: released by the next call
         return status::line;
@@ -76,7 +75,7 @@ line_framer::status line_framer::next(std::string_view& line) {
     if (nl != nullptr) {
         const auto k = static_cast<std::size_t>(static_cast<const char*>(nl) - in.data());
         line = in.substr(0, k);
-        lend(in.substr(k + 1));
+        set_in(in.substr(k + 1)); // the rest stays lent
         return status::line;
     }
     if (in.size() > max_line_) return status::too_long;
@@ -84,7 +83,7 @@ line_framer::status line_framer::next(std::string_view& line) {
         own_.assign(in);
         begin_ = 0;
         scan_ = u32(own_.size());
-        lend({});
+        set_in({});
     }
     return status::need_more;
 }

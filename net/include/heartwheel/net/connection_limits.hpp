@@ -43,7 +43,6 @@ public:
     /// a default source when empty). With the listener's scale(), the handshake timeout and the max
     /// age given a min (`handshake_timeout_min`, `max_age_min`) shrink under pressure.
     connection_limits(const server_limits& limits, listener& l, const random_source& rnd = {});
-    ~connection_limits();
     connection_limits(const connection_limits&) = delete;
     connection_limits& operator=(const connection_limits&) = delete;
 
