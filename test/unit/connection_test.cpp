@@ -145,6 +145,35 @@ BOOST_FIXTURE_TEST_CASE(close_sends_last_words_then_closes, fixture) {
     BOOST_TEST(counters.snapshot().closes_total() == 1u);
 }
 
+// A peer the heartbeat judged dead is not waited for: its goodbye and FIN go out and the connection
+// closes then (on_close runs, the descriptor goes), not at the end of the linger — with a peer alive
+// (last_words_and_fin_share_one_segment) the linger waits for its end of stream. A dead peer never
+// sends it: a client's reconnect would wait the whole linger.
+BOOST_FIXTURE_TEST_CASE(a_peer_judged_dead_is_not_lingered_for, fixture) {
+    net::liveness_config cfg;
+    cfg.heartbeat.interval = 50ms;
+    cfg.heartbeat.timeout = 50ms;
+    cfg.heartbeat.misses = 1;
+    std::shared_ptr<net::connection<tcp::socket>> c;
+    std::vector<net::close_reason> closed;
+    net::connection_hooks hooks;
+    hooks.send_ping = [&] { c->send("PING\n"); };
+    hooks.last_words = [&](net::close_reason r) { c->send(std::string("BYE ") + net::to_string(r) + "\n"); };
+    hooks.on_close = [&](net::close_reason r) { closed.push_back(r); };
+    net::connection_options opts;
+    opts.linger = 60s; // far past run_until's limit: only the judgement of death ends this close
+    c = make(accept_one(), cfg, hooks, opts);
+    run_until([&] { return c->closing(); });
+    run_until([&] { return c->closed(); });
+    BOOST_TEST((closed == std::vector<net::close_reason>{net::close_reason::heartbeat_timeout}));
+    std::string got;
+    error_code ec;
+    asio::read(peer, asio::dynamic_buffer(got), ec);
+    BOOST_TEST((ec == asio::error::eof));
+    BOOST_TEST(got == "PING\nBYE heartbeat-timeout\n"); // the goodbye was written before the close
+    BOOST_TEST(closes(net::close_reason::heartbeat_timeout) == 1u);
+}
+
 // A framing layer that writes its goodbye itself (a WebSocket close frame) holds the close with
 // goodbye_in_flight() until goodbye_written(): no FIN before it, the linger still bounds it, and the
 // reason is counted once. Its connection (framed_output) has no byte queue and never corks.
