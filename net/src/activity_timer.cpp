@@ -34,10 +34,14 @@ void activity_timer::arm_for_last() {
     svc.schedule(*this, saturating_add(svc.latest_possible(last_), wheel_period()));
 }
 
+void activity_timer::start(duration max, duration min, timeout_scale* scale, time_point since) {
+    if (scale == nullptr || min < duration::zero()) return start(max, since);
+    start_scaled(*scale, min, max, since);
+}
+
 void activity_timer::start(milliseconds max, const scaled_min& min, timeout_scale* scale, time_point since) {
-    const auto mx = std::chrono::duration_cast<duration>(max);
-    if (scale == nullptr || !min.enabled()) return start(mx, since);
-    start_scaled(*scale, std::chrono::duration_cast<duration>(min.of(max)), mx, since);
+    using std::chrono::duration_cast;
+    start(duration_cast<duration>(max), min.enabled() ? duration_cast<duration>(min.of(max)) : duration(-1), scale, since);
 }
 
 void activity_timer::stop() noexcept {

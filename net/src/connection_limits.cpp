@@ -52,12 +52,9 @@ void connection_limits::on_expired(activity_timer& t, bool) {
 void connection_limits::handshake_started() {
     if (handshake_timeout_.count() <= 0) return;
     if (!handshake_) handshake_ = std::make_unique<activity_timer>(static_cast<activity_timer::listener&>(*this));
-    const auto timeout = std::chrono::duration_cast<duration>(handshake_timeout_);
-    const auto since = scheduler().stamp();
-    if (timeout_scale* scale = listener_->scale(); scale && handshake_min_.count() >= 0)
-        handshake_->start_scaled(*scale, std::chrono::duration_cast<duration>(handshake_min_), timeout, since);
-    else
-        handshake_->start(timeout, since);
+    using std::chrono::duration_cast;
+    handshake_->start(duration_cast<duration>(handshake_timeout_), duration_cast<duration>(handshake_min_),
+                      listener_->scale(), scheduler().stamp());
 }
 
 void connection_limits::stop() noexcept {

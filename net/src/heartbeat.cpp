@@ -10,17 +10,20 @@ namespace heartwheel::net {
 double heartbeat::listener::uniform() { return detail::unit_random(); }
 
 heartbeat::heartbeat(const heartbeat_policy& policy, listener& l)
-    : policy_(policy), listener_(&l), pinger_(*this), misses_(0), awaiting_pong_(0), ping_due_(0), pinger_exact_(0) {
-    policy_.validate();
-    if (!policy_.enabled()) return;
+    : interval_(std::chrono::duration_cast<duration>(policy.interval)),
+      timeout_(std::chrono::duration_cast<duration>(policy.timeout)), jitter_(static_cast<float>(policy.jitter)),
+      rtt_factor_(static_cast<float>(policy.rtt_factor)), listener_(&l), pinger_(*this), misses_(0), max_misses_(0),
+      inbound_(policy.trigger == heartbeat_trigger::inbound), awaiting_pong_(0), ping_due_(0), pinger_exact_(0) {
+    policy.validate();
+    max_misses_ = policy.misses;
+    if (!policy.enabled()) return;
     pinger_.start(jittered_interval(), scheduler().stamp());
 }
 
 duration heartbeat::jittered_interval() {
-    const auto base = std::chrono::duration_cast<duration>(policy_.interval);
-    if (policy_.jitter <= 0.0) return base;
-    const double factor = 1.0 + policy_.jitter * (2.0 * listener_->uniform() - 1.0);
-    return duration(static_cast<duration::rep>(std::llround(static_cast<double>(base.count()) * factor)));
+    if (jitter_ <= 0.0f) return interval_;
+    const double factor = 1.0 + jitter_ * (2.0 * listener_->uniform() - 1.0);
+    return duration(static_cast<duration::rep>(std::llround(static_cast<double>(interval_.count()) * factor)));
 }
 
 void heartbeat::send_ping(time_point after) {
@@ -47,12 +50,11 @@ void heartbeat::send_ping(time_point after) {
     reads_at_ping_ = reads_; // every read so far was handled, so arrived, before the ping leaves
     awaiting_pong_ = true;
     judge_at_ = saturating_add(ping_base, effective_timeout());
-    if (misses_ + 1u >= policy_.misses) { // unanswered, this one is fatal: not before the formula
+    if (misses_ + 1u >= max_misses_) { // unanswered, this one is fatal: not before the formula
         const time_point first = misses_ > 0 ? streak_start_ : ping_sent_; // the streak's first ping
-        const auto interval = std::chrono::duration_cast<duration>(policy_.interval);
-        const auto shortest = duration(static_cast<duration::rep>(static_cast<double>(interval.count()) * (1.0 - policy_.jitter)));
-        const auto timeout = std::chrono::duration_cast<duration>(policy_.timeout);
-        const time_point not_before = saturating_add(first, (policy_.misses - 1) * std::max(shortest, timeout) + timeout);
+        const auto shortest = duration(static_cast<duration::rep>(static_cast<double>(interval_.count()) * (1.0 - jitter_)));
+        const time_point not_before =
+            saturating_add(first, (std::uint32_t{max_misses_} - 1) * std::max(shortest, timeout_) + timeout_);
         if (not_before > judge_at_) judge_at_ = not_before;
     }
     // The next ping: an interval after this one fell due, not after the tick that sent it ran, so
@@ -90,7 +92,7 @@ void heartbeat::judge_ping() {
         if (misses_ == 0) streak_start_ = ping_sent_;
         ++misses_;
         listener_->on_miss();
-        if (std::uint32_t{misses_} >= policy_.misses) {
+        if (misses_ >= max_misses_) {
             stop(); // dead: no more pings
             listener_->on_dead(); // last: may destroy *this
             return;
@@ -101,7 +103,7 @@ void heartbeat::judge_ping() {
 
 std::optional<duration> heartbeat::on_pong(time_point at) {
     // An exact time: the pinger counts from it without the batch bound (see heartbeat.hpp).
-    if (policy_.trigger == heartbeat_trigger::inbound) touch(at, true);
+    if (inbound_) touch(at, true);
     on_read(at);
     if (!awaiting_pong_) return std::nullopt;
     awaiting_pong_ = false;
@@ -124,9 +126,9 @@ std::optional<duration> heartbeat::on_pong(time_point at) {
 }
 
 duration heartbeat::effective_timeout() const noexcept {
-    const auto configured = std::chrono::duration_cast<duration>(policy_.timeout);
-    if (!seen_rtt() || policy_.rtt_factor <= 0.0) return configured;
-    const double floor_ns = policy_.rtt_factor * static_cast<double>((srtt_ + 4 * rttvar_).count());
+    const duration configured = timeout_;
+    if (!seen_rtt() || rtt_factor_ <= 0.0f) return configured;
+    const double floor_ns = rtt_factor_ * static_cast<double>((srtt_ + 4 * rttvar_).count());
     const auto cap = static_cast<double>(std::chrono::duration_cast<duration>(std::chrono::hours(24 * 365)).count());
     const duration floor(static_cast<duration::rep>(floor_ns < cap ? floor_ns : cap));
     return floor > configured ? floor : configured;

@@ -75,6 +75,9 @@ public:
     /// Starts watching with a timeout that `scale` moves between `min` and `max` (min >= max, or a
     /// zero max: like start(max, since)).
     void start_scaled(timeout_scale& scale, duration min, duration max, time_point since);
+    /// Scaled between an already resolved `min` and `max` when `scale` is given and `min` is not
+    /// negative (none), plain otherwise.
+    void start(duration max, duration min, timeout_scale* scale, time_point since);
     /// A configured timeout: scaled when `scale` is given and `min` is set, plain otherwise.
     void start(milliseconds max, const scaled_min& min, timeout_scale* scale, time_point since);
     void stop() noexcept;
