@@ -17,6 +17,7 @@
 
 #include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/net/connection_context.hpp>
+#include <heartwheel/net/connection_handler.hpp>
 #include <heartwheel/net/counters.hpp>
 #include <heartwheel/net/handshake_gate.hpp>
 #include <heartwheel/net/shards.hpp>
@@ -79,9 +80,10 @@ private:
     session_link* next_ = this;
 };
 
-class session_base : public session_link {
+// The connection's handler first: its vtable pointer is the session's only one (8 bytes less per
+// session than a polymorphic base of its own beside the handler).
+class session_base : public heartwheel::net::connection_handler, public session_link {
 public:
-    virtual ~session_base() = default;
     /// Say BYE shutdown and close.
     virtual void shutdown() = 0;
     /// Close now, without a goodbye (the worker is going away).
