@@ -26,7 +26,7 @@ connection_limits::connection_limits(const server_limits& limits, listener& l, c
     const double r = rnd ? rnd() : detail::unit_random();
     const double factor = 1.0 + limits.max_age_jitter * (2.0 * r - 1.0);
     const auto base = std::chrono::duration_cast<duration>(limits.max_age);
-    age_limit_ = duration(static_cast<duration::rep>(std::llround(static_cast<double>(base.count()) * factor)));
+    const auto age_limit = duration(static_cast<duration::rep>(std::llround(static_cast<double>(base.count()) * factor)));
     const scaled_min& age_min = limits.max_age_min;
     timer_scheduler& svc = l.scheduler();
     const auto since = svc.stamp();
@@ -34,12 +34,12 @@ connection_limits::connection_limits(const server_limits& limits, listener& l, c
         // The jittered age is the max; the min follows the configured max_age.
         const auto mn = std::chrono::duration_cast<duration>(age_min.of(limits.max_age));
         auto t = std::make_unique<activity_timer>(static_cast<activity_timer::listener&>(*this));
-        t->start_scaled(*scale, std::min(mn, age_limit_), age_limit_, since);
+        t->start_scaled(*scale, std::min(mn, age_limit), age_limit, since);
         age_ = std::move(t);
         age_scaled_ = true;
     } else {
         age_ = std::make_unique<fixed_age>(*this);
-        svc.schedule(*age_, saturating_add(svc.latest_possible(since), age_limit_)); // never early
+        svc.schedule(*age_, saturating_add(svc.latest_possible(since), age_limit)); // never early
     }
 }
 

@@ -9,9 +9,8 @@ namespace heartwheel::net {
 connection_liveness::connection_liveness(timer_scheduler& svc, const liveness_config& config, liveness_handler& handler,
                                          liveness_counters* counters, timeout_scale* scale)
     : policy_host(svc, scale), handler_(&handler), counters_(counters), request_timeout_(config.request.timeout),
-      request_max_outstanding_(config.request.max_outstanding & 0x7fffffffu), closed_(0),
       idle_(config.idle, *this, scale), limits_(config.limits, *this),
-      runtimes_(*this, config) {
+      request_max_outstanding_(config.request.max_outstanding & 0x7fffffffu), closed_(0), runtimes_(*this, config) {
     config.overload.validate();
     config.request.validate(); // the tracker is made on first use: its policy is judged now
     config.heartbeat.validate();

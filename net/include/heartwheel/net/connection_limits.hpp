@@ -49,8 +49,6 @@ public:
     void handshake_started(); ///< arms the handshake timeout (if enabled)
     void handshake_done() noexcept { handshake_.reset(); }
     void stop() noexcept;
-    /// The age this connection was given (max_age with its jitter applied), zero when disabled.
-    duration age_limit() const noexcept { return age_limit_; }
 
 private:
     class fixed_age;
@@ -60,7 +58,6 @@ private:
     listener* listener_;
     milliseconds handshake_timeout_;
     milliseconds handshake_min_; ///< handshake_timeout_min resolved against the timeout; negative: none
-    duration age_limit_{};
     std::unique_ptr<activity_timer> handshake_; ///< a one-shot deadline: an activity timer so that it can scale
     std::unique_ptr<timer_node> age_;           ///< an activity_timer when age_scaled_, else a fixed_age
     bool age_scaled_ = false;
