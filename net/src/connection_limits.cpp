@@ -18,10 +18,9 @@ private:
 };
 
 connection_limits::connection_limits(const server_limits& limits, listener& l, const random_source& rnd)
-    : listener_(&l), handshake_timeout_(limits.handshake_timeout),
+    : listener_(&l), handshake_timeout_(detail::validated(limits).handshake_timeout),
       handshake_min_(limits.handshake_timeout_min.enabled() ? limits.handshake_timeout_min.of(limits.handshake_timeout)
                                                             : milliseconds(-1)) {
-    limits.validate();
     if (limits.max_age.count() <= 0) return;
     const double r = rnd ? rnd() : detail::unit_random();
     const double factor = 1.0 + limits.max_age_jitter * (2.0 * r - 1.0);

@@ -461,6 +461,14 @@ BOOST_AUTO_TEST_CASE(heartbeat_validation_names_fields) {
     p.misses = 3;
     p.jitter = 0.9;
     BOOST_CHECK_THROW(p.validate(), config_error);
+    // A heartbeat judges its policy before it converts any of it: an interval past the range (whose
+    // nanoseconds would overflow) is a config_error, not undefined behaviour (UBSan's build).
+    p.jitter = 0;
+    p.interval = milliseconds::max();
+    manual_service svc;
+    hb_log log(svc);
+    BOOST_CHECK_THROW(make_hb(log, p), config_error);
+    BOOST_TEST(svc.wheel().empty());
 }
 
 // The dead timeout respects the path: RFC 6298's estimator over the pong round trips, and a ping is

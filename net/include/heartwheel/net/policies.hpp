@@ -220,6 +220,16 @@ struct output_slot {
     output_policy& policy() noexcept { return output; }
 };
 
+namespace detail {
+/// A policy judged (config_error) before a constructor's initializers compute anything from it: a
+/// time past its range would overflow on the way to nanoseconds.
+template <class Policy>
+const Policy& validated(const Policy& p) {
+    p.validate();
+    return p;
+}
+} // namespace detail
+
 } // namespace heartwheel::net
 
 #endif
