@@ -12,9 +12,9 @@ double heartbeat::listener::uniform() { return detail::unit_random(); }
 heartbeat::heartbeat(const heartbeat_policy& policy, listener& l)
     : interval_(std::chrono::duration_cast<duration>(detail::validated(policy).interval)),
       timeout_(std::chrono::duration_cast<duration>(policy.timeout)), jitter_(static_cast<float>(policy.jitter)),
-      rtt_factor_(static_cast<float>(policy.rtt_factor)), listener_(&l), pinger_(*this), misses_(0), max_misses_(0),
-      inbound_(policy.trigger == heartbeat_trigger::inbound), awaiting_pong_(0), ping_due_(0), pinger_exact_(0) {
-    max_misses_ = policy.misses;
+      rtt_factor_(static_cast<float>(policy.rtt_factor)), listener_(&l), pinger_(*this), misses_(0),
+      max_misses_(policy.misses), inbound_(policy.trigger == heartbeat_trigger::inbound), awaiting_pong_(0), ping_due_(0),
+      pinger_exact_(0) {
     if (!policy.enabled()) return;
     pinger_.start(jittered_interval(), scheduler().stamp());
 }

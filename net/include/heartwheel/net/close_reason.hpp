@@ -20,18 +20,20 @@ enum class close_reason : std::uint8_t {
     handshake_timeout, handshake_failed, max_age, shutdown, peer_closed, io_error,
     slow_consumer, ///< more queued for the peer than its output_policy allows (it does not read)
 };
-/// Each built-in reason's name and whether a liveness policy decides it (a pending operation then
-/// completes with errc::timed_out). One row per reason, at the reason's value (checked below).
+/// Each built-in reason's name, whether a liveness policy decides it (a pending operation then
+/// completes with errc::timed_out), and whether it judges the peer dead (it answered nothing: the
+/// close does not linger for its end of stream). One row per reason, at its value (checked below).
 struct builtin_reason {
     close_reason reason;
     const char* name;
     bool decided_by_policy;
+    bool peer_dead = false;
 };
 inline constexpr builtin_reason builtin_reasons[] = {
     {close_reason::reader_idle, "reader-idle", true},
     {close_reason::writer_idle, "writer-idle", true},
     {close_reason::all_idle, "all-idle", true},
-    {close_reason::heartbeat_timeout, "heartbeat-timeout", true},
+    {close_reason::heartbeat_timeout, "heartbeat-timeout", true, true},
     {close_reason::read_timeout, "read-timeout", true},
     {close_reason::write_timeout, "write-timeout", true},
     {close_reason::handshake_timeout, "handshake-timeout", true},
@@ -68,6 +70,12 @@ const char* to_string(close_reason r) noexcept;
 constexpr bool is_policy_reason(close_reason r) noexcept {
     const auto i = static_cast<std::size_t>(r);
     return i < builtin_close_reasons && builtin_reasons[i].decided_by_policy;
+}
+/// The peer was judged dead (the heartbeat's last miss: it answered nothing, and had nothing
+/// waiting unread): a close for it does not wait for the peer's end of stream.
+constexpr bool is_peer_dead_reason(close_reason r) noexcept {
+    const auto i = static_cast<std::size_t>(r);
+    return i < builtin_close_reasons && builtin_reasons[i].peer_dead;
 }
 
 } // namespace heartwheel::net

@@ -26,8 +26,8 @@
 // requests fail), the reason is counted once, the application's last_words() may queue a goodbye,
 // which is flushed for at most `linger` (a wheel timer), followed by a FIN (TCP: in the goodbye's last
 // segment); the lowest layer is closed when the peer ends its side (the application's read sees it
-// and calls abort) or the linger ends — for a peer the heartbeat judged dead, which will not end its
-// side, right after the FIN; then pending operations complete with close_error()
+// and calls abort) or the linger ends — for a peer judged dead (is_peer_dead_reason), which will
+// not end its side, right after the FIN; then pending operations complete with close_error()
 // (errc::timed_out for a policy's reason, errc::connection_closed otherwise) and on_close() runs.
 // abort(reason) is the same without last words (nothing can be written: an I/O error, a write
 // timeout, a handshake that never finished).
@@ -348,11 +348,10 @@ private:
         if constexpr (is_tls) detail::tls_traits<NextLayer>::say_goodbye(stream_.next_layer());
         stream_.lowest_layer().shutdown(asio::socket_base::shutdown_send, ignored);
         half_closed_ = true;
-        // A peer the heartbeat judged dead answered nothing to `misses` pings (nor had bytes waiting
-        // unread: the judgement waits for those), so nothing of it can reset the goodbye, and waiting
-        // for its end of stream would only hold the descriptor and put off on_close — a client's
-        // reconnect — by the whole linger.
-        if (!linger_.pending() || reason_ == close_reason::heartbeat_timeout) finish_close();
+        // A peer judged dead (is_peer_dead_reason) sends nothing that could reset the goodbye, and
+        // waiting for its end of stream would only hold the descriptor and put off on_close — a
+        // client's reconnect — by the whole linger.
+        if (!linger_.pending() || is_peer_dead_reason(*reason_)) finish_close();
     }
 
     void finish_close() {
