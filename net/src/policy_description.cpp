@@ -149,7 +149,13 @@ double parse_field(const field_description& f, std::string_view text, const std:
 
 milliseconds scaled_min::of(milliseconds max) const noexcept {
     milliseconds m = min;
-    if (fraction > 0.0) m = milliseconds(static_cast<milliseconds::rep>(static_cast<double>(max.count()) * fraction));
+    if (fraction > 0.0) {
+        // In doubles, the product can round up past the largest count (100 % of milliseconds::max()):
+        // compared before it is cast back, never cast out of range.
+        const double part = static_cast<double>(max.count()) * fraction;
+        if (part >= static_cast<double>(max.count())) return max;
+        m = milliseconds(static_cast<milliseconds::rep>(part));
+    }
     return m < max ? m : max;
 }
 

@@ -244,6 +244,11 @@ max_age_min = "25%"
     BOOST_TEST((c.idle.reader_idle_min.min == 5s));
     BOOST_TEST(c.limits.max_age_min.fraction == 0.25);
     BOOST_TEST((c.limits.max_age_min.of(c.limits.max_age) == 150s));
+    // At the edge of the range: 100 % of the longest timeout is that timeout, not a double rounded up
+    // past it and cast back (undefined: UBSan's float-cast-overflow), and a fraction never exceeds it.
+    BOOST_TEST((scaled_min{0ms, 1.0}.of(milliseconds::max()) == milliseconds::max()));
+    BOOST_TEST((scaled_min{0ms, 0.999999999}.of(milliseconds::max()) <= milliseconds::max()));
+    BOOST_TEST((scaled_min{0ms, 0.5}.of(milliseconds(1001)) == milliseconds(500)));
     BOOST_TEST(!c.idle.writer_idle_min.enabled());
     auto fails_with = [](const char* text, const std::string& needle) {
         try {
