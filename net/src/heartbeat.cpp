@@ -12,11 +12,35 @@ double heartbeat::listener::uniform() { return detail::unit_random(); }
 heartbeat::heartbeat(const heartbeat_policy& policy, listener& l)
     : interval_(std::chrono::duration_cast<duration>(detail::validated(policy).interval)),
       timeout_(std::chrono::duration_cast<duration>(policy.timeout)), jitter_(static_cast<float>(policy.jitter)),
-      rtt_factor_(static_cast<float>(policy.rtt_factor)), listener_(&l), pinger_(*this), misses_(0),
-      max_misses_(policy.misses), inbound_(policy.trigger == heartbeat_trigger::inbound), awaiting_pong_(0), ping_due_(0),
-      pinger_exact_(0) {
+      rtt_factor_(static_cast<float>(policy.rtt_factor)), listener_(&l), misses_(0), max_misses_(policy.misses),
+      inbound_(policy.trigger == heartbeat_trigger::inbound), awaiting_pong_(0), judging_(0), pinger_exact_(0) {
     if (!policy.enabled()) return;
-    pinger_.start(jittered_interval(), scheduler().stamp());
+    timer_scheduler& svc = scheduler();
+    pinger_last_ = svc.stamp();
+    pinger_interval_ = jittered_interval();
+    svc.schedule(*this, ping_due());
+}
+
+time_point heartbeat::ping_due() const {
+    const time_point bound = pinger_exact_ ? pinger_last_ : scheduler().latest_possible(pinger_last_);
+    return saturating_add(bound, pinger_interval_);
+}
+
+void heartbeat::on_expire() {
+    if (judging_) return judge_ping();
+    const time_point due = ping_due();
+    if (due > scheduler().now()) { // activity since it was filed: re-file for the real due time
+        scheduler().schedule(*this, due);
+        return;
+    }
+    send_ping();
+}
+
+void heartbeat::await_ping() {
+    timer_scheduler& svc = scheduler();
+    const time_point due = ping_due();
+    if (due > svc.now()) svc.schedule(*this, due);
+    else send_ping();
 }
 
 duration heartbeat::jittered_interval() {
@@ -26,15 +50,8 @@ duration heartbeat::jittered_interval() {
 }
 
 void heartbeat::send_ping(time_point after) {
-    if (pending()) {
-        // The previous ping is neither answered nor judged: one ping is outstanding at a time, so
-        // this one goes out when it is (judge_ping or on_pong).
-        ping_due_ = true;
-        return;
-    }
-    ping_due_ = false;
-    // When this ping fell due: the pinger's own deadline (an exact base itself, a stamp's bound).
-    const time_point due = pinger_.due();
+    // When this ping fell due (an exact base itself, a stamp's bound).
+    const time_point due = ping_due();
     // A fresh clock: pings falling due together go out one after another, and each one's round trip
     // (and its streak's fatal floor) counts from when it really left, not from the start of the batch.
     timer_scheduler& svc = scheduler();
@@ -59,17 +76,17 @@ void heartbeat::send_ping(time_point after) {
     // The next ping: an interval after this one fell due, not after the tick that sent it ran, so
     // rounding to ticks (and a late wake-up) does not add up ping after ping.
     const time_point base = std::min(due, ping_sent_);
-    const duration next = jittered_interval();
-    pinger_.set_timeout(next);
-    // base is an exact time: the next ping is due at base + next itself, not after the span of the
-    // batches since (the activity clock's bound for stamps, which would push each ping later by the
-    // batch that sent the last one).
-    pinger_.touch(base);
-    pinger_exact_ = pinger_.last() == base;
-    svc.schedule(pinger_, saturating_add(base, next));
+    pinger_interval_ = jittered_interval();
+    // base is an exact time: the next ping is due at base + interval itself, not after the span of
+    // the batches since (the activity clock's bound for stamps, which would push each ping later by
+    // the batch that sent the last one).
+    touch(base);
+    pinger_exact_ = pinger_last_ == base;
     // Judged at the first wake-up at or after the deadline: the tick holding it, when that tick's
     // wake-up comes after it (a ping leaves a little after its tick; the tick that judges it wakes
-    // about as late), else judge_ping() waits for the deadline itself (schedule_exact).
+    // about as late), else judge_ping() waits for the deadline itself (schedule_exact). The next ping
+    // waits for the judgement (or the pong).
+    judging_ = true;
     svc.schedule(*this, svc.tick_start(judgement_deadline()));
     listener_->send_ping();
 }
@@ -97,7 +114,11 @@ void heartbeat::judge_ping() {
             return;
         }
     }
-    if (ping_due_) send_ping(deadline); // last: send_ping may write, and a write may close
+    judging_ = false;
+    // The next ping: sent now if it fell due meanwhile — counted from this judgement if it fell due
+    // before it — or awaited. Last: send_ping may write, and a write may close.
+    if (ping_due() <= svc.now()) send_ping(deadline);
+    else svc.schedule(*this, ping_due());
 }
 
 std::optional<duration> heartbeat::on_pong(time_point at) {
@@ -117,10 +138,10 @@ std::optional<duration> heartbeat::on_pong(time_point at) {
         srtt_ = srtt_ - srtt_ / 8 + rtt / 8;
     }
     // Answered: nothing left to judge, and a ping that fell due meanwhile goes out now.
-    cancel();
+    judging_ = false;
     misses_ = 0;
     reads_at_judgement_ = reads_;
-    if (ping_due_) send_ping();
+    await_ping(); // may write, and a write may close: rtt is a copy
     return rtt;
 }
 
@@ -134,7 +155,7 @@ duration heartbeat::effective_timeout() const noexcept {
 }
 
 void heartbeat::stop() noexcept {
-    pinger_.stop();
+    judging_ = false;
     cancel();
 }
 

@@ -441,6 +441,31 @@ BOOST_AUTO_TEST_CASE(heartbeat_answered_ping_frees_the_next_one) {
     BOOST_TEST((*rtt == 150ms));
 }
 
+// A ping that fell due while the previous one was outstanding goes out at that one's judgement —
+// unless activity since has put it off: the trigger's silence counts from the activity (the heartbeat
+// asks when the next ping is due as it judges, rather than remembering that one fell due). Then the
+// streak goes on as the formula says.
+BOOST_AUTO_TEST_CASE(activity_during_a_judgement_puts_the_held_back_ping_off) {
+    manual_service svc;
+    hb_log log(svc);
+    auto hb = make_hb(log, exact_policy(100ms, 300ms, 3)); // inbound: timed by reads
+    svc.step_by(100ms); // ping at 100, judged at 400; the next falls due at 200 and is held back
+    BOOST_TEST((log.pings == std::vector<duration>{100ms}));
+    svc.step_by(250ms);
+    hb.on_read(svc.stamp()); // at 350, not an answer: the next ping is due at 450 now
+    svc.step_by(50ms);       // the judgement at 400: no miss (a read), and no ping yet
+    BOOST_TEST(log.misses.empty());
+    BOOST_TEST((log.pings == std::vector<duration>{100ms}));
+    svc.step_by(50ms); // 450: the ping
+    BOOST_TEST((log.pings == std::vector<duration>{100ms, 450ms}));
+    // Silent from here: 450 judged at 750 (the ping due at 550 goes then), 750 at 1050, 1050 at 1350.
+    svc.step_by(1s, 5ms);
+    BOOST_TEST((log.pings == std::vector<duration>{100ms, 450ms, 750ms, 1050ms}));
+    BOOST_TEST((log.misses == std::vector<duration>{750ms, 1050ms, 1350ms}));
+    BOOST_TEST_REQUIRE(log.dead.has_value());
+    BOOST_TEST((*log.dead == 1350ms)); // P + (misses - 1) * max(interval, timeout) + timeout, P = 450
+}
+
 BOOST_AUTO_TEST_CASE(heartbeat_validation_names_fields) {
     heartbeat_policy p;
     p.interval = 1000ms;

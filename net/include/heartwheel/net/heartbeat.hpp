@@ -14,7 +14,8 @@
 //
 // The timeout is independent of the interval (Dubbo's default is three intervals; gRPC's keepalive
 // timeout and time are separate knobs). One ping is outstanding at a time: a ping that falls due
-// while the previous one is neither answered (on_pong) nor judged goes out right after it is, so
+// while the previous one is neither answered (on_pong) nor judged goes out right after it is (unless
+// activity since then has put it off: the trigger's silence is counted from that activity), so
 // against a silent peer whose first ping went out at P (interval after the last byte received,
 // inbound; after the last write, outbound):
 //   pings at P, P + s, P + 2s, ...   with s = max(interval, timeout)
@@ -45,6 +46,9 @@
 #ifndef HEARTWHEEL_NET_HEARTBEAT_HPP
 #define HEARTWHEEL_NET_HEARTBEAT_HPP
 
+#include <heartwheel/clock.hpp>
+#include <heartwheel/timer_node.hpp>
+#include <heartwheel/timer_scheduler.hpp>
 #include <heartwheel/net/activity_timer.hpp>
 #include <heartwheel/net/policies.hpp>
 
@@ -58,9 +62,13 @@ namespace heartwheel::net {
 /// when it left, less this, so it is not judged missed the moment it leaves.
 inline constexpr duration heartbeat_lag_forgiven = std::chrono::milliseconds(10);
 
-// The heartbeat is itself the timer node that judges its pings (no member timer with an owner
-// pointer); its pinger is an activity timer. Its scheduler comes from its listener.
-class heartbeat final : timer_node, activity_timer::listener {
+// One timer node per heartbeat (the heartbeat is it), armed for what comes next: while a ping waits
+// for its judgement, that judgement (a ping falling due meanwhile waits for it anyway, see above:
+// whether one did is asked when the judgement is made); otherwise the next ping, re-filed lazily as
+// activity moves it (a read or write stores a stamp; the node, when it wakes early, files itself at
+// the new due time). One node, not a pinger and a judge: 48 bytes and a wheel entry less per
+// connection. Its scheduler comes from its listener.
+class heartbeat final : timer_node {
 public:
     /// What a heartbeat asks of its owner; must outlive the heartbeat.
     class listener {
@@ -112,34 +120,38 @@ public:
     time_point judgement_deadline() const noexcept { return judge_at_; }
 
 private:
-    void on_expired(activity_timer&, bool) override { send_ping(); }
-    void on_expire() override { judge_ping(); } // the judgement of the ping outstanding
-    timer_scheduler& scheduler() const noexcept override { return listener_->scheduler(); }
-    /// The pinger counts from an exact time after a ping (when it fell due), from a stamp after activity.
-    bool exact_activity(const activity_timer&) const override { return pinger_exact_; }
+    void on_expire() override; // the judgement of the ping outstanding, or the next ping
+    timer_scheduler& scheduler() const noexcept { return listener_->scheduler(); }
     /// The pinger counts from `at`: exact (a pong's fresh clock reading) or a batch's stamp. An
-    /// older time (one batch's) does not undo a later exact one.
+    /// older time (one batch's) does not undo a later exact one. A store: the node finds out when
+    /// it wakes.
     void touch(time_point at, bool exact = false) noexcept {
-        if (at <= pinger_.last()) return;
+        if (at <= pinger_last_) return;
         pinger_exact_ = exact;
-        pinger_.touch(at);
+        pinger_last_ = at;
     }
+    /// When the next ping falls due: an interval after the pinger's last activity (exact after a
+    /// ping or a pong; a stamp's bound after a read or write).
+    time_point ping_due() const;
+    /// Files the node for the next ping, or sends it now if it is due already.
+    void await_ping();
     /// A pong was seen: srtt_ and rttvar_ hold samples (rttvar_ is negative until then).
     bool seen_rtt() const noexcept { return rttvar_ >= duration::zero(); }
-    /// Sends a ping that fell due, or marks it due while one is outstanding; `after`: when the
-    /// previous ping was judged (a ping waiting for that counts from it).
+    /// Sends a ping that fell due (none is outstanding: a ping due meanwhile waits for the
+    /// judgement); `after`: when the previous ping was judged (a ping waiting for that counts from it).
     void send_ping(time_point after = time_point::min());
     void judge_ping();
     duration jittered_interval();
 
-    // 184 bytes, a heap block of 192 (footprint_test): of the policy, what is judged after the
-    // constructor, in 24 bytes (not its 40: the factors as floats; the miss limit and the trigger in
-    // the flags' word); the judgement's deadline is kept, not what it is made of; "no round trip yet"
-    // is a negative variance.
+    // 136 bytes, a heap block of 144 (footprint_test): one timer node; of the policy, what is judged
+    // after the constructor, in 24 bytes (not its 40: the factors as floats; the miss limit and the
+    // trigger in the flags' word); the judgement's deadline is kept, not what it is made of; "no round
+    // trip yet" is a negative variance.
     duration interval_, timeout_;
     float jitter_, rtt_factor_;
     listener* listener_;
-    activity_timer pinger_;
+    time_point pinger_last_{}; ///< the pinger's last activity (or a ping's exact base)
+    duration pinger_interval_{}; ///< the interval (jittered) the next ping waits after pinger_last_
     time_point ping_sent_{};
     /// When the last ping sent is judged: from when it fell due (bounded) plus the effective timeout,
     /// never before a fatal miss's floor (set with the ping; a pong, the one thing that changes the
@@ -153,7 +165,7 @@ private:
     std::uint32_t max_misses_ : 10;    ///< the policy's misses (validated: at most 1000)
     std::uint32_t inbound_ : 1;        ///< the policy's trigger is inbound (else outbound)
     std::uint32_t awaiting_pong_ : 1;
-    std::uint32_t ping_due_ : 1;       ///< a ping fell due while the previous one was outstanding
+    std::uint32_t judging_ : 1;        ///< the node waits for the judgement of the ping outstanding
     std::uint32_t pinger_exact_ : 1;   ///< the pinger was last touched by a ping's exact base, not by activity
     static_assert(heartbeat_policy::misses_max < (1u << 10));
     duration srtt_{}, rttvar_{-1};
