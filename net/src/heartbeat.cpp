@@ -13,8 +13,9 @@ heartbeat::heartbeat(const heartbeat_policy& policy, listener& l)
     : interval_(std::chrono::duration_cast<duration>(detail::validated(policy).interval)),
       timeout_(std::chrono::duration_cast<duration>(policy.timeout)), jitter_(static_cast<float>(policy.jitter)),
       rtt_factor_(static_cast<float>(policy.rtt_factor)), listener_(&l), misses_(0), max_misses_(policy.misses),
-      inbound_(policy.trigger == heartbeat_trigger::inbound), awaiting_pong_(0), judging_(0), pinger_exact_(0) {
-    if (!policy.enabled()) return;
+      inbound_(policy.trigger == heartbeat_trigger::inbound), awaiting_pong_(0), judging_(0),
+      stopped_(!policy.enabled()), pinger_exact_(0) {
+    if (stopped_) return; // off: never armed
     timer_scheduler& svc = scheduler();
     pinger_last_ = svc.stamp();
     pinger_interval_ = jittered_interval();
@@ -141,7 +142,7 @@ std::optional<duration> heartbeat::on_pong(time_point at) {
     judging_ = false;
     misses_ = 0;
     reads_at_judgement_ = reads_;
-    await_ping(); // may write, and a write may close: rtt is a copy
+    if (!stopped_) await_ping(); // may write, and a write may close: rtt is a copy
     return rtt;
 }
 
@@ -155,6 +156,7 @@ duration heartbeat::effective_timeout() const noexcept {
 }
 
 void heartbeat::stop() noexcept {
+    stopped_ = true;
     judging_ = false;
     cancel();
 }

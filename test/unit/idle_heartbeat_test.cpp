@@ -466,6 +466,33 @@ BOOST_AUTO_TEST_CASE(activity_during_a_judgement_puts_the_held_back_ping_off) {
     BOOST_TEST((*log.dead == 1350ms)); // P + (misses - 1) * max(interval, timeout) + timeout, P = 450
 }
 
+// A pong (or activity) after stop() re-arms nothing: a closing connection still reads, and may read
+// a pong, after its liveness stopped the heartbeat; so may a heartbeat whose policy is off.
+BOOST_AUTO_TEST_CASE(a_pong_after_stop_rearms_nothing) {
+    manual_service svc;
+    hb_log log(svc);
+    auto hb = make_hb(log, exact_policy(100ms, 100ms, 3));
+    svc.step_by(150ms); // ping at 100, outstanding
+    BOOST_TEST((log.pings == std::vector<duration>{100ms}));
+    hb.stop();
+    BOOST_TEST(svc.wheel().empty());
+    hb.on_read(svc.stamp());
+    const auto rtt = hb.on_pong(svc.stamp()); // still a round trip: the ping was answered
+    BOOST_TEST(rtt.has_value());
+    BOOST_TEST(svc.wheel().empty());
+    svc.step_by(1s, 10ms);
+    BOOST_TEST((log.pings == std::vector<duration>{100ms}));
+    BOOST_TEST(log.misses.empty());
+
+    hb_log off_log(svc);
+    auto off = make_hb(off_log, heartbeat_policy{}); // interval 0: off
+    svc.step_by(1s, 10ms);
+    off.on_pong(svc.stamp());
+    svc.step_by(1s, 10ms);
+    BOOST_TEST(off_log.pings.empty());
+    BOOST_TEST(svc.wheel().empty());
+}
+
 BOOST_AUTO_TEST_CASE(heartbeat_validation_names_fields) {
     heartbeat_policy p;
     p.interval = 1000ms;

@@ -107,6 +107,7 @@ public:
     /// trip it completed: none for a pong that answers no outstanding ping.
     std::optional<duration> on_pong(time_point at);
 
+    /// No more pings or judgements: a pong or activity afterwards re-arms nothing.
     void stop() noexcept;
     std::uint32_t consecutive_misses() const noexcept { return misses_; }
     /// RFC 6298's smoothed round trip and its variance, once a pong was seen.
@@ -166,6 +167,7 @@ private:
     std::uint32_t inbound_ : 1;        ///< the policy's trigger is inbound (else outbound)
     std::uint32_t awaiting_pong_ : 1;
     std::uint32_t judging_ : 1;        ///< the node waits for the judgement of the ping outstanding
+    std::uint32_t stopped_ : 1;        ///< stopped (or never started: the policy is off): nothing re-arms it
     std::uint32_t pinger_exact_ : 1;   ///< the pinger was last touched by a ping's exact base, not by activity
     static_assert(heartbeat_policy::misses_max < (1u << 10));
     duration srtt_{}, rttvar_{-1};
