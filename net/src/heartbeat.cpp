@@ -29,19 +29,14 @@ time_point heartbeat::ping_due() const {
 
 void heartbeat::on_expire() {
     if (judging_) return judge_ping();
-    const time_point due = ping_due();
-    if (due > scheduler().now()) { // activity since it was filed: re-file for the real due time
-        scheduler().schedule(*this, due);
-        return;
-    }
-    send_ping();
+    await_ping(); // woken early by activity since it was filed: re-filed for the real due time
 }
 
-void heartbeat::await_ping() {
+void heartbeat::await_ping(time_point after) {
     timer_scheduler& svc = scheduler();
     const time_point due = ping_due();
     if (due > svc.now()) svc.schedule(*this, due);
-    else send_ping();
+    else send_ping(after);
 }
 
 duration heartbeat::jittered_interval() {
@@ -118,8 +113,7 @@ void heartbeat::judge_ping() {
     judging_ = false;
     // The next ping: sent now if it fell due meanwhile — counted from this judgement if it fell due
     // before it — or awaited. Last: send_ping may write, and a write may close.
-    if (ping_due() <= svc.now()) send_ping(deadline);
-    else svc.schedule(*this, ping_due());
+    await_ping(deadline);
 }
 
 std::optional<duration> heartbeat::on_pong(time_point at) {

@@ -134,8 +134,8 @@ private:
     /// When the next ping falls due: an interval after the pinger's last activity (exact after a
     /// ping or a pong; a stamp's bound after a read or write).
     time_point ping_due() const;
-    /// Files the node for the next ping, or sends it now if it is due already.
-    void await_ping();
+    /// Files the node for the next ping, or sends it now if it is due already (`after`: as send_ping's).
+    void await_ping(time_point after = time_point::min());
     /// A pong was seen: srtt_ and rttvar_ hold samples (rttvar_ is negative until then).
     bool seen_rtt() const noexcept { return rttvar_ >= duration::zero(); }
     /// Sends a ping that fell due (none is outstanding: a ping due meanwhile waits for the
