@@ -8,8 +8,9 @@
 //   3. sessions started: the net::connection (its socket, empty write queue and stream core), its
 //      liveness and the pending receive (which holds no buffer). The first half of the connections is
 //      started with the three policies off, the second half with them on: the first half's figure is
-//      the connection's own, the difference between the halves the liveness timers (reader idle,
-//      heartbeat, max age); the wheel's slot storage (timing_wheel::storage_bytes) is counted apart;
+//      the connection's own (its liveness inline: the node of the idle kinds and the max age), the
+//      difference between the halves the policies' heap (the heartbeat: reader idle and max age are
+//      data in the liveness); the wheel's slot storage (timing_wheel::storage_bytes) is counted apart;
 //   4. TLS: M connections (at most 2,000) over net::tls_socket, made by a child process (so that the
 //      clients' OpenSSL state is not in this heap) and measured once every handshake is done and each
 //      connection waits for bytes; what they hold beyond a TCP connection's parts is OpenSSL's state;
@@ -311,7 +312,7 @@ int main(int argc, char** argv) {
     std::printf("| session object (line framer; no read buffer) | %.0f |\n", session);
     std::printf("| connection (socket, empty write queue, stream core, liveness with no policy) and Asio's "
                 "pending receive | %.0f |\n", connection);
-    std::printf("| liveness timers: reader idle, heartbeat, max age | %.0f |\n", timers);
+    std::printf("| liveness policies' heap: the heartbeat (reader idle and max age are the liveness's own timer node) | %.0f |\n", timers);
     std::printf("| the wheel's slot storage for them (one pooled vector: its fixed part weighs less the more connections) | %.0f |\n", slots);
     std::printf("| read buffer bytes held (an idle write queue holds none: footprint_test) | %llu |\n",
                 static_cast<unsigned long long>(idle_read_bytes));

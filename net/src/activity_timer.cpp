@@ -50,19 +50,13 @@ void activity_timer::stop() noexcept {
     if (scaled_state* s = scaled(); s && s->entry.linked()) s->scale->dequeue(s->entry);
 }
 
-duration activity_timer::timeout() const noexcept {
-    const scaled_state* s = scaled();
-    return s ? s->scale->scaled(s->min, s->min + s->range) : period_.plain;
-}
-
 void activity_timer::requeue() {
     scaled()->scale->dequeue(scaled()->entry);
     arm_for_last();
 }
 
 time_point activity_timer::due() const {
-    const time_point bound = listener_()->exact_activity(*this) ? last_ : svc().latest_possible(last_);
-    return saturating_add(bound, wheel_period());
+    return saturating_add(svc().latest_possible(last_), wheel_period());
 }
 
 void activity_timer::on_expire() {

@@ -1,4 +1,4 @@
-// connection_limits.cpp — handshake deadline, jittered max age.
+// connection_limits.cpp — handshake deadline, jittered max age (its owner's node waits for it).
 #include <heartwheel/net/connection_limits.hpp>
 #include <heartwheel/net/detail/unit_random.hpp>
 
@@ -6,16 +6,6 @@
 #include <cmath>
 
 namespace heartwheel::net {
-
-// The age's deadline when it does not scale: fires once, at its wheel deadline.
-class connection_limits::fixed_age final : public timer_node {
-public:
-    explicit fixed_age(connection_limits& owner) noexcept : owner_(&owner) {}
-
-private:
-    void on_expire() override { owner_->listener_->on_max_age(); }
-    connection_limits* owner_;
-};
 
 connection_limits::connection_limits(const server_limits& limits, listener& l, const random_source& rnd)
     : listener_(&l), handshake_timeout_(detail::validated(limits).handshake_timeout),
@@ -32,13 +22,10 @@ connection_limits::connection_limits(const server_limits& limits, listener& l, c
     if (timeout_scale* scale = l.scale(); scale && age_min.enabled()) {
         // The jittered age is the max; the min follows the configured max_age.
         const auto mn = std::chrono::duration_cast<duration>(age_min.of(limits.max_age));
-        auto t = std::make_unique<activity_timer>(static_cast<activity_timer::listener&>(*this));
-        t->start_scaled(*scale, std::min(mn, age_limit), age_limit, since);
-        age_ = std::move(t);
-        age_scaled_ = true;
+        age_ = std::make_unique<activity_timer>(static_cast<activity_timer::listener&>(*this));
+        age_->start_scaled(*scale, std::min(mn, age_limit), age_limit, since);
     } else {
-        age_ = std::make_unique<fixed_age>(*this);
-        svc.schedule(*age_, saturating_add(svc.latest_possible(since), age_limit)); // never early
+        age_due_ = saturating_add(svc.latest_possible(since), age_limit); // never early
     }
 }
 
@@ -58,9 +45,8 @@ void connection_limits::handshake_started() {
 
 void connection_limits::stop() noexcept {
     if (handshake_) handshake_->stop();
-    if (!age_) return;
-    if (age_scaled_) static_cast<activity_timer&>(*age_).stop(); // its place in the scale's queue too
-    else age_->cancel();
+    if (age_) age_->stop(); // its place in the scale's queue too
+    age_due_ = time_point::max();
 }
 
 } // namespace heartwheel::net

@@ -1,7 +1,8 @@
-// connection_liveness.cpp — one stamp per I/O event fanned out to the enabled policies; one close
-// decision.
+// connection_liveness.cpp — one stamp per I/O event fanned out to the enabled policies; one timer
+// node for the idle kinds and the max age; one close decision.
 #include <heartwheel/net/connection_liveness.hpp>
 
+#include <algorithm>
 #include <utility>
 
 namespace heartwheel::net {
@@ -16,6 +17,7 @@ connection_liveness::connection_liveness(timer_scheduler& svc, const liveness_co
     config.heartbeat.validate();
     if (config.heartbeat.enabled())
         heartbeat_ = std::make_unique<heartbeat>(config.heartbeat, static_cast<heartbeat::listener&>(*this));
+    arm(idle_.due(svc));
     if (scale_) // the close reasons of the timeouts given a min, from the policies' descriptions
         config.for_each_policy([this](const policy_description& d, const void* p) {
             for (const auto& f : d.fields)
@@ -73,13 +75,33 @@ void connection_liveness::on_pong() {
     if (rtt) counters_->rtt(*rtt);
 }
 
-void connection_liveness::on_idle(idle_event e) {
+void connection_liveness::arm(time_point idle_due) {
+    const time_point due = std::min(idle_due, limits_.age_due());
+    if (due != time_point::max()) svc_->schedule(*this, due);
+}
+
+void connection_liveness::on_expire() {
+    const time_point now = svc_->now();
+    if (limits_.age_due() <= now) return close_for(close_reason::max_age); // last: may destroy *this
+    if (const time_point due = idle_.due(*svc_); due > now) return arm(due); // woken early: activity moved them on
+    // The peer's bytes wait unread (a process stall): no idle judgement until they are read.
+    if (handler_->input_waiting()) return arm(saturating_add(now, unread_input_recheck));
+    idle_event events[3];
+    const std::size_t n = idle_.take(*svc_, now, events);
+    arm(idle_.due(*svc_)); // before the events: each may close, and a close may destroy *this
+    for (std::size_t i = 0; i < n; ++i)
+        if (!idle(events[i])) return;
+}
+
+bool connection_liveness::idle(idle_event e) {
     if (counters_) counters_->idle_event(e.kind);
     handler_->on_idle(e);
-    if (e.first && !closed() && handler_->close_on_idle())
-        close_for(e.kind == idle_kind::reader   ? close_reason::reader_idle
-                  : e.kind == idle_kind::writer ? close_reason::writer_idle
-                                                : close_reason::all_idle);
+    if (closed()) return false; // the handler closed it
+    if (!e.first || !handler_->close_on_idle()) return true;
+    close_for(e.kind == idle_kind::reader   ? close_reason::reader_idle
+              : e.kind == idle_kind::writer ? close_reason::writer_idle
+                                            : close_reason::all_idle);
+    return false; // last: may have destroyed *this
 }
 
 void connection_liveness::send_ping() {
@@ -107,6 +129,7 @@ void connection_liveness::close_for(close_reason why) {
 void connection_liveness::close() {
     if (closed()) return;
     closed_ = 1;
+    cancel(); // the node: idle kinds and max age
     idle_.stop();
     runtimes_.stop();
     if (heartbeat_) heartbeat_->stop();

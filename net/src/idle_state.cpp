@@ -1,17 +1,47 @@
-// idle_state.cpp — one activity timer per enabled idle kind, each wired to the listener.
+// idle_state.cpp — the idle kinds' due times and events; the kinds that scale on timers of their own.
 #include <heartwheel/net/idle_state.hpp>
+
+#include <algorithm>
 
 namespace heartwheel::net {
 
-void idle_state::on_expired(activity_timer& t, bool first) {
-    const auto k = &t == timers_[0].get() ? idle_kind::reader : &t == timers_[1].get() ? idle_kind::writer : idle_kind::all;
-    listener_->on_idle({k, first});
-}
+// The kinds given a min under overload: each an activity_timer waiting in the timeout_scale's queue,
+// its events straight to the listener. Allocated only when a kind scales.
+class idle_state::scaled_kinds final : activity_timer::listener {
+public:
+    explicit scaled_kinds(idle_state::listener& l) noexcept : listener_(&l) {}
+
+    void start(int k, milliseconds period, const scaled_min& min, timeout_scale& scale, time_point now) {
+        timers_[k] = std::make_unique<activity_timer>(static_cast<activity_timer::listener&>(*this));
+        timers_[k]->start(period, min, &scale, now);
+    }
+    void touch(int k, time_point stamp) {
+        if (timers_[k]) timers_[k]->touch(stamp);
+    }
+    void stop() noexcept {
+        for (auto& t : timers_)
+            if (t) t->stop();
+    }
+
+private:
+    void on_expired(activity_timer& t, bool first) override {
+        const auto k = &t == timers_[reader].get() ? idle_kind::reader
+                       : &t == timers_[writer].get() ? idle_kind::writer
+                                                     : idle_kind::all;
+        listener_->on_idle({k, first}); // last: it may destroy the idle_state, and this with it
+    }
+    timer_scheduler& scheduler() const noexcept override { return listener_->scheduler(); }
+    bool put_off(const activity_timer&) override { return listener_->input_waiting(); }
+
+    idle_state::listener* listener_;
+    std::unique_ptr<activity_timer> timers_[3]; ///< by kind; null for a kind that does not scale
+};
 
 idle_state::idle_state(const idle_policy& policy, listener& l, timeout_scale* scale)
-    : listener_(&l), progress_is_activity_(policy.write_progress_is_activity) {
+    : progress_is_activity_(policy.write_progress_is_activity) {
     policy.validate();
     const time_point now = l.scheduler().stamp();
+    last_read_ = last_write_ = now;
     const struct {
         milliseconds period;
         const scaled_min& min;
@@ -19,14 +49,64 @@ idle_state::idle_state(const idle_policy& policy, listener& l, timeout_scale* sc
                   {policy.all_idle, policy.all_idle_min}};
     for (int k = 0; k < 3; ++k) {
         if (kinds[k].period.count() <= 0) continue;
-        timers_[k] = std::make_unique<activity_timer>(static_cast<activity_timer::listener&>(*this));
-        timers_[k]->start(kinds[k].period, kinds[k].min, scale, now);
+        if (scale && kinds[k].min.enabled()) {
+            if (!scaled_) scaled_ = std::make_unique<scaled_kinds>(l);
+            scaled_->start(k, kinds[k].period, kinds[k].min, *scale, now);
+        } else {
+            period_[k] = std::chrono::duration_cast<duration>(kinds[k].period);
+        }
     }
 }
 
+idle_state::~idle_state() = default;
+
+void idle_state::scaled_on_read(time_point stamp) {
+    scaled_->touch(reader, stamp);
+    scaled_->touch(all, stamp);
+}
+
+void idle_state::scaled_on_write(time_point stamp) {
+    scaled_->touch(writer, stamp);
+    scaled_->touch(all, stamp);
+}
+
+time_point idle_state::last(int k) const noexcept {
+    return k == reader ? last_read_ : k == writer ? last_write_ : std::max(last_read_, last_write_);
+}
+
+time_point idle_state::due(timer_scheduler& svc, int k) const {
+    const time_point base = svc.latest_possible(last(k)); // never early against real time
+    // The (taken + 1)-th period after the last activity, saturating. A kind that took 2^32 - 1
+    // events in one idle spell (49 days of 1 ms periods) goes quiet until the next activity.
+    if (taken_[k] == UINT32_MAX) return time_point::max();
+    const auto n = static_cast<duration::rep>(taken_[k]) + 1;
+    if (period_[k].count() > duration::max().count() / n) return time_point::max();
+    return saturating_add(base, period_[k] * n);
+}
+
+time_point idle_state::due(timer_scheduler& svc) const {
+    time_point d = time_point::max();
+    for (int k = 0; k < 3; ++k)
+        if (period_[k] > duration::zero()) d = std::min(d, due(svc, k));
+    return d;
+}
+
+std::size_t idle_state::take(timer_scheduler& svc, time_point now, idle_event (&out)[3]) {
+    std::size_t n = 0;
+    for (int k = 0; k < 3; ++k) {
+        if (period_[k] <= duration::zero() || due(svc, k) > now) continue;
+        out[n++] = {static_cast<idle_kind>(k), taken_[k] == 0};
+        // The next falls due at the first whole period after the last activity that is still to
+        // come: a late wake-up (a stall of many periods) gives one event, not a burst of them.
+        const auto periods = static_cast<std::uint64_t>((now - svc.latest_possible(last(k))) / period_[k]);
+        taken_[k] = periods < UINT32_MAX ? static_cast<std::uint32_t>(periods) : UINT32_MAX;
+    }
+    return n;
+}
+
 void idle_state::stop() noexcept {
-    for (auto& t : timers_)
-        if (t) t->stop();
+    if (scaled_) scaled_->stop();
+    period_[reader] = period_[writer] = period_[all] = duration::zero();
 }
 
 } // namespace heartwheel::net

@@ -4,7 +4,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <heartwheel/net/heartbeat.hpp>
-#include <heartwheel/net/idle_state.hpp>
+#include <heartwheel/net/connection_liveness.hpp>
 
 #include "idle_listener.hpp"
 #include "manual_service.hpp"
@@ -27,7 +27,7 @@ BOOST_AUTO_TEST_CASE(reader_idle_fires_at_its_tick_then_repeats) {
     idle_policy p;
     p.reader_idle = 100ms;
     idle_listener on(svc, [&](idle_event e) { got.push_back({svc.since_start(), e}); });
-    idle_state idle(p, on);
+    connection_liveness idle(svc, idle_only(p), on);
     svc.step_by(99ms);
     BOOST_TEST(got.empty());
     svc.step_by(1ms);
@@ -56,15 +56,17 @@ BOOST_AUTO_TEST_CASE(recording_activity_does_not_reschedule) {
     p.all_idle = 80ms;
     int events = 0;
     idle_listener on(svc, [&](idle_event) { ++events; });
-    idle_state idle(p, on);
+    connection_liveness idle(svc, idle_only(p), on);
     const auto schedules = svc.schedules;
     for (int i = 0; i < 1000; ++i) idle.on_read();
     BOOST_TEST(svc.schedules == schedules); // a store, no timer work
     svc.step_by(40ms);
     idle.on_read();
-    svc.step_by(50ms); // reader: at 50 re-filed lazily for 90, at 90 fires and re-arms; all: 80 -> 120
+    svc.step_by(50ms); // one node: at 50 re-filed lazily for the reader's 90; at 90 the reader
+                       // fires, and the node is filed for the all kind's 120
     BOOST_TEST(events == 1);
-    BOOST_TEST(svc.schedules == schedules + 3u);
+    BOOST_TEST(svc.schedules == schedules + 2u);
+    BOOST_TEST(svc.wheel().size() == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(writer_and_all_idle_and_write_progress) {
@@ -76,7 +78,7 @@ BOOST_AUTO_TEST_CASE(writer_and_all_idle_and_write_progress) {
         p.all_idle = 50ms;
         p.write_progress_is_activity = progress_counts;
         idle_listener on(svc, [&](idle_event e) { got.push_back({svc.since_start(), e}); });
-        idle_state idle(p, on);
+        connection_liveness idle(svc, idle_only(p), on);
         // A slow write: a few bytes every 20 ms, never completing.
         for (int i = 0; i < 4; ++i) {
             svc.step_by(20ms);
@@ -98,7 +100,7 @@ BOOST_AUTO_TEST_CASE(zero_disables) {
     manual_service svc;
     int events = 0;
     idle_listener on(svc, [&](idle_event) { ++events; });
-    idle_state idle(idle_policy{}, on);
+    connection_liveness idle(svc, idle_only(idle_policy{}), on);
     BOOST_TEST(svc.wheel().empty());
     svc.step_by(1s, 10ms);
     BOOST_TEST(events == 0);
@@ -111,7 +113,7 @@ BOOST_AUTO_TEST_CASE(never_early_with_a_stale_cached_clock) {
     p.reader_idle = 100ms;
     std::vector<duration> at;
     idle_listener on(svc, [&](idle_event) { at.push_back(svc.since_start()); });
-    idle_state idle(p, on);
+    connection_liveness idle(svc, idle_only(p), on);
     svc.step_by(20ms);
     idle.on_read(); // real time 20 ms, stamped 13 ms
     svc.step_by(150ms);
@@ -120,17 +122,82 @@ BOOST_AUTO_TEST_CASE(never_early_with_a_stale_cached_clock) {
     BOOST_TEST((at[0] <= 120ms + 7ms + 1ms)); // late by at most the stamp's uncertainty and a tick
 }
 
-BOOST_AUTO_TEST_CASE(destroying_idle_state_from_its_callback_is_safe) {
+// Two kinds due at once: a handler that closes the liveness at the first event hears no second one,
+// and nothing is left filed.
+BOOST_AUTO_TEST_CASE(closing_from_an_idle_event_stops_the_rest) {
     manual_service svc;
     idle_policy p;
     p.reader_idle = 10ms;
     p.all_idle = 10ms;
-    std::unique_ptr<idle_state> idle;
-    idle_listener on(svc, [&](idle_event) { idle.reset(); });
-    idle = std::make_unique<idle_state>(p, on);
+    std::unique_ptr<connection_liveness> idle;
+    int events = 0;
+    idle_listener on(svc, [&](idle_event) {
+        ++events;
+        idle->close();
+    });
+    idle = std::make_unique<connection_liveness>(svc, idle_only(p), on);
     svc.step_by(20ms);
-    BOOST_TEST(!idle);
+    BOOST_TEST(events == 1);
+    BOOST_TEST(idle->closed());
     BOOST_TEST(svc.wheel().empty());
+}
+
+// Both due at once and the handler closes on neither: both events, at the same time, each once.
+BOOST_AUTO_TEST_CASE(kinds_due_together_fire_together) {
+    manual_service svc;
+    idle_policy p;
+    p.reader_idle = 10ms;
+    p.all_idle = 10ms;
+    std::vector<recorded> got;
+    idle_listener on(svc, [&](idle_event e) { got.push_back({svc.since_start(), e}); });
+    connection_liveness idle(svc, idle_only(p), on);
+    svc.step_by(10ms);
+    BOOST_TEST_REQUIRE(got.size() == 2u);
+    BOOST_TEST((got[0].e.kind == idle_kind::reader));
+    BOOST_TEST((got[1].e.kind == idle_kind::all));
+    BOOST_TEST((got[0].at == 10ms && got[1].at == 10ms));
+    BOOST_TEST(svc.wheel().size() == 1u); // one node for both
+}
+
+// A wake-up many periods late (a stalled process) gives one event per kind, not one per period
+// missed, and the next comes at the next whole period after the last activity: no drift either.
+BOOST_AUTO_TEST_CASE(a_late_wakeup_gives_one_event_then_the_period_grid) {
+    manual_service svc;
+    idle_policy p;
+    p.reader_idle = 100ms;
+    std::vector<recorded> got;
+    idle_listener on(svc, [&](idle_event e) { got.push_back({svc.since_start(), e}); });
+    connection_liveness idle(svc, idle_only(p), on);
+    svc.advance_by(1050ms); // one advance, 10.5 periods in
+    BOOST_TEST_REQUIRE(got.size() == 1u);
+    BOOST_TEST(got[0].e.first);
+    svc.step_by(49ms);
+    BOOST_TEST(got.size() == 1u);
+    svc.step_by(1ms);
+    BOOST_TEST_REQUIRE(got.size() == 2u);
+    BOOST_TEST((got[1].at == 1100ms)); // 11 periods after the last activity, not 1050 + 100
+    BOOST_TEST(!got[1].e.first);
+}
+
+// While the peer's bytes wait unread (a stall), the event waits: looked at again every
+// unread_input_recheck, fired once they are gone without a read (a dead peer has none waiting).
+BOOST_AUTO_TEST_CASE(an_idle_event_waits_while_input_is_unread) {
+    manual_service svc;
+    idle_policy p;
+    p.reader_idle = 100ms;
+    std::vector<recorded> got;
+    idle_listener on(svc, [&](idle_event e) { got.push_back({svc.since_start(), e}); });
+    on.input = true;
+    connection_liveness idle(svc, idle_only(p), on);
+    svc.step_by(100ms);
+    const auto schedules = svc.schedules;
+    svc.step_by(30ms);
+    BOOST_TEST(got.empty());
+    BOOST_TEST(svc.schedules <= schedules + 4u); // a look every 10 ms, not a re-arm every tick
+    on.input = false;
+    svc.step_by(10ms);
+    BOOST_TEST_REQUIRE(got.size() == 1u);
+    BOOST_TEST((got[0].at > 130ms && got[0].at <= 140ms));
 }
 
 namespace {

@@ -157,9 +157,61 @@ BOOST_AUTO_TEST_CASE(connection_limits_handshake_and_age) {
     svc.step_by(1ms);
     BOOST_TEST_REQUIRE(ev.size() == 1u);
     BOOST_TEST((ev[0] == std::pair<std::string, duration>("handshake", 50ms)));
+    // The age (not scaling) is a deadline its owner's node waits for: +10 %, the top of the jitter
+    // range, from when the limits were made; the limits fire nothing for it themselves.
+    BOOST_TEST((c.age_due() == t0 + 1100ms));
     svc.step_by(1300ms, 10ms);
-    BOOST_TEST_REQUIRE(ev.size() == 2u); // the age once; its goodbye's linger is the connection's
-    BOOST_TEST((ev[1] == std::pair<std::string, duration>("age", 1100ms))); // +10 %: the top of the jitter range
+    BOOST_TEST(ev.size() == 1u);
+    c.stop();
+    BOOST_TEST((c.age_due() == heartwheel::time_point::max()));
+}
+
+// The liveness's one node waits for the earliest of the idle kinds and the age: the reader-idle
+// events come every period, activity moves them on but not the age, and the age closes on time,
+// once; its goodbye's linger is the connection's.
+BOOST_AUTO_TEST_CASE(max_age_and_idle_share_the_liveness_node) {
+    asio::io_context io;
+    manual_service svc;
+    liveness_config cfg;
+    cfg.limits.handshake_timeout = 0ms;
+    cfg.limits.max_age = 1000ms;
+    cfg.limits.max_age_jitter = 0;
+    cfg.idle.reader_idle = 300ms;
+    liveness_recorder h(io.get_executor());
+    std::vector<duration> closed_at;
+    h.also = [&](close_reason) { closed_at.push_back(svc.since_start()); };
+    connection_liveness live(svc, cfg, h);
+    BOOST_TEST(svc.wheel().size() == 1u);
+    svc.step_by(250ms);
+    live.on_read(false); // not idle activity: the reader idle still counts from 0
+    svc.step_by(50ms);
+    BOOST_TEST_REQUIRE(h.closes.size() == 1u); // reader idle at 300 ms closes (close_on_idle)
+    BOOST_TEST((h.closes[0] == close_reason::reader_idle));
+    BOOST_TEST((closed_at[0] == 300ms));
+    BOOST_TEST(svc.wheel().empty());
+
+    // Reader idle repeating without closing, the age closing at 1,000 ms whatever the reads.
+    struct no_idle_close final : liveness_handler {
+        explicit no_idle_close(asio::any_io_executor e) : ex(std::move(e)) {}
+        asio::any_io_executor ex;
+        std::vector<std::pair<duration, close_reason>> closes;
+        std::vector<duration> idles;
+        manual_service* svc = nullptr;
+        void on_policy_close(close_reason why) override { closes.emplace_back(svc->since_start(), why); }
+        void on_idle(idle_event) override { idles.push_back(svc->since_start()); }
+        bool close_on_idle() const noexcept override { return false; }
+        asio::any_io_executor completion_executor() override { return ex; }
+    } n(io.get_executor());
+    manual_service svc2;
+    n.svc = &svc2;
+    connection_liveness live2(svc2, cfg, n);
+    svc2.step_by(400ms);
+    live2.on_read(); // idle activity at 400 ms: the next reader idle at 700
+    svc2.step_by(700ms);
+    BOOST_TEST((n.idles == std::vector<duration>{300ms, 700ms}));
+    BOOST_TEST_REQUIRE(n.closes.size() == 1u);
+    BOOST_TEST((n.closes[0] == std::pair<duration, close_reason>{1000ms, close_reason::max_age}));
+    BOOST_TEST(svc2.wheel().empty());
 }
 
 BOOST_AUTO_TEST_CASE(request_timeouts_say_queued_or_sent) {

@@ -139,7 +139,7 @@ BOOST_AUTO_TEST_CASE(activity_while_queued_goes_back_to_min) {
     scaled_reader r(svc, scale);
     svc.step_by(3s);
     BOOST_TEST(scale.queued() == 1u);
-    r.idle->on_read(); // activity at 3 s: out of the queue, min again
+    r.idle->on_read(svc.stamp()); // activity at 3 s: out of the queue, min again
     BOOST_TEST(scale.queued() == 0u);
     scale.set_pressure(1.0); // full scaling: 3 s + min
     svc.step_by(1999ms);

@@ -1,5 +1,6 @@
 // heartwheel/net/activity_timer.hpp — "fire when nothing happened for `timeout`", the primitive under
-// idle detection, read/write timeouts and the heartbeat's ping schedule.
+// the read/write timeouts, the handshake deadline and every timeout that scales under overload (the
+// idle kinds and the max age that do not scale are data in connection_liveness's one node instead).
 //
 // Recording activity stores a stamp (no clock call, no re-arm). The timer is armed at
 // latest_possible(last) + timeout; when it fires it compares again: if activity moved `last`, it
@@ -55,10 +56,6 @@ public:
         /// Asked just before an expiry: true puts it off by unread_input_recheck (see the top of
         /// this file). Must not stop or destroy the timer.
         virtual bool put_off(const activity_timer&) { return false; }
-        /// Whether the timer's last activity is an exact time (a clock reading, not a batch stamp):
-        /// its deadline is then last() + timeout, without the activity clock's batch bound. Asked
-        /// once per expiry; the heartbeat's ping schedule is the one user.
-        virtual bool exact_activity(const activity_timer&) const { return false; }
 
     protected:
         ~listener() = default;
@@ -94,17 +91,6 @@ public:
             if (listener_bits_ & scaled_bit && period_.scaled->entry.linked()) requeue();
         }
     }
-    time_point last() const noexcept { return last_; }
-    /// When the current period ends: the last activity (exact when the listener says so, else the
-    /// stamp's bound) + the period (a scaled timer's: its min). What an expiry is judged against.
-    time_point due() const;
-    /// The period: for a scaled timer, its current scaled value.
-    duration timeout() const noexcept;
-    /// Changes the period of the next firing (the heartbeat's jittered interval).
-    void set_timeout(duration t) noexcept {
-        if (scaled_state* s = scaled()) s->min = t;
-        else period_.plain = t;
-    }
 
 private:
     /// Its place in a range queue of the timeout_scale: the queue calls back the timer.
@@ -122,6 +108,9 @@ private:
         time_point fired_at = time_point::min(); ///< a repeat counts its min from here
     };
     void on_expire() override;
+    /// When the current period ends: the bound of the last activity's stamp + the period (a scaled
+    /// timer's: its min). What an expiry is judged against.
+    time_point due() const;
     /// Files the timer at the bound of its last activity + its period.
     void arm_for_last();
     void requeue();

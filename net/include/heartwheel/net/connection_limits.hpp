@@ -3,12 +3,12 @@
 // clients does not reconnect in lockstep); its goodbye then lingers as any close does (the
 // connection's linger: gRPC's MAX_CONNECTION_AGE_GRACE).
 //
-// Each deadline holds a timer only while it can fire: the handshake's from handshake_started() to
-// handshake_done(), the age's when max_age is on — a plain TCP connection without max age holds
-// none. A deadline that scales under overload is an activity_timer (it waits in the timeout_scale's
-// queue); the age's that does not is a bare wheel node pointing back here (40 bytes, a heap block
-// of 48 where an activity_timer takes 80: every connection of a server with max_age holds one).
-// Expiries go to a listener the owner implements (one pointer), never after stop() or destruction.
+// The handshake's deadline holds a timer only from handshake_started() to handshake_done(). The age
+// is a deadline its owner's timer node waits for (age_due(): connection_liveness files one node per
+// connection for the idle kinds and the age, not one per policy) — except an age that scales under
+// overload, which waits in the timeout_scale's queue on an activity_timer of its own. Expiries of
+// those timers go to a listener the owner implements (one pointer), never after stop() or
+// destruction.
 #ifndef HEARTWHEEL_NET_CONNECTION_LIMITS_HPP
 #define HEARTWHEEL_NET_CONNECTION_LIMITS_HPP
 
@@ -48,10 +48,12 @@ public:
 
     void handshake_started(); ///< arms the handshake timeout (if enabled)
     void handshake_done() noexcept { handshake_.reset(); }
+    /// When the age ends, for its owner's timer node to close at (time_point::max(): no max age, or
+    /// one that scales and fires on_max_age() itself). Never early against real time.
+    time_point age_due() const noexcept { return age_due_; }
     void stop() noexcept;
 
 private:
-    class fixed_age;
     void on_expired(activity_timer& t, bool) override;
     timer_scheduler& scheduler() const noexcept override { return listener_->scheduler(); }
 
@@ -59,8 +61,8 @@ private:
     milliseconds handshake_timeout_;
     milliseconds handshake_min_; ///< handshake_timeout_min resolved against the timeout; negative: none
     std::unique_ptr<activity_timer> handshake_; ///< a one-shot deadline: an activity timer so that it can scale
-    std::unique_ptr<timer_node> age_;           ///< an activity_timer when age_scaled_, else a fixed_age
-    bool age_scaled_ = false;
+    std::unique_ptr<activity_timer> age_;       ///< only for an age that scales
+    time_point age_due_ = time_point::max();   ///< an age that does not scale
 };
 
 } // namespace heartwheel::net

@@ -17,7 +17,12 @@
 // Sized for many idle connections: only what the configuration enables is built (a policy that is
 // off holds no timer; the heartbeat is allocated only when on, the request tracker on first use),
 // and the policies call back through interfaces, not std::functions (docs/benchmarks.md has the
-// bytes per idle connection by part).
+// bytes per idle connection by part). The liveness is itself one timer node, filed at the earliest
+// of the idle kinds' next events and the max age (idle_state::due, connection_limits::age_due):
+// those policies keep data, not timers, and a read or write only stores a stamp — the node, woken
+// early, files itself again for the new earliest. The heartbeat is a node of its own (its schedule
+// has exact deadlines and a judgement); so are the timeouts that scale under overload (they wait in
+// the timeout_scale's queue) and the read/write timeouts.
 //
 // Closing decisions: reader/writer/all idle close only if the handler's close_on_idle(); read_timeout,
 // write_timeout, the heartbeat's last miss, the handshake deadline and max age always close. The
@@ -66,7 +71,8 @@ protected:
     ~liveness_handler() = default;
 };
 
-class connection_liveness final : policy_host,
+class connection_liveness final : timer_node,
+                                  policy_host,
                                   idle_state::listener,
                                   heartbeat::listener,
                                   connection_limits::listener {
@@ -111,7 +117,15 @@ public:
 
 private:
     timeout_scale* scale() const noexcept override { return policy_host::scale(); } // the limits'
-    void on_idle(idle_event e) override;
+    /// The node: the idle kinds' events and the max age, when due.
+    void on_expire() override;
+    /// Files the node at the earlier of `idle_due` (the idle kinds' next event, or a put-off's
+    /// look again) and the max age; nothing when neither is on.
+    void arm(time_point idle_due);
+    /// An idle event (the node's, or a scaling kind's): counted, told, and closing if the first of
+    /// its kind and the handler says so. Returns false when the liveness closed (it may be gone).
+    bool idle(idle_event e);
+    void on_idle(idle_event e) override { idle(e); }
     void send_ping() override;
     void on_dead() override;
     void on_miss() override;
@@ -128,12 +142,10 @@ private:
     // Of the config, only what is judged after construction is kept (a connection does not carry a
     // copy of the whole config): the request policy, and which close reasons the overload scales.
     milliseconds request_timeout_;
-    // The two 32-bit words below each fit in the tail padding of the policy before them (laid out as
-    // a base would be: no unique address needed): 8 bytes less than after them.
-    [[no_unique_address]] idle_state idle_;
+    idle_state idle_;
+    connection_limits limits_;
     std::uint32_t scaled_reasons_ = 0; ///< bit per close_reason, of the timeouts that scale
     static_assert(max_close_reasons <= 32, "scaled_reasons_ has a bit per close reason");
-    [[no_unique_address]] connection_limits limits_;
     std::uint32_t request_max_outstanding_ : 31; // validated to at most 2^24: closed_ shares its word
     std::uint32_t closed_ : 1;
     static_assert(request_policy::max_outstanding_max < (std::uint32_t{1} << 31));

@@ -1,20 +1,29 @@
 // heartwheel/net/idle_state.hpp — reader, writer and all idle detection (Netty's IdleStateHandler).
 //
-// One activity_timer per enabled kind shares the connection's activity stamps: a read stamps the
-// reader and all timers, a completed write (and, by default, partial write progress) the writer and
-// all timers. A kind whose period is zero has no timer at all (an idle_state with only reader idle
-// holds one timer). Events carry the kind and whether it is the first since the last activity, and
-// repeat every period while idleness lasts. They go to a listener (an interface the owner
-// implements: one pointer, not a std::function per connection), on the wheel's thread, never after
-// stop() or destruction. An event is put off while the listener says the peer's bytes wait unread
-// (input_waiting(): after a process stall, before the reactor has read them), and judged again
-// once they are read (activity_timer.hpp): a stall never makes a talking peer look idle.
+// A read stamps the reader and all kinds, a completed write (and, by default, partial write progress)
+// the writer and all kinds: a stamp is a store, nothing is re-armed. A kind whose period is zero is
+// off. Events carry the kind and whether it is the first since the last activity, and repeat every
+// period while idleness lasts: the n-th event of an idle spell falls due n periods after the
+// spell's last activity (never early against real time: the stamp's bound counts), so a late
+// wake-up does not push the next repeat later, and a wake-up later than several periods (a stall)
+// gives one event, not a burst.
+//
+// The kinds that do not scale hold no timer of their own: idle_state is their data — the stamps,
+// the periods and the events taken since the last activity — and its owner's one timer node waits
+// for due() and collects the events with take() (connection_liveness: one node per connection for
+// the idle kinds and the max age, not one per policy; it also puts an event off while the peer's
+// bytes wait unread). A kind given a min under overload (`reader_idle_min`, ...: timeout_scale.hpp)
+// waits in the timeout_scale's queue on an activity_timer of its own, allocated only then, and its
+// events go straight to the listener (never after stop() or destruction; an event is put off while
+// the listener says the peer's bytes wait unread, and judged again once they are read).
 #ifndef HEARTWHEEL_NET_IDLE_STATE_HPP
 #define HEARTWHEEL_NET_IDLE_STATE_HPP
 
 #include <heartwheel/net/activity_timer.hpp>
 #include <heartwheel/net/policies.hpp>
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 
 namespace heartwheel::net {
@@ -26,12 +35,12 @@ struct idle_event {
     bool first; ///< the first event of this kind since the last activity
 };
 
-class idle_state final : activity_timer::listener {
+class idle_state {
 public:
-    /// Hears every idle event and names the scheduler; must outlive the idle_state.
+    /// Hears the events of the kinds that scale and names the scheduler; must outlive the idle_state.
     class listener {
     public:
-        /// The scheduler the idle timers are filed in (the same one for the idle_state's life).
+        /// The scheduler the idle_state's stamps come from (the same one for its life).
         virtual timer_scheduler& scheduler() const noexcept = 0;
         virtual void on_idle(idle_event e) = 0;
         /// Whether bytes from the peer wait unread for a read already pending: the event waits.
@@ -41,41 +50,58 @@ public:
         ~listener() = default;
     };
 
-    /// Validates the policy (config_error) and starts the enabled timers from now. With `scale`,
-    /// the kinds given a min (`reader_idle_min`, ...) shrink under pressure (timeout_scale.hpp).
+    /// Validates the policy (config_error) and starts the enabled kinds from now. With `scale`, the
+    /// kinds given a min (`reader_idle_min`, ...) shrink under pressure (timeout_scale.hpp).
     idle_state(const idle_policy& policy, listener& l, timeout_scale* scale = nullptr);
+    ~idle_state();
     idle_state(const idle_state&) = delete;
     idle_state& operator=(const idle_state&) = delete;
 
     void on_read(time_point stamp) {
-        touch(idle_kind::reader, stamp);
-        touch(idle_kind::all, stamp);
+        if (stamp > last_read_) {
+            last_read_ = stamp;
+            taken_[reader] = taken_[all] = 0;
+        }
+        if (scaled_) scaled_on_read(stamp);
     }
-    void on_read() { on_read(scheduler().stamp()); }
     void on_write_complete(time_point stamp) {
-        touch(idle_kind::writer, stamp);
-        touch(idle_kind::all, stamp);
+        if (stamp > last_write_) {
+            last_write_ = stamp;
+            taken_[writer] = taken_[all] = 0;
+        }
+        if (scaled_) scaled_on_write(stamp);
     }
-    void on_write_complete() { on_write_complete(scheduler().stamp()); }
     /// Some bytes of a write went out; counts only if the policy's write_progress_is_activity.
     void on_write_progress(time_point stamp) {
         if (progress_is_activity_) on_write_complete(stamp);
     }
-    void on_write_progress() { on_write_progress(scheduler().stamp()); }
 
+    /// When the next event of the kinds without a timer of their own falls due; time_point::max()
+    /// when none is on. Moves later with activity (never earlier): a node filed for it may wake
+    /// early and file itself again.
+    time_point due(timer_scheduler& svc) const;
+    /// Takes the events of those kinds due at `now` into `out` (reader, writer, all: at most one
+    /// each) and returns how many; each kind's next event falls due a period later.
+    std::size_t take(timer_scheduler& svc, time_point now, idle_event (&out)[3]);
+
+    /// No more events (the kinds that scale stop their timers; the others are the owner's to stop).
     void stop() noexcept;
 
 private:
-    void touch(idle_kind k, time_point stamp) {
-        if (auto& t = timers_[static_cast<int>(k)]) t->touch(stamp);
-    }
-    void on_expired(activity_timer& t, bool first) override;
-    timer_scheduler& scheduler() const noexcept override { return listener_->scheduler(); }
-    bool put_off(const activity_timer&) override { return listener_->input_waiting(); }
+    enum : std::uint8_t { reader, writer, all };
+    class scaled_kinds;
+    time_point last(int k) const noexcept; ///< the kind's last activity
+    time_point due(timer_scheduler& svc, int k) const;
+    void scaled_on_read(time_point stamp);
+    void scaled_on_write(time_point stamp);
 
-    listener* listener_;
-    std::unique_ptr<activity_timer> timers_[3]; ///< by idle_kind; null when that kind is disabled
+    // 64 bytes, no timer: the two stamps, each kind's period (zero: off, or it scales) and the
+    // events taken since its last activity.
+    time_point last_read_{}, last_write_{};
+    duration period_[3]{};
+    std::uint32_t taken_[3]{};
     bool progress_is_activity_;
+    std::unique_ptr<scaled_kinds> scaled_; ///< only when a kind scales
 };
 
 } // namespace heartwheel::net
