@@ -7,8 +7,9 @@
 
 namespace heartwheel::net {
 
-connection_limits::connection_limits(const server_limits& limits, listener& l, const random_source& rnd)
-    : listener_(&l), handshake_timeout_(detail::validated(limits).handshake_timeout),
+connection_limits::connection_limits(const server_limits& limits, activity_timer::listener& timers, timeout_scale* scale,
+                                     const random_source& rnd)
+    : handshake_timeout_(detail::validated(limits).handshake_timeout),
       handshake_min_(limits.handshake_timeout_min.enabled() ? limits.handshake_timeout_min.of(limits.handshake_timeout)
                                                             : milliseconds(-1)) {
     if (limits.max_age.count() <= 0) return;
@@ -17,30 +18,29 @@ connection_limits::connection_limits(const server_limits& limits, listener& l, c
     const auto base = std::chrono::duration_cast<duration>(limits.max_age);
     const auto age_limit = duration(static_cast<duration::rep>(std::llround(static_cast<double>(base.count()) * factor)));
     const scaled_min& age_min = limits.max_age_min;
-    timer_scheduler& svc = l.scheduler();
+    timer_scheduler& svc = timers.scheduler();
     const auto since = svc.stamp();
-    if (timeout_scale* scale = l.scale(); scale && age_min.enabled()) {
+    if (scale && age_min.enabled()) {
         // The jittered age is the max; the min follows the configured max_age.
         const auto mn = std::chrono::duration_cast<duration>(age_min.of(limits.max_age));
-        age_ = std::make_unique<activity_timer>(static_cast<activity_timer::listener&>(*this));
+        age_ = std::make_unique<activity_timer>(timers);
         age_->start_scaled(*scale, std::min(mn, age_limit), age_limit, since);
     } else {
         age_due_ = saturating_add(svc.latest_possible(since), age_limit); // never early
     }
 }
 
-void connection_limits::on_expired(activity_timer& t, bool) {
+connection_limits::deadline connection_limits::expired(activity_timer& t) noexcept {
     t.stop(); // one-shot deadlines
-    if (&t == handshake_.get()) return listener_->on_handshake_timeout();
-    listener_->on_max_age();
+    return &t == handshake_.get() ? deadline::handshake : deadline::age;
 }
 
-void connection_limits::handshake_started() {
+void connection_limits::handshake_started(activity_timer::listener& timers, timeout_scale* scale) {
     if (handshake_timeout_.count() <= 0) return;
-    if (!handshake_) handshake_ = std::make_unique<activity_timer>(static_cast<activity_timer::listener&>(*this));
+    if (!handshake_) handshake_ = std::make_unique<activity_timer>(timers);
     using std::chrono::duration_cast;
-    handshake_->start(duration_cast<duration>(handshake_timeout_), duration_cast<duration>(handshake_min_),
-                      listener_->scale(), scheduler().stamp());
+    handshake_->start(duration_cast<duration>(handshake_timeout_), duration_cast<duration>(handshake_min_), scale,
+                      timers.scheduler().stamp());
 }
 
 void connection_limits::stop() noexcept {

@@ -10,7 +10,8 @@ namespace heartwheel::net {
 connection_liveness::connection_liveness(timer_scheduler& svc, const liveness_config& config, liveness_handler& handler,
                                          liveness_counters* counters, timeout_scale* scale)
     : policy_host(svc, scale), handler_(&handler), counters_(counters), request_timeout_(config.request.timeout),
-      idle_(config.idle, *this, scale), limits_(config.limits, *this),
+      idle_(config.idle, *this, scale),
+      limits_(config.limits, static_cast<activity_timer::listener&>(*this), scale),
       request_max_outstanding_(config.request.max_outstanding & 0x7fffffffu), closed_(0), runtimes_(*this, config) {
     config.overload.validate();
     config.request.validate(); // the tracker is made on first use: its policy is judged now
@@ -91,6 +92,11 @@ void connection_liveness::on_expire() {
     arm(idle_.due(*svc_)); // before the events: each may close, and a close may destroy *this
     for (std::size_t i = 0; i < n; ++i)
         if (!idle(events[i])) return;
+}
+
+void connection_liveness::on_expired(activity_timer& t, bool) {
+    close_for(limits_.expired(t) == connection_limits::deadline::handshake ? close_reason::handshake_timeout
+                                                                           : close_reason::max_age); // last
 }
 
 bool connection_liveness::idle(idle_event e) {

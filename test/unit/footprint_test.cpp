@@ -63,15 +63,15 @@ heap_use measure(F&& f) {
 using core_socket = asio::basic_stream_socket<asio::ip::tcp, asio::io_context::executor_type>;
 
 // A connection's object decides its heap block (with make_shared's control block and malloc's header).
-// Its liveness lives inside it: over a socket typed with its io_context's executor it is 528 bytes
-// with its connection_liveness, a block of 560 (472, a block of 496, before the liveness became the
-// idle kinds' and the max age's timer node: 64 bytes more here for two heap blocks of 64 and 48 less;
-// at 520 it would take 544). Before the liveness was made in place, the two took 304 + 256 (the
+// Its liveness lives inside it: over a socket typed with its io_context's executor it is 512 bytes
+// with its connection_liveness, a block of 544 (472, a block of 496, before the liveness became the
+// idle kinds' and the max age's timer node: 56 bytes more here for two heap blocks of 64 and 48 less;
+// at 528 it took 560). Before the liveness was made in place, the two took 304 + 256 (the
 // connection kept a pointer to the liveness, and its own copies of the scheduler and the counters
 // the liveness holds). The output bound's share is 32 bytes (40 while it cached the lower limit).
 BOOST_AUTO_TEST_CASE(a_connection_fits_its_heap_block) {
     BOOST_TEST(sizeof(output_bound) <= 32u);
-    BOOST_TEST(sizeof(connection<core_socket>) <= 528u);
+    BOOST_TEST(sizeof(connection<core_socket>) <= 512u);
 }
 
 // Accepting a connection allocates its block and its stream's core, and nothing for its liveness
@@ -115,17 +115,18 @@ BOOST_AUTO_TEST_CASE(liveness_builds_only_what_the_config_enables) {
     use = measure([&] { live.emplace(svc, echo, handler); });
     BOOST_TEST(use.allocations == 1u); // the heartbeat: reader idle and max age are the liveness's node
     BOOST_TEST(use.bytes <= 136u, use.bytes << " bytes"); // 232 when they were timers of their own
-    // 272, inside the connection's block (a_connection_fits_its_heap_block): it is a timer node (32
+    // 256, inside the connection's block (a_connection_fits_its_heap_block): it is a timer node (32
     // bytes), filed at the earliest of the idle kinds' next events and the max age, which keep data,
     // not timers (the idle state's stamps, periods and events taken, 64; the age's deadline, 8): a
     // reader-idle timer (a heap block of 64) and a max-age node (48) less per connection. Four
-    // interfaces' pointers (it hears idle_state's scaling kinds, the heartbeat and connection_limits,
-    // and is the policy_host of the runtimes: 32 bytes); the limits ask it for the scheduler and the
-    // scale instead of keeping pointers; the handshake's min is resolved once (8 bytes, not a
+    // interfaces' pointers (it hears idle_state's scaling kinds, the heartbeat and the limits' timers,
+    // and is the policy_host of the runtimes: 32 bytes); the limits keep neither a listener nor a
+    // vtable pointer of their own (40 bytes, not 56: the liveness is their timers' listener); the handshake's min is resolved once (8 bytes, not a
     // scaled_min's 16); closed shares a word with the request limit. The runtimes add only what a
     // runtime holds (policy_runtime_test).
-    BOOST_TEST(sizeof(connection_liveness) <= 272u);
+    BOOST_TEST(sizeof(connection_liveness) <= 256u);
     BOOST_TEST(sizeof(idle_state) <= 64u);
+    BOOST_TEST(sizeof(connection_limits) <= 40u);
     // A heap block of 64: its scheduler comes from its listener, whose pointer carries its two flags,
     // and its one last word is a plain timer's period or a scaled one's state (72 took 80, 88 took 96).
     BOOST_TEST(sizeof(activity_timer) <= 56u);

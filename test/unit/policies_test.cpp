@@ -141,17 +141,20 @@ BOOST_AUTO_TEST_CASE(connection_limits_handshake_and_age) {
     l.max_age = 1000ms;
     l.max_age_jitter = 0.1;
     std::vector<std::pair<std::string, duration>> ev;
-    struct notes final : connection_limits::listener {
+    struct notes final : activity_timer::listener {
         heartwheel::timer_scheduler* svc = nullptr;
+        connection_limits* limits = nullptr;
         std::function<void(const char*)> note;
         heartwheel::timer_scheduler& scheduler() const noexcept override { return *svc; }
-        void on_handshake_timeout() override { note("handshake"); }
-        void on_max_age() override { note("age"); }
+        void on_expired(activity_timer& t, bool) override {
+            note(limits->expired(t) == connection_limits::deadline::handshake ? "handshake" : "age");
+        }
     } listener;
     listener.svc = &svc;
     listener.note = [&](const char* what) { ev.emplace_back(what, svc.since_start()); };
-    connection_limits c(l, listener, [] { return 1.0; });
-    c.handshake_started();
+    connection_limits c(l, listener, nullptr, [] { return 1.0; });
+    listener.limits = &c;
+    c.handshake_started(listener, nullptr);
     svc.step_by(49ms);
     BOOST_TEST(ev.empty());
     svc.step_by(1ms);

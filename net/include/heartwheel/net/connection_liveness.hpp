@@ -75,7 +75,7 @@ class connection_liveness final : timer_node,
                                   policy_host,
                                   idle_state::listener,
                                   heartbeat::listener,
-                                  connection_limits::listener {
+                                  activity_timer::listener {
 public:
     /// Validates `config` (config_error) and starts the enabled policies from now. With `scale`, the
     /// timeouts given a min (`reader_idle_min`, ...) shrink under pressure (timeout_scale.hpp); `scale`
@@ -99,7 +99,7 @@ public:
     /// The peer answered our ping.
     void on_pong();
     /// The TLS handshake began / finished (arms / disarms limits.handshake_timeout).
-    void handshake_started() { limits_.handshake_started(); }
+    void handshake_started() { limits_.handshake_started(*this, scale_); }
     void handshake_done() noexcept { limits_.handshake_done(); }
 
     /// The connection's outstanding requests (made on first use, with config.request). After close()
@@ -116,7 +116,6 @@ public:
     liveness_counters* counters() const noexcept { return counters_; }
 
 private:
-    timeout_scale* scale() const noexcept override { return policy_host::scale(); } // the limits'
     /// The node: the idle kinds' events and the max age, when due.
     void on_expire() override;
     /// Files the node at the earlier of `idle_due` (the idle kinds' next event, or a put-off's
@@ -129,8 +128,8 @@ private:
     void send_ping() override;
     void on_dead() override;
     void on_miss() override;
-    void on_handshake_timeout() override { close_for(close_reason::handshake_timeout); }
-    void on_max_age() override { close_for(close_reason::max_age); }
+    /// The limits' timers (a handshake deadline, an age that scales): one-shot, and closing.
+    void on_expired(activity_timer& t, bool) override;
     bool input_waiting() override { return handler_->input_waiting(); }
     // policy_host: the one close decision, for every policy
     void close_for(close_reason why) override;
