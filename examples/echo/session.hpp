@@ -222,7 +222,7 @@ private:
     heartwheel::net::line_framer framer_;
     // 32-bit, beside each other, the flag in the count's word: a ping a second wraps after a
     // century, and a framer holds at most --max-line (16 MiB) and a chunk. With no place_ a TCP
-    // session is 136 bytes, a heap block of 160 with make_shared's control block (echo_protocol_test).
+    // session is 120 bytes, a heap block of 144 with make_shared's control block (echo_protocol_test).
     std::uint32_t ping_seq_ = 0;
     std::uint32_t held_ : 31;   ///< framer_.memory() as last counted
     std::uint32_t reading_ : 1;

@@ -11,7 +11,8 @@ namespace heartwheel::net {
 namespace {
 std::uint32_t u32(std::size_t v) noexcept { return static_cast<std::uint32_t>(v); }
 // own_ is indexed in 32 bits: it may grow by `more` bytes only while it stays below 4 GiB.
-void check_room(const std::string& own, std::size_t more) {
+template <class Kept>
+void check_room(const Kept& own, std::size_t more) {
     if (own.size() + more > std::numeric_limits<std::uint32_t>::max())
         throw std::length_error("line_framer: 4 GiB or more kept unread");
 }
@@ -22,14 +23,30 @@ void line_framer::feed(std::string_view bytes) {
     set_in(bytes);
 }
 
-std::size_t line_framer::memory() const noexcept {
-    // The capacity a std::string has within its own object (SSO) is not heap memory.
-    return own_.capacity() > std::string().capacity() ? own_.capacity() + 1 : 0;
+void line_framer::kept::append(const char* p, std::size_t n) {
+    if (n == 0) return;
+    const std::size_t need = std::size_t{size_} + n;
+    if (need > cap_) { // grows geometrically, as a string would, within 32 bits
+        const std::size_t most = std::numeric_limits<std::uint32_t>::max();
+        const std::size_t cap = std::max({need, std::min(std::size_t{cap_} * 2, most), std::size_t{32}});
+        char* bigger = new char[cap];
+        if (size_ > 0) std::memcpy(bigger, data_, size_);
+        delete[] data_;
+        data_ = bigger;
+        cap_ = u32(cap);
+    }
+    std::memcpy(data_ + size_, p, n);
+    size_ = u32(need);
+}
+
+void line_framer::kept::erase_front(std::size_t n) noexcept {
+    std::memmove(data_, data_ + n, size_ - n);
+    size_ -= u32(n);
 }
 
 void line_framer::release_if_consumed() {
     if (own_.empty() || begin_ < own_.size()) return; // nothing held, or still in use
-    std::string().swap(own_); // everything was handed out: give the memory back
+    own_.release(); // everything was handed out: give the memory back
     begin_ = scan_ = 0;
 }
 
@@ -56,7 +73,7 @@ line_framer::status line_framer::next(std::string_view& line) {
         if (end == nullptr) {
             if (in.size() >= room) return status::too_long;
             check_room(own_, in.size());
-            own_.append(in);
+            own_.append(in.data(), in.size());
             scan_ = u32(own_.size());
             set_in({});
             return status::need_more;
@@ -80,7 +97,7 @@ line_framer::status line_framer::next(std::string_view& line) {
     }
     if (in.size() > max_line_) return status::too_long;
     if (!in.empty()) {
-        own_.assign(in);
+        own_.append(in.data(), in.size()); // own_ is empty here: nothing kept
         begin_ = 0;
         scan_ = u32(own_.size());
         set_in({});
@@ -92,12 +109,12 @@ void line_framer::stash() {
     release_if_consumed();
     if (in_size_ == 0) return;
     if (begin_ > 0) { // drop what was handed out before growing
-        own_.erase(0, begin_);
+        own_.erase_front(begin_);
         scan_ -= begin_;
         begin_ = 0;
     }
     check_room(own_, in_size_);
-    own_.append(in());
+    own_.append(in_, in_size_);
     set_in({});
 }
 
