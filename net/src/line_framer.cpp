@@ -11,8 +11,7 @@ namespace heartwheel::net {
 namespace {
 std::uint32_t u32(std::size_t v) noexcept { return static_cast<std::uint32_t>(v); }
 // own_ is indexed in 32 bits: it may grow by `more` bytes only while it stays below 4 GiB.
-template <class Kept>
-void check_room(const Kept& own, std::size_t more) {
+void check_room(const detail::byte_array& own, std::size_t more) {
     if (own.size() + more > std::numeric_limits<std::uint32_t>::max())
         throw std::length_error("line_framer: 4 GiB or more kept unread");
 }
@@ -21,27 +20,6 @@ void check_room(const Kept& own, std::size_t more) {
 void line_framer::feed(std::string_view bytes) {
     if (bytes.size() > max_size) throw std::length_error("line_framer: a feed of more than 2 GiB - 1 bytes");
     set_in(bytes);
-}
-
-void line_framer::kept::append(const char* p, std::size_t n) {
-    if (n == 0) return;
-    const std::size_t need = std::size_t{size_} + n;
-    if (need > cap_) { // grows geometrically, as a string would, within 32 bits
-        const std::size_t most = std::numeric_limits<std::uint32_t>::max();
-        const std::size_t cap = std::max({need, std::min(std::size_t{cap_} * 2, most), std::size_t{32}});
-        char* bigger = new char[cap];
-        if (size_ > 0) std::memcpy(bigger, data_, size_);
-        delete[] data_;
-        data_ = bigger;
-        cap_ = u32(cap);
-    }
-    std::memcpy(data_ + size_, p, n);
-    size_ = u32(need);
-}
-
-void line_framer::kept::erase_front(std::size_t n) noexcept {
-    std::memmove(data_, data_ + n, size_ - n);
-    size_ -= u32(n);
 }
 
 void line_framer::release_if_consumed() {

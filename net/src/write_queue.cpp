@@ -12,11 +12,6 @@ std::uint32_t narrow(std::size_t v) noexcept {
     return static_cast<std::uint32_t>(std::min<std::size_t>(v, std::numeric_limits<std::uint32_t>::max()));
 }
 
-// Heap bytes a string holds: none while its characters fit in the object itself (SSO).
-std::size_t heap_bytes(const std::string& s) noexcept {
-    static const std::size_t inline_capacity = std::string().capacity();
-    return s.capacity() > inline_capacity ? s.capacity() + 1 : 0;
-}
 } // namespace
 
 write_queue::write_queue(write_queue_limits limits)
@@ -24,8 +19,8 @@ write_queue::write_queue(write_queue_limits limits)
 
 write_queue::~write_queue() = default;
 
-std::string write_queue::take_spare() noexcept {
-    std::string s;
+write_queue::chunk write_queue::take_spare() noexcept {
+    chunk s;
     if (more_) {
         s.swap(more_->spare);
         release_more();
@@ -45,11 +40,11 @@ void write_queue::append(const std::string_view* parts, std::size_t part_count) 
     if (count == 0) {
         front_ = take_spare(); // reuse the kept capacity, if any
     } else if (last_in_flight || back().size() + size > chunk_bytes_) {
-        std::string fresh = take_spare();
+        chunk fresh = take_spare();
         if (!more_) more_ = std::make_unique<more>();
         more_->rest.push_back(std::move(fresh));
     }
-    std::string& c = back();
+    chunk& c = back();
     if (c.empty()) c.reserve(size); // a fresh chunk: one allocation for a message of several parts
     for (std::size_t i = 0; i < part_count; ++i) c.append(parts[i].data(), parts[i].size());
     queued_ += size;
@@ -58,7 +53,7 @@ void write_queue::append(const std::string_view* parts, std::size_t part_count) 
 std::string_view write_queue::next_bytes() {
     if (front_.empty()) return {};
     in_flight_ = true;
-    return std::string_view(front_).substr(offset_);
+    return front_.view().substr(offset_);
 }
 
 bool write_queue::consumed(std::size_t n) {
@@ -67,7 +62,7 @@ bool write_queue::consumed(std::size_t n) {
     if (offset_ < front_.size()) return false;
     in_flight_ = false;
     offset_ = 0;
-    std::string done = std::move(front_);
+    chunk done = std::move(front_);
     pop_front();
     if (keep_capacity_ > 0 && done.capacity() <= keep_capacity_ &&
         done.capacity() > (more_ ? more_->spare.capacity() : 0)) {
@@ -81,7 +76,7 @@ bool write_queue::consumed(std::size_t n) {
 // The next chunk moves to the front; what only the backlog needed is released once it is empty.
 void write_queue::pop_front() noexcept {
     if (!more_ || more_->rest.empty()) {
-        std::string().swap(front_);
+        front_.release();
         return;
     }
     front_ = std::move(more_->rest.front());
@@ -91,32 +86,32 @@ void write_queue::pop_front() noexcept {
 
 void write_queue::release_more() noexcept {
     if (!more_ || !more_->rest.empty()) return;
-    if (more_->spare.capacity() > std::string().capacity()) {
-        std::vector<std::string>().swap(more_->rest); // keep the spare, not the list's capacity
+    if (more_->spare.capacity() > 0) {
+        std::vector<chunk>().swap(more_->rest); // keep the spare, not the list's capacity
         return;
     }
     more_.reset();
 }
 
 std::size_t write_queue::memory() const noexcept {
-    std::size_t m = heap_bytes(front_);
+    std::size_t m = front_.capacity();
     if (more_) {
-        m += sizeof(more) + heap_bytes(more_->spare) + more_->rest.capacity() * sizeof(std::string);
-        for (const auto& c : more_->rest) m += heap_bytes(c);
+        m += sizeof(more) + more_->spare.capacity() + more_->rest.capacity() * sizeof(chunk);
+        for (const auto& c : more_->rest) m += c.capacity();
     }
     return m;
 }
 
 void write_queue::drop_pending() noexcept {
     if (more_) {
-        std::vector<std::string>().swap(more_->rest);
+        std::vector<chunk>().swap(more_->rest);
         release_more();
     }
     if (in_flight_) {
         queued_ = front_.size() - offset_; // the rest of the write in flight stays
         return;
     }
-    std::string().swap(front_);
+    front_.release();
     queued_ = 0;
     offset_ = 0;
 }

@@ -13,17 +13,18 @@
 // called; no line holds a '\n' or exceeds max_line; a line longer than max_line is reported as
 // too_long as soon as max_line + 1 bytes of it have been fed, so the framer never holds more than
 // max_line bytes of a partial line, plus what stash() kept; each byte is scanned for '\n' once.
-// Sizes are held in 32 bits and what it keeps in a heap array of its own (40 bytes: every idle
+// Sizes are held in 32 bits and what it keeps in a detail::byte_array (40 bytes: every idle
 // connection of a line protocol holds one; a std::string and its inline room took 16 more): a line
 // is at most 2 GiB - 1 (a larger max_line is taken as that), a feed at most 2 GiB - 1, and what the
 // framer keeps under 4 GiB (std::length_error otherwise).
 #ifndef HEARTWHEEL_NET_LINE_FRAMER_HPP
 #define HEARTWHEEL_NET_LINE_FRAMER_HPP
 
+#include <heartwheel/net/detail/byte_array.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
-#include <utility>
 
 namespace heartwheel::net {
 
@@ -55,36 +56,6 @@ public:
     std::size_t memory() const noexcept { return own_.capacity(); }
 
 private:
-    /// The bytes kept across reads: a heap array with 32-bit size and capacity, empty without one.
-    class kept {
-    public:
-        kept() noexcept = default;
-        kept(kept&& o) noexcept { swap(o); }
-        kept& operator=(kept&& o) noexcept {
-            kept(std::move(o)).swap(*this);
-            return *this;
-        }
-        ~kept() { delete[] data_; }
-        void swap(kept& o) noexcept {
-            std::swap(data_, o.data_);
-            std::swap(size_, o.size_);
-            std::swap(cap_, o.cap_);
-        }
-        const char* data() const noexcept { return data_; }
-        std::size_t size() const noexcept { return size_; }
-        std::size_t capacity() const noexcept { return cap_; }
-        bool empty() const noexcept { return size_ == 0; }
-        /// Appends n bytes; the caller has checked that the size stays below 4 GiB.
-        void append(const char* p, std::size_t n);
-        void erase_front(std::size_t n) noexcept;
-        void release() noexcept { kept().swap(*this); }
-
-    private:
-        char* data_ = nullptr;
-        std::uint32_t size_ = 0, cap_ = 0;
-    };
-
-
     void release_if_consumed();
     std::string_view in() const noexcept { return {in_, in_size_}; }
     void set_in(std::string_view v) noexcept {
@@ -92,7 +63,7 @@ private:
         in_size_ = static_cast<std::uint32_t>(v.size());
     }
 
-    kept own_;                   ///< kept across reads: a partial line, or stashed bytes
+    detail::byte_array own_;     ///< kept across reads: a partial line, or stashed bytes
     const char* in_ = nullptr;   ///< lent by feed(), not yet taken: in_size_ bytes from here
     std::uint32_t in_size_ = 0;
     std::uint32_t begin_ = 0;    ///< first byte of own_ not yet returned

@@ -12,9 +12,11 @@
 //  - queued() counts every byte not yet accepted by the kernel; memory() every byte really held
 //    (the chunks' capacities), which is what the limits judge — per-message overhead is zero;
 //  - a drained queue keeps at most one chunk of `keep_capacity` for reuse (none by default), and
-//    nothing else: the first chunk lives in the queue object, and only a backlog of several chunks
-//    (or a kept spare) allocates the rest, released when the backlog is gone. An idle connection's
-//    queue holds no heap memory (the sizes are kept as 32-bit counts).
+//    nothing else: the first chunk's handle lives in the queue object, and only a backlog of several
+//    chunks (or a kept spare) allocates the rest, released when the backlog is gone. An idle
+//    connection's queue holds no heap memory, and is 48 bytes: its sizes are 32-bit counts and its
+//    chunks detail::byte_arrays (a std::string's inline room would spare a short message its
+//    allocation but cost every idle connection 16 bytes).
 // The bounds — backpressure's water marks, a slow consumer's hard and soft limits — are the
 // connection's policy (output_policy), judged against queued(); the write timeout is the
 // connection's business too: each completed write_some with n > 0 is progress.
@@ -22,11 +24,12 @@
 #ifndef HEARTWHEEL_NET_WRITE_QUEUE_HPP
 #define HEARTWHEEL_NET_WRITE_QUEUE_HPP
 
+#include <heartwheel/net/detail/byte_array.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
-#include <string>
 #include <string_view>
 #include <vector>
 
@@ -74,17 +77,18 @@ public:
 
 private:
     /// What only a backlog or a kept spare needs: allocated with the first of them, freed with the last.
+    using chunk = detail::byte_array;
     struct more {
-        std::vector<std::string> rest; ///< chunks behind the front one
-        std::string spare;             ///< a drained chunk kept for reuse
+        std::vector<chunk> rest; ///< chunks behind the front one
+        chunk spare;             ///< a drained chunk kept for reuse
     };
     std::size_t chunk_count() const noexcept { return front_.empty() ? 0 : 1 + (more_ ? more_->rest.size() : 0); }
-    std::string& back() noexcept { return more_ && !more_->rest.empty() ? more_->rest.back() : front_; }
-    std::string take_spare() noexcept;
+    chunk& back() noexcept { return more_ && !more_->rest.empty() ? more_->rest.back() : front_; }
+    chunk take_spare() noexcept;
     void pop_front() noexcept;
     void release_more() noexcept;
 
-    std::string front_; ///< the first chunk (the write in flight, if any); [offset_, size) unsent
+    chunk front_; ///< the first chunk (the write in flight, if any); [offset_, size) unsent
     std::unique_ptr<more> more_;
     std::size_t queued_ = 0;
     std::uint32_t offset_ = 0; ///< within front_, which is at most one chunk or one message
