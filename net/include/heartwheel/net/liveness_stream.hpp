@@ -77,7 +77,7 @@ public:
 
     template <class... Args>
     explicit liveness_stream(stream_observer& observer, Args&&... next_args)
-        : next_(std::forward<Args>(next_args)...), core_(observer) {}
+        : next_(std::forward<Args>(next_args)...), core_(observer, next_) {}
     ~liveness_stream() { core_->observer = nullptr; }
     liveness_stream(const liveness_stream&) = delete;
     liveness_stream& operator=(const liveness_stream&) = delete;
@@ -92,14 +92,14 @@ public:
     template <class MutableBuffers, class Token>
     auto async_read_some(const MutableBuffers& buffers, Token&& token) {
         return asio::async_compose<Token, void(error_code, std::size_t)>(
-            io_op<MutableBuffers, false>{core_, &next_, buffers}, token, next_);
+            io_op<MutableBuffers, false>{core_, buffers}, token, next_);
     }
 
     /// AsyncWriteStream: completes void(error_code, size_t); start, progress and completion are recorded.
     template <class ConstBuffers, class Token>
     auto async_write_some(const ConstBuffers& buffers, Token&& token) {
         return asio::async_compose<Token, void(error_code, std::size_t)>(
-            io_op<ConstBuffers, true>{core_, &next_, buffers}, token, next_);
+            io_op<ConstBuffers, true>{core_, buffers}, token, next_);
     }
 
     /// Whether bytes from the peer wait unread while a read is pending: in the kernel's receive
@@ -121,19 +121,31 @@ public:
     /// comes with the next receive).
     template <class Token>
     auto async_receive(Token&& token) {
-        return asio::async_compose<Token, void(error_code, read_chunk)>(receive_op{core_, &next_}, token, next_);
+        return asio::async_compose<Token, void(error_code, read_chunk)>(receive_op{core_}, token, next_);
     }
 
 private:
-    /// What an operation needs after it started: the observer, or nullptr once the stream is gone.
-    /// Shared by the stream and its pending operations through core_ref (a count of its own: 16
-    /// bytes less per connection than a shared_ptr's control block and two-word handles).
+    /// The steps of a receive (see receive_op).
+    enum class step : std::uint8_t { start, waited, probed, read };
+
+    /// What an operation needs after it started: the observer, or nullptr once the stream is gone,
+    /// and the next layer, used only while the stream is alive. Shared by the stream and its pending
+    /// operations through core_ref (a count of its own: 16 bytes less per connection than a
+    /// shared_ptr's control block and two-word handles). 24 bytes, a heap block of 32: the next
+    /// layer's pointer and the receive's step live here, not in each operation, so that a pending
+    /// receive on a socket is one pointer (Asio's operation around it fits a heap block of 144).
     struct core {
         stream_observer* observer;
+        NextLayer* next;
         std::uint32_t refs = 1;    ///< the stream and its operations (all on the stream's executor)
-        std::uint32_t reads = 0;   ///< reads (read_some, receive) started and not yet completed
-        bool more_waiting = false; ///< the last receive filled its chunk: read before waiting
+        std::uint16_t reads = 0;   ///< reads (read_some, receive) started and not yet completed
+        std::uint8_t at_ : 2;      ///< the receive's step: at(), set_at()
+        std::uint8_t more_waiting : 1; ///< the last receive filled its chunk: read before waiting
         char probe = 0;            ///< TLS: the one byte a receive waits with
+        core(stream_observer& o, NextLayer& n) noexcept : observer(&o), next(&n), at_(0), more_waiting(0) {}
+        /// The receive in progress (one at a time, as any read): back to start before it completes.
+        step at() const noexcept { return static_cast<step>(at_); }
+        void set_at(step s) noexcept { at_ = static_cast<std::uint8_t>(s) & 3u; }
         error_code outcome(error_code ec) const noexcept {
             if (!ec || observer == nullptr) return ec;
             const error_code closed = observer->close_error();
@@ -145,7 +157,7 @@ private:
     /// executor (an operation is moved, never copied, between threads on its way back to it).
     class core_ref {
     public:
-        explicit core_ref(stream_observer& o) : p_(new core{&o}) {}
+        core_ref(stream_observer& o, NextLayer& n) : p_(new core(o, n)) {}
         core_ref(const core_ref& r) noexcept : p_(r.p_) { ++p_->refs; }
         core_ref(core_ref&& r) noexcept : p_(std::exchange(r.p_, nullptr)) {}
         core_ref& operator=(const core_ref&) = delete;
@@ -163,7 +175,6 @@ private:
     template <class Buffers, bool Write>
     struct io_op {
         core_ref c;
-        NextLayer* next; ///< used only to start (the stream is alive then)
         Buffers buffers;
         bool started = false;
         template <class Self>
@@ -173,10 +184,10 @@ private:
                 if (auto closed = c->observer->close_error()) return self.complete(closed, 0);
                 if constexpr (Write) {
                     c->observer->on_write_started();
-                    return next->async_write_some(buffers, std::move(self));
+                    return c->next->async_write_some(buffers, std::move(self)); // alive: it started it
                 } else {
                     ++c->reads;
-                    return next->async_read_some(buffers, std::move(self));
+                    return c->next->async_read_some(buffers, std::move(self));
                 }
             }
             if constexpr (!Write) --c->reads;
@@ -188,21 +199,22 @@ private:
         }
     };
 
-    /// One receive: wait without a buffer, then read into a chunk.
+    /// One receive: wait without a buffer, then read into a chunk. Its step is the core's (one
+    /// receive at a time per stream), its next layer too (used only while the stream is alive,
+    /// checked through c->observer).
     struct receive_op {
         static constexpr bool waits = detail::waits_for_readiness<NextLayer>;
         struct no_chunk {};
         core_ref c;
-        NextLayer* next; ///< used only while the stream is alive (checked through c->observer)
         // Held across an asynchronous read (asio::ssl::stream's, another stream's). A stream that waits
         // for readiness reads without blocking once it is readable and needs no chunk here: every
-        // pending receive of a socket is 16 bytes smaller (a heap block of 160 instead of 176).
+        // pending receive of a socket is 16 bytes smaller (a heap block of 160 instead of 176), and
+        // with the step and the next layer in the core 16 more (144).
         [[no_unique_address]] std::conditional_t<waits, no_chunk, read_chunk> chunk{};
-        enum class step : std::uint8_t { start, waited, probed, read } at = step::start;
 
         template <class Self>
         void operator()(Self& self, error_code ec = {}, std::size_t n = 0) {
-            switch (at) {
+            switch (c->at()) {
             case step::start:
                 if (auto closed = c->observer->close_error()) return self.complete(closed, read_chunk{});
                 ++c->reads; // until finish()
@@ -211,17 +223,17 @@ private:
                         // Bytes are likely there: read them on a later turn of the executor, not
                         // inline, so the caller's handler never runs inside its own call and the
                         // other connections' handlers get their turn first.
-                        at = step::waited;
-                        return asio::post(next->get_executor(), std::move(self));
+                        c->set_at(step::waited);
+                        return asio::post(c->next->get_executor(), std::move(self));
                     }
                     return wait(self);
                 } else if constexpr (detail::tls_traits<NextLayer>::is_tls) {
-                    at = step::probed;
-                    return next->async_read_some(asio::buffer(&c->probe, 1), std::move(self));
+                    c->set_at(step::probed);
+                    return c->next->async_read_some(asio::buffer(&c->probe, 1), std::move(self));
                 } else {
                     chunk = read_chunk::take();
-                    at = step::read;
-                    return next->async_read_some(asio::buffer(chunk.data(), read_chunk::capacity), std::move(self));
+                    c->set_at(step::read);
+                    return c->next->async_read_some(asio::buffer(chunk.data(), read_chunk::capacity), std::move(self));
                 }
             case step::waited:
                 if constexpr (waits) {
@@ -238,9 +250,9 @@ private:
                     chunk.set_size(1);
                     if constexpr (detail::tls_traits<NextLayer>::is_tls) {
                         // The rest of the record is decrypted already: this read completes without waiting.
-                        if (detail::tls_traits<NextLayer>::has_pending(*next)) {
-                            at = step::read;
-                            return next->async_read_some(asio::buffer(chunk.data() + 1, read_chunk::capacity - 1),
+                        if (detail::tls_traits<NextLayer>::has_pending(*c->next)) {
+                            c->set_at(step::read);
+                            return c->next->async_read_some(asio::buffer(chunk.data() + 1, read_chunk::capacity - 1),
                                                          std::move(self));
                         }
                     }
@@ -258,8 +270,8 @@ private:
 
         template <class Self>
         void wait(Self& self, asio::socket_base::wait_type what = asio::socket_base::wait_read) {
-            at = step::waited;
-            next->lowest_layer().async_wait(what, std::move(self));
+            c->set_at(step::waited);
+            c->next->lowest_layer().async_wait(what, std::move(self));
         }
 
         template <class Self>
@@ -271,11 +283,11 @@ private:
             if constexpr (detail::is_tls_socket<NextLayer>) {
                 using want = typename NextLayer::want;
                 want w = want::nothing;
-                n = next->read_ready(got.data(), read_chunk::capacity, w, ec);
+                n = c->next->read_ready(got.data(), read_chunk::capacity, w, ec);
                 if (w == want::write) what = asio::socket_base::wait_write;
             } else {
-                if (!next->non_blocking()) next->non_blocking(true, ec);
-                if (!ec) n = next->read_some(asio::buffer(got.data(), read_chunk::capacity), ec);
+                if (!c->next->non_blocking()) c->next->non_blocking(true, ec);
+                if (!ec) n = c->next->read_some(asio::buffer(got.data(), read_chunk::capacity), ec);
             }
             if (ec == asio::error::would_block || ec == asio::error::try_again) {
                 got.reset(); // nothing there after all: wait holding nothing
@@ -290,7 +302,7 @@ private:
         /// Bytes that no readiness of the socket would announce (OpenSSL's, for a tls_socket).
         bool has_pending() const noexcept {
             if constexpr (detail::is_tls_socket<NextLayer>)
-                return c->observer != nullptr && detail::tls_traits<NextLayer>::has_pending(*next);
+                return c->observer != nullptr && detail::tls_traits<NextLayer>::has_pending(*c->next);
             else
                 return false;
         }
@@ -298,6 +310,7 @@ private:
         template <class Self>
         void finish(Self& self, error_code ec, read_chunk got) {
             --c->reads;
+            c->set_at(step::start); // the next receive starts afresh (from inside the handler, too)
             if (got.empty()) {
                 got.reset(); // an error brings no bytes: the chunk goes back
                 return self.complete(c->outcome(ec), std::move(got));
