@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 
 namespace heartwheel::net {
 
@@ -14,7 +16,7 @@ heartbeat::heartbeat(const heartbeat_policy& policy, listener& l)
       timeout_(std::chrono::duration_cast<duration>(policy.timeout)), jitter_(static_cast<float>(policy.jitter)),
       rtt_factor_(static_cast<float>(policy.rtt_factor)), listener_(&l), misses_(0), max_misses_(policy.misses),
       inbound_(policy.trigger == heartbeat_trigger::inbound), awaiting_pong_(0), judging_(0),
-      stopped_(!policy.enabled()), pinger_exact_(0) {
+      stopped_(!policy.enabled()), pinger_exact_(0), read_since_ping_(0), read_since_judgement_(0), seen_rtt_(0) {
     if (stopped_) return; // off: never armed
     timer_scheduler& svc = scheduler();
     pinger_last_ = svc.stamp();
@@ -59,7 +61,7 @@ void heartbeat::send_ping(time_point after) {
     // missed the moment it leaves.
     const time_point forgiven = ping_sent_ - (svc.tick() + heartbeat_lag_forgiven);
     const time_point ping_base = std::min(ping_sent_, std::max({due, after, forgiven}));
-    reads_at_ping_ = reads_; // every read so far was handled, so arrived, before the ping leaves
+    read_since_ping_ = 0; // every read so far was handled, so arrived, before the ping leaves
     awaiting_pong_ = true;
     judge_at_ = saturating_add(ping_base, effective_timeout());
     if (misses_ + 1u >= max_misses_) { // unanswered, this one is fatal: not before the formula
@@ -94,9 +96,9 @@ void heartbeat::judge_ping() {
         svc.schedule_exact(*this, deadline); // at the deadline itself, inside the next tick
         return;
     }
-    if (reads_ != reads_at_judgement_) misses_ = 0; // something arrived: liveness
-    reads_at_judgement_ = reads_;
-    if (reads_ == reads_at_ping_) { // nothing read since the ping left
+    if (read_since_judgement_) misses_ = 0; // something arrived: liveness
+    read_since_judgement_ = 0;
+    if (!read_since_ping_) { // nothing read since the ping left
         if (listener_->input_waiting()) { // ... that the reactor has read: look again once it has
             svc.schedule(*this, saturating_add(svc.now(), unread_input_recheck));
             return;
@@ -123,27 +125,31 @@ std::optional<duration> heartbeat::on_pong(time_point at) {
     if (!awaiting_pong_) return std::nullopt;
     awaiting_pong_ = false;
     const duration rtt = at > ping_sent_ ? at - ping_sent_ : duration::zero();
-    // RFC 6298 (2.2, 2.3): alpha = 1/8, beta = 1/4.
-    if (!seen_rtt()) {
-        srtt_ = rtt;
-        rttvar_ = rtt / 2;
+    // RFC 6298 (2.2, 2.3): alpha = 1/8, beta = 1/4; in whole microseconds, at most 2^32 - 1 (no sum
+    // below exceeds that either).
+    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(rtt).count();
+    const auto r = static_cast<std::uint32_t>(std::min<std::int64_t>(us, std::numeric_limits<std::uint32_t>::max()));
+    if (!seen_rtt_) {
+        srtt_us_ = r;
+        rttvar_us_ = r / 2;
+        seen_rtt_ = 1;
     } else {
-        const duration delta = srtt_ > rtt ? srtt_ - rtt : rtt - srtt_;
-        rttvar_ = rttvar_ - rttvar_ / 4 + delta / 4;
-        srtt_ = srtt_ - srtt_ / 8 + rtt / 8;
+        const std::uint32_t delta = srtt_us_ > r ? srtt_us_ - r : r - srtt_us_;
+        rttvar_us_ = rttvar_us_ - rttvar_us_ / 4 + delta / 4;
+        srtt_us_ = srtt_us_ - srtt_us_ / 8 + r / 8;
     }
     // Answered: nothing left to judge, and a ping that fell due meanwhile goes out now.
     judging_ = false;
     misses_ = 0;
-    reads_at_judgement_ = reads_;
+    read_since_judgement_ = 0;
     if (!stopped_) await_ping(); // may write, and a write may close: rtt is a copy
     return rtt;
 }
 
 duration heartbeat::effective_timeout() const noexcept {
     const duration configured = timeout_;
-    if (!seen_rtt() || rtt_factor_ <= 0.0f) return configured;
-    const double floor_ns = rtt_factor_ * static_cast<double>((srtt_ + 4 * rttvar_).count());
+    if (!seen_rtt_ || rtt_factor_ <= 0.0f) return configured;
+    const double floor_ns = rtt_factor_ * (static_cast<double>(srtt_us_) + 4.0 * rttvar_us_) * 1000.0;
     const auto cap = static_cast<double>(std::chrono::duration_cast<duration>(std::chrono::hours(24 * 365)).count());
     const duration floor(static_cast<duration::rep>(floor_ns < cap ? floor_ns : cap));
     return floor > configured ? floor : configured;

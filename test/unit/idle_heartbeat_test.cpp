@@ -9,6 +9,8 @@
 #include "idle_listener.hpp"
 #include "manual_service.hpp"
 
+#include <cstdint>
+#include <limits>
 #include <random>
 
 using namespace hwtest;
@@ -635,6 +637,30 @@ BOOST_AUTO_TEST_CASE(heartbeat_miss_judged_no_earlier_than_the_rtt_floor) {
     svc.step_by(101ms);
     hb.on_pong(svc.stamp()); // RTT 1 ms: floor 3 * (1 + 2) = 9 ms < 50
     BOOST_TEST((hb.effective_timeout() == 50ms));
+}
+
+// The estimator keeps whole microseconds in 32 bits: a round trip past 71 minutes (a policy of
+// hours) saturates it instead of wrapping to a short one, and the round trip itself is exact.
+BOOST_AUTO_TEST_CASE(heartbeat_rtt_estimator_saturates_past_its_range) {
+    manual_service svc;
+    hb_log log(svc);
+    heartbeat_policy p;
+    p.trigger = heartbeat_trigger::outbound;
+    p.interval = std::chrono::hours(1);
+    p.timeout = std::chrono::hours(3);
+    p.misses = 1;
+    auto hb = make_hb(log, p);
+    svc.step_by(std::chrono::hours(1)); // ping at 1 h
+    BOOST_TEST_REQUIRE(log.pings.size() == 1u);
+    svc.step_by(std::chrono::hours(2));
+    const auto rtt = hb.on_pong(svc.stamp());
+    BOOST_TEST_REQUIRE(rtt.has_value());
+    BOOST_TEST((*rtt == std::chrono::hours(2)));
+    const std::chrono::microseconds most(std::numeric_limits<std::uint32_t>::max());
+    BOOST_TEST((*hb.srtt() == most));    // ~71.6 minutes, not 2 h wrapped to ~48 minutes
+    BOOST_TEST((hb.rttvar() == most / 2));
+    BOOST_TEST((hb.effective_timeout() == std::chrono::duration_cast<duration>(3 * (most + 4 * (most / 2)))));
+    BOOST_TEST(!log.dead);
 }
 
 // A ping's deadline is judged at the first wheel wake-up at or after it. With a 10 ms tick: the

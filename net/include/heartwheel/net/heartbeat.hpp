@@ -94,7 +94,7 @@ public:
     heartbeat& operator=(const heartbeat&) = delete;
 
     void on_read(time_point stamp) noexcept {
-        ++reads_;
+        read_since_ping_ = read_since_judgement_ = 1;
         if (inbound_) touch(stamp);
     }
     void on_write(time_point stamp) noexcept {
@@ -111,8 +111,11 @@ public:
     void stop() noexcept;
     std::uint32_t consecutive_misses() const noexcept { return misses_; }
     /// RFC 6298's smoothed round trip and its variance, once a pong was seen.
-    std::optional<duration> srtt() const noexcept { return seen_rtt() ? std::optional<duration>(srtt_) : std::nullopt; }
-    duration rttvar() const noexcept { return seen_rtt() ? rttvar_ : duration::zero(); }
+    /// Kept in whole microseconds (at most 71 minutes).
+    std::optional<duration> srtt() const noexcept {
+        return seen_rtt_ ? std::optional<duration>(std::chrono::microseconds(srtt_us_)) : std::nullopt;
+    }
+    duration rttvar() const noexcept { return std::chrono::microseconds(seen_rtt_ ? rttvar_us_ : 0); }
     /// How long after a ping it is judged: max(timeout, rtt_factor * (srtt + 4 * rttvar)).
     duration effective_timeout() const noexcept;
     /// When the last ping sent is (or was) judged: when it fell due plus the effective timeout (see
@@ -136,18 +139,17 @@ private:
     time_point ping_due() const;
     /// Files the node for the next ping, or sends it now if it is due already (`after`: as send_ping's).
     void await_ping(time_point after = time_point::min());
-    /// A pong was seen: srtt_ and rttvar_ hold samples (rttvar_ is negative until then).
-    bool seen_rtt() const noexcept { return rttvar_ >= duration::zero(); }
     /// Sends a ping that fell due (none is outstanding: a ping due meanwhile waits for the
     /// judgement); `after`: when the previous ping was judged (a ping waiting for that counts from it).
     void send_ping(time_point after = time_point::min());
     void judge_ping();
     duration jittered_interval();
 
-    // 136 bytes, a heap block of 144 (footprint_test): one timer node; of the policy, what is judged
+    // 120 bytes, a heap block of 128 (footprint_test): one timer node; of the policy, what is judged
     // after the constructor, in 24 bytes (not its 40: the factors as floats; the miss limit and the
-    // trigger in the flags' word); the judgement's deadline is kept, not what it is made of; "no round
-    // trip yet" is a negative variance.
+    // trigger in the flags' word); the judgement's deadline is kept, not what it is made of; whether
+    // anything was read since the last ping and the last judgement are two flags (they were three
+    // 32-bit read counts); the round-trip estimator is in 32-bit microseconds.
     duration interval_, timeout_;
     float jitter_, rtt_factor_;
     listener* listener_;
@@ -159,9 +161,6 @@ private:
     /// effective timeout, ends the wait for it).
     time_point judge_at_{};
     time_point streak_start_{}; ///< when the first ping of the current miss streak left
-    // Reads counted (wrapping: only equality is asked), and their count when the last ping left and
-    // at the last judgement.
-    std::uint32_t reads_ = 0, reads_at_ping_ = 0, reads_at_judgement_ = 0;
     std::uint32_t misses_ : 10;        ///< at most max_misses_
     std::uint32_t max_misses_ : 10;    ///< the policy's misses (validated: at most 1000)
     std::uint32_t inbound_ : 1;        ///< the policy's trigger is inbound (else outbound)
@@ -169,8 +168,11 @@ private:
     std::uint32_t judging_ : 1;        ///< the node waits for the judgement of the ping outstanding
     std::uint32_t stopped_ : 1;        ///< stopped (or never started: the policy is off): nothing re-arms it
     std::uint32_t pinger_exact_ : 1;   ///< the pinger was last touched by a ping's exact base, not by activity
+    std::uint32_t read_since_ping_ : 1;      ///< something was read since the last ping left
+    std::uint32_t read_since_judgement_ : 1; ///< ... since the last judgement (or pong)
+    std::uint32_t seen_rtt_ : 1;             ///< a pong was seen: srtt_us_ and rttvar_us_ hold samples
     static_assert(heartbeat_policy::misses_max < (1u << 10));
-    duration srtt_{}, rttvar_{-1};
+    std::uint32_t srtt_us_ = 0, rttvar_us_ = 0; ///< RFC 6298's estimator, in microseconds
 };
 
 } // namespace heartwheel::net
