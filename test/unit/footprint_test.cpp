@@ -7,6 +7,7 @@
 
 #include <heartwheel/net/connection.hpp>
 #include <heartwheel/net/connection_liveness.hpp>
+#include <heartwheel/net/timeout_policy.hpp>
 #include <heartwheel/net/write_queue.hpp>
 
 #include "liveness_recorder.hpp"
@@ -63,8 +64,9 @@ heap_use measure(F&& f) {
 using core_socket = asio::basic_stream_socket<asio::ip::tcp, asio::io_context::executor_type>;
 
 // A connection's object decides its heap block (with make_shared's control block and malloc's header).
-// Its liveness lives inside it: over a socket typed with its io_context's executor it is 488 bytes
-// with its connection_liveness, a block of 512 (504, a block of 528, while its write queue's chunks
+// Its liveness lives inside it: over a socket typed with its io_context's executor it is 472 bytes
+// with its connection_liveness, a block of 496 (488, a block of 512, while the liveness's timeouts
+// runtime kept 24 bytes; 504, a block of 528, while its write queue's chunks
 // were std::strings; 512, a block of 544, while its linger took 64 bits and its flags a byte each;
 // 472, a block of 496, before the liveness became the
 // idle kinds' and the max age's timer node: 56 bytes more here for two heap blocks of 64 and 48 less;
@@ -73,7 +75,7 @@ using core_socket = asio::basic_stream_socket<asio::ip::tcp, asio::io_context::e
 // the liveness holds). The output bound's share is 32 bytes (40 while it cached the lower limit).
 BOOST_AUTO_TEST_CASE(a_connection_fits_its_heap_block) {
     BOOST_TEST(sizeof(output_bound) <= 32u);
-    BOOST_TEST(sizeof(connection<core_socket>) <= 488u);
+    BOOST_TEST(sizeof(connection<core_socket>) <= 472u);
 }
 
 // Accepting a connection allocates its block and its stream's core, and nothing for its liveness
@@ -125,8 +127,10 @@ BOOST_AUTO_TEST_CASE(liveness_builds_only_what_the_config_enables) {
     // and is the policy_host of the runtimes: 32 bytes); the limits keep neither a listener nor a
     // vtable pointer of their own (40 bytes, not 56: the liveness is their timers' listener); the handshake's min is resolved once (8 bytes, not a
     // scaled_min's 16); closed shares a word with the request limit. The runtimes add only what a
-    // runtime holds (policy_runtime_test).
-    BOOST_TEST(sizeof(connection_liveness) <= 256u);
+    // runtime holds (policy_runtime_test): the read and write timeouts' is one pointer, null while
+    // both are off (24 bytes while it kept a pointer for each and the write timeout: 256 in all).
+    BOOST_TEST(sizeof(connection_liveness) <= 240u);
+    BOOST_TEST(sizeof(timeout_runtime) <= sizeof(void*));
     BOOST_TEST(sizeof(idle_state) <= 64u);
     BOOST_TEST(sizeof(connection_limits) <= 40u);
     // A heap block of 64: its scheduler comes from its listener, whose pointer carries its two flags,

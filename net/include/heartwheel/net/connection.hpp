@@ -402,8 +402,8 @@ private:
     }
 
     // The first members fit in the tail of the output's base (its own few flags), the last ones share
-    // one word (the linger in 32 bits, the flags in one byte): 488 bytes with connection_liveness, so
-    // that make_shared's block is 512, not 544 (footprint_test).
+    // one word (the linger in 32 bits, the flags in one byte): 472 bytes with connection_liveness, so
+    // that make_shared's block is 496, not 544 (footprint_test).
     close_reason deadline_reason_ = close_reason::shutdown;
     std::optional<close_reason> reason_;
     bool reads_are_idle_activity_, close_on_idle_;

@@ -9,7 +9,8 @@
 // timeout_runtime on every connection fed its reads and writes (policy_runtime.hpp).
 //
 // The runtime holds a timer only for a timeout that is on: the read timeout's from the start, the
-// write timeout's from the first write (an idle connection that never writes pays none). Each timer
+// write timeout's from the first write (an idle connection that never writes pays none). With both
+// off (the common case) it is one null pointer in every connection, nothing more. Each timer
 // is an activity_timer touched by the connection's one stamp per read or write: the read timeout
 // expires after read_timeout without a byte (put off while the peer's bytes wait unread), the write
 // timeout after write_timeout without progress while data is queued (stopped when drained).
@@ -54,16 +55,16 @@ public:
     ~timeout_runtime();
 
     void on_read(policy_host&, time_point stamp) {
-        if (read_) read_->timer.touch(stamp);
+        if (on_ && on_->read) on_->read->timer.touch(stamp);
     }
     void on_write_started(policy_host& host);
     void on_write_progress(policy_host&, time_point stamp) {
-        if (write_) write_->timer.touch(stamp);
+        if (on_ && on_->write) on_->write->timer.touch(stamp);
     }
     void on_write_complete(policy_host&, time_point stamp, bool drained) {
-        if (!write_) return;
-        write_->timer.touch(stamp);
-        if (drained) write_->timer.stop();
+        if (!on_ || !on_->write) return;
+        on_->write->timer.touch(stamp);
+        if (drained) on_->write->timer.stop();
     }
     void stop() noexcept;
 
@@ -79,8 +80,12 @@ private:
         close_reason reason;
         activity_timer timer;
     };
-    std::unique_ptr<watch> read_, write_;
-    milliseconds write_timeout_;
+    /// The timeouts that are on: allocated only when one is.
+    struct timeouts_on {
+        std::unique_ptr<watch> read, write; ///< the write timeout's from the first write
+        milliseconds write_timeout;
+    };
+    std::unique_ptr<timeouts_on> on_;
 };
 
 /// Its place in liveness_config: `config.timeouts`, run on each connection by a timeout_runtime.
