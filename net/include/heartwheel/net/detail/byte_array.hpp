@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <stdexcept>
 #include <string_view>
 #include <utility>
@@ -32,7 +33,7 @@ public:
         byte_array(std::move(o)).swap(*this);
         return *this;
     }
-    ~byte_array() { delete[] data_; }
+    ~byte_array() { ::operator delete(data_); }
 
     void swap(byte_array& o) noexcept {
         std::swap(data_, o.data_);
@@ -71,9 +72,10 @@ public:
 
 private:
     void grow_to(std::size_t cap) {
-        char* bigger = new char[cap];
+        // The scalar operator new, as an object's: a program's (or a test's) replacement sees it.
+        char* bigger = static_cast<char*>(::operator new(cap));
         if (size_ > 0) std::memcpy(bigger, data_, size_);
-        delete[] data_;
+        ::operator delete(data_);
         data_ = bigger;
         cap_ = static_cast<std::uint32_t>(cap);
     }
