@@ -53,6 +53,18 @@ timing_wheel::timing_wheel(time_point start, wheel_config config)
     config_.validate();
     const auto ticks_in_range = static_cast<std::uint64_t>(duration::max().count() / 2 / config_.tick.count());
     max_tick_ = std::min<std::uint64_t>(std::uint64_t{1} << 62, ticks_in_range);
+    // No deadline or elapsed_ exceeds max_tick_, so no timer is filed above the level of its highest
+    // bit, nor at that level in a slot past max_tick_'s digit there: the pool reserves room for the
+    // stores that can be in use (those slots and their start stores, every level's below, and the
+    // two due stores), not for all of them.
+    const unsigned top = top_level();
+    const auto top_slots = static_cast<std::uint32_t>(max_tick_ >> (top * slot_bits)) + 1;
+    const std::uint32_t below = top * slots_per_level + (top > 0 ? (top - 1) * slots_per_level : 0);
+    pool_.reach(below + (top > 0 ? 2 : 1) * top_slots + 2);
+}
+
+unsigned timing_wheel::top_level() const noexcept {
+    return static_cast<unsigned>(63 - __builtin_clzll(max_tick_ | 1)) / slot_bits;
 }
 
 timing_wheel::~timing_wheel() { stop(); }
@@ -499,6 +511,8 @@ void timing_wheel::check_invariants() const {
             if (store < due_a) {
                 const std::uint32_t slot = store >= start_stores ? store - start_stores : store;
                 const unsigned level = slot / slots_per_level, index = slot % slots_per_level;
+                if (level > top_level() || (level == top_level() && index > (max_tick_ >> (level * slot_bits))))
+                    fail("a timer filed out of the slot storage's reach (above max_tick's level or digit)");
                 if (t->deadline_ <= elapsed_) fail("filed timer already due");
                 const unsigned above = (level + 1) * slot_bits;
                 if (above < 64 && (t->deadline_ >> above) < (elapsed_ >> above)) fail("timer filed below its deadline's level");

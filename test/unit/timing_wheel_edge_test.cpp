@@ -345,4 +345,64 @@ BOOST_AUTO_TEST_CASE(a_live_timer_costs_at_most_48_bytes) {
     w.check_invariants();
 }
 
+// The slot storage reserves one partly filled chunk for each store a timer can be filed in, and
+// with a 1 ms tick no deadline reaches past level 7, nor past its slot 1 (max_tick() < 2^43): 838
+// stores, not 1,346, so the same timers hold less storage than on a 1 ns wheel, whose ticks reach
+// level 10 (1,228 stores).
+BOOST_AUTO_TEST_CASE(the_slot_storage_reserves_only_for_the_levels_its_ticks_reach) {
+    heartwheel::wheel_config ns;
+    ns.tick = std::chrono::nanoseconds(1);
+    timing_wheel ms_wheel(t0), ns_wheel(t0, ns);
+    BOOST_TEST(ms_wheel.top_level() == 7u);
+    BOOST_TEST(ns_wheel.top_level() == 10u);
+    std::vector<int> log;
+    constexpr std::size_t n = 10'000;
+    std::deque<recording_timer> a, b;
+    for (std::size_t i = 0; i < n; ++i) {
+        a.emplace_back(log, 0);
+        b.emplace_back(log, 0);
+        const auto at = t0 + 1s + std::chrono::milliseconds(i % 5000);
+        ms_wheel.schedule(a.back(), at);
+        ns_wheel.schedule(b.back(), at);
+    }
+    // A chunk is 32 entries and its link. Reserving for every store would take at least n/32 full
+    // chunks, one partial chunk per store and two more; the 1 ms wheel holds less than that, the
+    // 1 ns wheel (which reaches 1,228 stores) more than the 1 ms wheel.
+    constexpr std::size_t chunk = 32 * sizeof(void*) + 4;
+    BOOST_TEST(ms_wheel.storage_bytes() < (n / 32 + 1346 + 2) * chunk);
+    BOOST_TEST(ms_wheel.storage_bytes() + 300 * chunk < ns_wheel.storage_bytes());
+    ms_wheel.check_invariants();
+}
+
+// The worst case for that reservation: a timer in every store of every level the ticks reach (the
+// slots and their start stores, up to level 7), all cascading down as the wheel advances to the
+// end of its range. Each cascade files them into stores that may be empty, without allocating.
+BOOST_AUTO_TEST_CASE(timers_in_every_reachable_store_cascade_to_the_end_of_the_range) {
+    timing_wheel w(t0);
+    std::vector<int> log;
+    std::deque<recording_timer> ts;
+    const unsigned top = w.top_level();
+    for (unsigned level = 0; level <= top; ++level)
+        for (std::uint64_t index = 1; index < 64; ++index) {
+            const std::uint64_t start = index << (6 * level);
+            if (start > w.max_tick()) continue;
+            for (const std::uint64_t tick : {start, start + 1}) { // the slot's start store, and the slot
+                if (tick > w.max_tick() || (level == 0 && tick != start)) continue;
+                ts.emplace_back(log, 0);
+                w.schedule(ts.back(), t0 + std::chrono::milliseconds(tick));
+            }
+        }
+    w.check_invariants();
+    const std::size_t armed = ts.size();
+    BOOST_TEST(armed == 821u); // 63 at level 0, 126 at each of levels 1-6, the 2 that fit at level 7
+    std::size_t fired = 0;
+    for (int i = 0; i < 100'000 && !w.empty(); ++i) {
+        const auto next = w.next_wakeup();
+        BOOST_TEST_REQUIRE(next.has_value());
+        fired += w.advance(*next);
+    }
+    w.check_invariants();
+    BOOST_TEST(fired == armed);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -14,7 +14,10 @@
 //    the first occupied slot of the lowest non-empty level (lower levels always come due first);
 //  - a timer whose deadline is <= elapsed waits in the due store and fires on the next advance, in
 //    deadline order (the store is sorted before it fires whenever an append broke its order);
-//  - the occupancy bit of a slot is set iff it holds a timer; size() counts every pending timer.
+//  - the occupancy bit of a slot is set iff it holds a timer; size() counts every pending timer;
+//  - no timer is filed above top_level(), the level of max_tick()'s highest bit, nor at that level
+//    past max_tick()'s digit (no deadline or elapsed exceeds max_tick()): the slot storage reserves
+//    room for the stores that can be in use only.
 // Processing a slot of level L > 0 re-files ("cascades") its timers to lower levels, so each timer is
 // touched at most once per level and fires at the exact tick: never early, at most one tick late.
 // A timer filed by schedule_exact() (a deadline inside the next tick, kept exactly) waits outside the
@@ -151,6 +154,8 @@ public:
     /// Deadlines are clamped to this tick: the last one whose time fits steady_clock (about 146 years
     /// from start at a 1 ns tick, and as far at any longer tick).
     std::uint64_t max_tick() const noexcept { return max_tick_; }
+    /// The highest level a timer can be filed at: that of max_tick()'s highest bit.
+    unsigned top_level() const noexcept;
     std::size_t size() const noexcept { return size_; }
     /// Bytes of slot storage the wheel holds (pooled: used and free), besides the wheel object itself.
     std::size_t storage_bytes() const noexcept { return pool_.bytes(); }

@@ -17,7 +17,11 @@
 //  - entries_[e] == &n for each filed node n with n.pos_ == e (a tombstone, nullptr, only in the
 //    store the wheel is walking: see timing_wheel::walk);
 //  - push() never allocates: reserve() keeps free chunks for `timers()` entries with at most one
-//    partly filled chunk per store, plus one (a chunk the wheel is walking while it fills others).
+//    partly filled chunk per store that can be in use, plus one (a chunk the wheel is walking while it
+//    fills others). The stores that can be in use are the wheel's to say (reach()): a wheel whose
+//    ticks stop below 2^43 (a 1 ms tick) never files a timer above level 7, nor there past slot 1:
+//    838 of its 1,346 stores, and the reservation is that much smaller (timing_wheel's
+//    check_invariants fails a timer filed out of reach).
 #ifndef HEARTWHEEL_DETAIL_SLOT_POOL_HPP
 #define HEARTWHEEL_DETAIL_SLOT_POOL_HPP
 
@@ -47,11 +51,15 @@ public:
     /// How many entries the pool can hold whatever stores they are spread over (see the invariants).
     std::size_t timers() const noexcept { return timers_; }
 
+    /// How many stores can hold entries at once (at most Stores); set before the first reserve().
+    void reach(std::uint32_t stores) noexcept { reach_ = stores < Stores ? stores : Stores; }
+    std::uint32_t reach() const noexcept { return reach_; }
+
     /// Makes room for at least `n` entries. False when memory (or the 32-bit index space) runs out.
     bool reserve(std::size_t n) noexcept {
         if (n <= timers_) return true;
         // n entries need n/32 full chunks and at most one partly filled chunk per store they use.
-        const std::size_t need = n / chunk_size + (n < Stores ? n : Stores) + 2;
+        const std::size_t need = n / chunk_size + (n < reach_ ? n : reach_) + 2;
         std::size_t chunks = prev_.size() + prev_.size() / 4;
         if (chunks < need) chunks = need;
         if (chunks < 16) chunks = 16;
@@ -167,13 +175,14 @@ public:
     }
 
 private:
-    static std::size_t capacity_for(std::size_t chunks) noexcept {
-        // The largest n with n/32 + min(n, Stores) + 2 <= chunks: the full chunks, one partly filled
-        // chunk per store, and the chunk a walk is emptying while its timers fill others.
-        auto fits = [chunks](std::size_t n) { return n / chunk_size + (n < Stores ? n : Stores) + 2 <= chunks; };
+    std::size_t capacity_for(std::size_t chunks) const noexcept {
+        // The largest n with n/32 + min(n, reach) + 2 <= chunks: the full chunks, one partly filled
+        // chunk per store in reach, and the chunk a walk is emptying while its timers fill others.
+        const std::size_t stores = reach_;
+        auto fits = [chunks, stores](std::size_t n) { return n / chunk_size + (n < stores ? n : stores) + 2 <= chunks; };
         if (chunks <= 2) return 0;
         std::size_t n = (chunks - 2) * chunk_size / (chunk_size + 1);
-        if (chunks > Stores + 2 && (chunks - 2 - Stores) * chunk_size > n) n = (chunks - 2 - Stores) * chunk_size;
+        if (chunks > stores + 2 && (chunks - 2 - stores) * chunk_size > n) n = (chunks - 2 - stores) * chunk_size;
         while (n > 0 && !fits(n)) --n;
         while (fits(n + 1)) ++n;
         return n;
@@ -199,6 +208,7 @@ private:
     std::vector<std::uint32_t> prev_;
     std::uint32_t free_ = no_chunk;
     std::size_t timers_ = 0;
+    std::uint32_t reach_ = Stores;
     std::array<std::uint32_t, Stores> end_{};
 };
 
