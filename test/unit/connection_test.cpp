@@ -474,6 +474,25 @@ BOOST_AUTO_TEST_CASE(output_policy_is_validated_with_its_keys) {
     BOOST_CHECK_THROW(net::parse_size("5GiB", "x"), net::config_error); // past 4 GiB - 1
 }
 
+// The options' linger is held in 32 bits of milliseconds: a negative one, or one past 49 days, is
+// refused by name before the connection is made (it used to be clamped silently).
+BOOST_FIXTURE_TEST_CASE(linger_out_of_range_is_refused_with_its_key, fixture) {
+    for (const auto bad : {std::chrono::milliseconds(-1), std::chrono::milliseconds(std::int64_t{1} << 32)}) {
+        net::connection_options opts;
+        opts.linger = bad;
+        try {
+            make(tcp::socket(io), net::liveness_config{}, {}, opts); // refused before the socket is used
+            BOOST_FAIL("accepted a linger of " << bad.count() << " ms");
+        } catch (const net::config_error& e) {
+            BOOST_TEST(e.field() == "linger");
+            BOOST_TEST(e.accepted() == "0ms to 4294967295ms (49 days)");
+        }
+    }
+    net::connection_options opts;
+    opts.linger = std::chrono::milliseconds(std::numeric_limits<std::uint32_t>::max()); // the longest
+    BOOST_TEST(!make(accept_one(), net::liveness_config{}, {}, opts)->closing());
+}
+
 // TLS: a peer that never starts the handshake is closed handshake-timeout, one that sends garbage
 // handshake-failed; each counted once, and the handshake's handler says which.
 BOOST_FIXTURE_TEST_CASE(tls_handshake_under_its_deadline, fixture) {

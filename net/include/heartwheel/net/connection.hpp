@@ -71,6 +71,7 @@
 #include <heartwheel/net/errc.hpp>
 #include <heartwheel/net/keepalive.hpp>
 #include <heartwheel/net/liveness_stream.hpp>
+#include <heartwheel/net/policies.hpp>
 #include <heartwheel/timer_handle.hpp>
 
 #include <algorithm>
@@ -81,6 +82,7 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -126,10 +128,10 @@ public:
     template <class MakeLiveness, std::enable_if_t<std::is_invocable_v<MakeLiveness&, liveness_handler&>, int> = 0>
     connection(NextLayer next_layer, MakeLiveness&& make_liveness, std::shared_ptr<connection_handler> handler = nullptr,
                connection_options options = {})
-        : output_type(options), reads_are_idle_activity_(options.reads_are_idle_activity),
+        : output_type(validated(options)), reads_are_idle_activity_(options.reads_are_idle_activity),
           close_on_idle_(options.close_on_idle), stream_(*this, made_at_home(next_layer)),
           handler_(std::move(handler)), live_(make_liveness(static_cast<liveness_handler&>(*this))),
-          linger_ms_(linger_bound(options.linger)), handshake_done_(!is_tls), closing_(false), closed_(false),
+          linger_ms_(static_cast<std::uint32_t>(options.linger.count())), handshake_done_(!is_tls), closing_(false), closed_(false),
           in_last_words_(false), half_closed_(false), deadline_fired_(false) {
         detail::teardown_registry::of(stream_.get_executor()).add(*this);
     }
@@ -395,7 +397,15 @@ private:
         }
     };
 
-    /// A linger is kept in 32 bits of milliseconds (49 days; longer is taken as that, a negative one as 0).
+    /// The options' linger is checked before anything is made (the output's policy by the output
+    /// itself): kept in 32 bits of milliseconds, it is 0 to 49 days, else config_error.
+    static const connection_options& validated(const connection_options& o) {
+        if (o.linger.count() < 0 || o.linger.count() > std::numeric_limits<std::uint32_t>::max())
+            throw config_error("linger", std::to_string(o.linger.count()) + "ms", "0ms to 4294967295ms (49 days)");
+        return o;
+    }
+    /// A close's own linger is bounded the same way, silently: a close does not throw (longer is taken
+    /// as 49 days, a negative one as 0).
     static std::uint32_t linger_bound(std::chrono::milliseconds l) noexcept {
         constexpr auto most = std::chrono::milliseconds(std::numeric_limits<std::uint32_t>::max());
         return static_cast<std::uint32_t>(l.count() <= 0 ? 0 : l > most ? most.count() : l.count());

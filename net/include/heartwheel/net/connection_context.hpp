@@ -19,7 +19,8 @@ namespace heartwheel::net {
 class timeout_scale;
 
 struct connection_options {
-    /// How long last words may take to flush before the lowest layer is closed anyway.
+    /// How long last words may take to flush before the lowest layer is closed anyway: 0 to 49 days
+    /// (2^32 - 1 ms), checked by the connection's constructor (config_error naming "linger").
     std::chrono::milliseconds linger{1000};
     /// The output's bounds: water marks (writable(), on_writable, can_read) and the slow-consumer
     /// hard and soft limits. Validated by the constructor (config_error).
