@@ -4,8 +4,9 @@
 # benchmark checks do not apply (a consumer would need the same flags); everything else runs,
 # end-to-end tests included. -g1 for the reports' line tables; ASan+UBSan at -Og, TSan at -O1 (-Og
 # compiles the ASan+UBSan build ~30% faster than -O1 — UBSan's checks are most of its compile time —
-# and its suites ran as fast: 210 s either way, 2026-11-28; TSan compiles as fast at either level). Expects the dependencies scripts/test.sh installs. HEARTWHEEL_SANITIZE_ONLY=address
-# or =thread runs one of the two.
+# and its suites ran as fast: 210 s either way, 2026-11-28; TSan compiles as fast at either level).
+# Expects the dependencies scripts/test.sh installs. HEARTWHEEL_SANITIZE_ONLY=address or =thread runs
+# one of the two.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 jobs=$(nproc)

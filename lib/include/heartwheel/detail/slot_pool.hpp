@@ -53,7 +53,6 @@ public:
 
     /// How many stores can hold entries at once (at most Stores); set before the first reserve().
     void reach(std::uint32_t stores) noexcept { reach_ = stores < Stores ? stores : Stores; }
-    std::uint32_t reach() const noexcept { return reach_; }
 
     /// Makes room for at least `n` entries. False when memory (or the 32-bit index space) runs out.
     bool reserve(std::size_t n) noexcept {
