@@ -58,7 +58,7 @@ timing_wheel::timing_wheel(time_point start, wheel_config config)
     // stores that can be in use (those slots and their start stores, every level's below, and the
     // two due stores), not for all of them.
     const unsigned top = top_level();
-    const auto top_slots = static_cast<std::uint32_t>(max_tick_ >> (top * slot_bits)) + 1;
+    const auto top_slots = static_cast<std::uint32_t>(top_index()) + 1;
     const std::uint32_t below = top * slots_per_level + (top > 0 ? (top - 1) * slots_per_level : 0);
     pool_.reach(below + (top > 0 ? 2 : 1) * top_slots + 2);
 }
@@ -66,6 +66,9 @@ timing_wheel::timing_wheel(time_point start, wheel_config config)
 unsigned timing_wheel::top_level() const noexcept {
     return static_cast<unsigned>(63 - __builtin_clzll(max_tick_ | 1)) / slot_bits;
 }
+
+// The last slot of the top level a timer can be filed in: max_tick_'s digit there.
+std::uint64_t timing_wheel::top_index() const noexcept { return max_tick_ >> (top_level() * slot_bits); }
 
 timing_wheel::~timing_wheel() { stop(); }
 
@@ -511,7 +514,7 @@ void timing_wheel::check_invariants() const {
             if (store < due_a) {
                 const std::uint32_t slot = store >= start_stores ? store - start_stores : store;
                 const unsigned level = slot / slots_per_level, index = slot % slots_per_level;
-                if (level > top_level() || (level == top_level() && index > (max_tick_ >> (level * slot_bits))))
+                if (level > top_level() || (level == top_level() && index > top_index()))
                     fail("a timer filed out of the slot storage's reach (above max_tick's level or digit)");
                 if (t->deadline_ <= elapsed_) fail("filed timer already due");
                 const unsigned above = (level + 1) * slot_bits;

@@ -156,6 +156,8 @@ public:
     std::uint64_t max_tick() const noexcept { return max_tick_; }
     /// The highest level a timer can be filed at: that of max_tick()'s highest bit.
     unsigned top_level() const noexcept;
+    /// The last slot of top_level() a timer can be filed in: max_tick()'s digit there.
+    std::uint64_t top_index() const noexcept;
     std::size_t size() const noexcept { return size_; }
     /// Bytes of slot storage the wheel holds (pooled: used and free), besides the wheel object itself.
     std::size_t storage_bytes() const noexcept { return pool_.bytes(); }
