@@ -14,6 +14,8 @@
 // handshake_type without OpenSSL's headers (TLS itself: asio_ssl.hpp, the heartwheel::tls target).
 // heartwheel's own error enums (heartwheel::errc, net::errc) are std error codes in both flavours;
 // Boost.System (1.79 and later) converts and compares them with boost::system::error_code.
+// HEARTWHEEL_ASIO_NAMESPACE spells the namespace `heartwheel::asio` names, for the one thing an alias
+// cannot do: specialise Asio's traits (`asio::associator`) for heartwheel's own handler types.
 #ifndef HEARTWHEEL_ASIO_HPP
 #define HEARTWHEEL_ASIO_HPP
 
@@ -24,6 +26,7 @@
 #if defined(HEARTWHEEL_BOOST_ASIO)
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associator.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/basic_stream_socket.hpp>
@@ -53,6 +56,7 @@ namespace boost::asio::ssl {
 template <typename Stream>
 class stream;
 } // namespace boost::asio::ssl
+#define HEARTWHEEL_ASIO_NAMESPACE boost::asio
 namespace heartwheel {
 namespace asio = ::boost::asio;
 using error_code = ::boost::system::error_code;
@@ -62,6 +66,7 @@ inline constexpr bool uses_boost_asio = true;
 #else
 #include <asio/any_io_executor.hpp>
 #include <asio/associated_cancellation_slot.hpp>
+#include <asio/associator.hpp>
 #include <asio/associated_executor.hpp>
 #include <asio/async_result.hpp>
 #include <asio/basic_stream_socket.hpp>
@@ -88,6 +93,7 @@ namespace asio::ssl {
 template <typename Stream>
 class stream;
 } // namespace asio::ssl
+#define HEARTWHEEL_ASIO_NAMESPACE asio
 namespace heartwheel {
 namespace asio = ::asio;
 using error_code = std::error_code;
