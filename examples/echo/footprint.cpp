@@ -4,17 +4,17 @@
 // sockets over 127.0.0.1: the heap in use (glibc mallinfo2, chunk headers included) is read before
 // and after each stage over N connections and divided by N.
 //   1. accepted sockets: the kernel descriptor and Asio's per-descriptor reactor state;
-//   2. sessions made (the session object: its line framer; the socket moves in at start);
-//   3. sessions started: the net::connection (its socket, empty write queue and stream core), its
-//      liveness and the pending receive (which holds no buffer). The first half of the connections is
+//   2. sessions started: the net::connection (its socket, empty write queue and stream core), its
+//      liveness, the session (its line framer) in the same heap block (net::make_connection_with),
+//      and the pending receive (which holds no buffer). The first half of the connections is
 //      started with the three policies off, the second half with them on: the first half's figure is
 //      the connection's own (its liveness inline: the node of the idle kinds and the max age), the
 //      difference between the halves the policies' heap (the heartbeat: reader idle and max age are
 //      data in the liveness); the wheel's slot storage (timing_wheel::storage_bytes) is counted apart;
-//   4. TLS: M connections (at most 2,000) over net::tls_socket, made by a child process (so that the
+//   3. TLS: M connections (at most 2,000) over net::tls_socket, made by a child process (so that the
 //      clients' OpenSSL state is not in this heap) and measured once every handshake is done and each
 //      connection waits for bytes; what they hold beyond a TCP connection's parts is OpenSSL's state;
-//   5. last, the same as 1-3 over sockets with any_io_executor (those under net::tls_socket) and over
+//   4. last, the same as 1-2 over sockets with any_io_executor (those under net::tls_socket) and over
 //      the thread-pool model's strand sockets, each in one go: what naming the executor type saves;
 // and, from the kernel, the slab memory per socket (/proc/meminfo Slab, both ends of each connection
 // are in this process, so the figure is halved; it includes the peers' sockets) and /proc/net/sockstat's TCP buffer pages.
@@ -144,8 +144,7 @@ double tls_heap_per_connection(echo::worker& w, const heartwheel::net::liveness_
     std::function<void()> accept = [&] {
         acceptor.async_accept([&](std::error_code ec, tcp::socket socket) {
             if (ec) return;
-            sessions.push_back(std::make_shared<tls_session>(w));
-            sessions.back()->start(Stream(std::move(socket), ctx), timing);
+            sessions.push_back(tls_session::start(w, Stream(std::move(socket), ctx), timing));
             accept();
         });
     };
@@ -204,10 +203,7 @@ double typed_per_connection(echo::worker& w, const heartwheel::net::liveness_con
     const std::size_t h0 = heap_in_use(), s0 = w.wheel.wheel().storage_bytes();
     w.ioc.restart(); // an earlier stage may have run it out of work
     asio::post(ex, [&] {
-        for (auto& socket : accepted) {
-            sessions.push_back(std::make_shared<typed_session>(w));
-            sessions.back()->start(std::move(socket), timing);
-        }
+        for (auto& socket : accepted) sessions.push_back(typed_session::start(w, std::move(socket), timing));
     });
     w.ioc.poll();
     const std::size_t h1 = heap_in_use(), s1 = w.wheel.wheel().storage_bytes();
@@ -258,8 +254,6 @@ int main(int argc, char** argv) {
     }
     const std::size_t h1 = heap_in_use();
     const long slab1 = meminfo_kib("Slab");
-    for (std::size_t i = 0; i < accepted.size(); ++i) sessions.push_back(std::make_shared<session_type>(w));
-    const std::size_t h2 = heap_in_use();
     // Started in two halves: the first with the three policies off, the second with them on.
     heartwheel::net::liveness_config bare = options.live;
     bare.idle.reader_idle = {};
@@ -268,7 +262,7 @@ int main(int argc, char** argv) {
     const std::size_t half = n / 2;
     const auto start = [&](std::size_t from, std::size_t to, const heartwheel::net::liveness_config& cfg) {
         const heartwheel::net::connection_context timing(w.wheel, cfg, &w.live_counters, &w.scale, w.context.options);
-        for (std::size_t i = from; i < to; ++i) sessions[i]->start(std::move(accepted[i]), timing);
+        for (std::size_t i = from; i < to; ++i) sessions.push_back(session_type::start(w, std::move(accepted[i]), timing));
         w.ioc.poll(); // the receives are pending, nothing to read
         return heap_in_use() - w.wheel.wheel().storage_bytes(); // the slot storage is counted apart
     };
@@ -280,11 +274,10 @@ int main(int argc, char** argv) {
 
     const double per = static_cast<double>(n);
     const double descriptor = static_cast<double>(h1 - h0) / per;
-    const double session = static_cast<double>(h2 - h1) / per;
-    const double connection = static_cast<double>(h3 + s0 - h2) / static_cast<double>(half);
+    const double connection = static_cast<double>(h3 + s0 - h1) / static_cast<double>(half);
     const double timers = static_cast<double>(h4 - h3) / static_cast<double>(n - half) - connection;
     const double slots = static_cast<double>(s1 - s0) / static_cast<double>(n - half);
-    const double total = descriptor + session + connection + timers + slots;
+    const double total = descriptor + connection + timers + slots;
     const double kernel = static_cast<double>(slab1 - slab0) * 1024.0 / per / 2.0;
     const std::uint64_t idle_read_buffers = counters.read_buffers.load(), idle_read_bytes = counters.read_buffer_bytes.load();
     for (auto& s : sessions) s->abort();
@@ -309,9 +302,8 @@ int main(int argc, char** argv) {
     const double tls_state = tls_total - (descriptor + any_parts);
     std::printf("| part | bytes per idle connection |\n|---|---:|\n");
     std::printf("| Asio's reactor state for the descriptor | %.0f |\n", descriptor);
-    std::printf("| session object (line framer; no read buffer) | %.0f |\n", session);
-    std::printf("| connection (socket, empty write queue, stream core, liveness with no policy) and Asio's "
-                "pending receive | %.0f |\n", connection);
+    std::printf("| connection (socket, empty write queue, stream core, liveness with no policy) and its session "
+                "(line framer; no read buffer) in one heap block, and Asio's pending receive | %.0f |\n", connection);
     std::printf("| liveness policies' heap: the heartbeat (reader idle and max age are the liveness's own timer node) | %.0f |\n", timers);
     std::printf("| the wheel's slot storage for them (one pooled vector: its fixed part weighs less the more connections) | %.0f |\n", slots);
     std::printf("| read buffer bytes held (an idle write queue holds none: footprint_test) | %llu |\n",
@@ -333,9 +325,9 @@ int main(int argc, char** argv) {
                 "TCP buffer pages in use (sockstat): %ld\n",
                 sizeof(session_type), sizeof(session_type::connection_type), sizeof(heartwheel::net::connection_liveness),
                 sizeof(tcp::socket), tcp_pages);
-    std::printf("{\"connections\":%zu,\"descriptor\":%.0f,\"session\":%.0f,\"connection\":%.0f,\"timers\":%.0f,\"slots\":%.0f,"
+    std::printf("{\"connections\":%zu,\"descriptor\":%.0f,\"connection\":%.0f,\"timers\":%.0f,\"slots\":%.0f,"
                 "\"total\":%.0f,\"strand_total\":%.0f,\"any_executor_total\":%.0f,\"tls_state\":%.0f,\"tls_total\":%.0f,\"asio_tls_total\":%.0f,\"kernel_slab\":%.0f,\"read_buffers\":%llu}\n",
-                n, descriptor, session, connection, timers, slots, total, strand_total, any_total, tls_state, tls_total, asio_tls_total, kernel,
+                n, descriptor, connection, timers, slots, total, strand_total, any_total, tls_state, tls_total, asio_tls_total, kernel,
                 static_cast<unsigned long long>(idle_read_buffers));
     return idle_read_buffers == 0 && counters.read_buffers.load() == 0 && tls_total > descriptor && asio_tls_total > descriptor && any_parts > 0 && strand_parts > 0 ? 0 : 1;
 }

@@ -169,13 +169,13 @@ void server::start_session(worker& w, Socket socket) {
     const bool none = options_.timers == timer_mode::none;
     if constexpr (std::is_same_v<Socket, asio::ip::tcp::socket>) { // accepted for TLS only (accept())
         tls stream(std::move(socket), *tls_);
-        if (wheel) std::make_shared<session<tls, connection_liveness>>(w)->start(std::move(stream), w.context);
-        else if (none) std::make_shared<session<tls, no_liveness>>(w)->start_baseline(std::move(stream), no_liveness::factory(w));
-        else std::make_shared<session<tls, asio_liveness>>(w)->start_baseline(std::move(stream), asio_liveness::factory(w));
+        if (wheel) session<tls, connection_liveness>::start(w, std::move(stream), w.context);
+        else if (none) session<tls, no_liveness>::start_baseline(w, std::move(stream), no_liveness::factory(w));
+        else session<tls, asio_liveness>::start_baseline(w, std::move(stream), asio_liveness::factory(w));
     } else {
-        if (wheel) std::make_shared<session<Socket, connection_liveness>>(w)->start(std::move(socket), w.context);
-        else if (none) std::make_shared<session<Socket, no_liveness>>(w)->start_baseline(std::move(socket), no_liveness::factory(w));
-        else std::make_shared<session<Socket, asio_liveness>>(w)->start_baseline(std::move(socket), asio_liveness::factory(w));
+        if (wheel) session<Socket, connection_liveness>::start(w, std::move(socket), w.context);
+        else if (none) session<Socket, no_liveness>::start_baseline(w, std::move(socket), no_liveness::factory(w));
+        else session<Socket, asio_liveness>::start_baseline(w, std::move(socket), asio_liveness::factory(w));
     }
 }
 

@@ -16,6 +16,7 @@
 #include "protocol.hpp"
 
 #include <heartwheel/net/connection.hpp>
+#include <heartwheel/net/connection_with.hpp>
 #include <heartwheel/net/tls_socket.hpp>
 #include <heartwheel/net/line_framer.hpp>
 
@@ -36,11 +37,12 @@ inline const heartwheel::net::close_reason handshake_shed = heartwheel::net::def
 inline const heartwheel::net::close_reason over_share = heartwheel::net::define_close_reason("over-share");
 
 template <class Stream, class Liveness>
-class session final : public session_base, public std::enable_shared_from_this<session<Stream, Liveness>> {
+class session final : public session_base {
 public:
     using connection_type = heartwheel::net::connection<Stream, Liveness>;
 
-    explicit session(worker& w) : w_(w), framer_(w.options.max_line), held_(0), reading_(false) {
+    /// Made by start() (or start_baseline()) in its connection's heap block, after the connection.
+    session(connection_type& c, worker& w) : w_(w), conn_(c), framer_(w.options.max_line), held_(0), reading_(false) {
         link_before(w_.sessions);
         w_.counters.active.fetch_add(1, std::memory_order_relaxed);
         w_.population_changed();
@@ -57,39 +59,46 @@ public:
         w_.session_gone();
     }
 
-    /// Takes over `stream`, timed by the wheel's liveness as `ctx` (the worker's context) says.
-    void start(Stream stream, const heartwheel::net::connection_context& ctx) {
-        begin(std::move(stream), [&ctx](Stream s, std::shared_ptr<session> self) {
-            return std::make_shared<connection_type>(std::move(s), ctx, std::move(self));
-        });
+    /// Takes over `stream`, timed by the wheel's liveness as `ctx` (the worker's context) says: the
+    /// session and its connection in one heap block (net::make_connection_with), which the connection
+    /// holds until it closes.
+    static std::shared_ptr<session> start(worker& w, Stream stream, const heartwheel::net::connection_context& ctx) {
+        const asio::ip::address peer = source(w, stream);
+        auto s = heartwheel::net::make_connection_with<connection_type>(
+            [&w](connection_type& c) { return session(c, w); }, std::move(stream), ctx);
+        s->begin(peer);
+        return s;
     }
     /// Takes over `stream`, timed by a baseline's own liveness (--timers asio or none).
     template <class MakeLiveness>
-    void start_baseline(Stream stream, MakeLiveness&& make_liveness) {
-        begin(std::move(stream), [this, &make_liveness](Stream s, std::shared_ptr<session> self) {
-            return std::make_shared<connection_type>(std::move(s), make_liveness, std::move(self), w_.context.options);
-        });
+    static std::shared_ptr<session> start_baseline(worker& w, Stream stream, MakeLiveness&& make_liveness) {
+        const asio::ip::address peer = source(w, stream);
+        auto s = heartwheel::net::make_connection_with<connection_type>(
+            [&w](connection_type& c) { return session(c, w); }, std::move(stream), make_liveness, nullptr,
+            w.context.options);
+        s->begin(peer);
+        return s;
     }
 
     void shutdown() override { // the goodbye may take the whole shutdown grace to go out
-        if (conn_) conn_->close(close_reason::shutdown, std::chrono::milliseconds(w_.options.shutdown_grace_ms));
+        conn_.close(close_reason::shutdown, std::chrono::milliseconds(w_.options.shutdown_grace_ms));
     }
-    void abort() override {
-        if (conn_) conn_->abort(close_reason::shutdown);
-    }
+    void abort() override { conn_.abort(close_reason::shutdown); }
 
 private:
-    /// Starts the protocol on the connection `make_connection(stream, self)` returns.
-    template <class MakeConnection>
-    void begin(Stream stream, MakeConnection&& make_connection) {
-        auto self = this->shared_from_this(); // the connection holds the session until it closes
-        asio::ip::address peer; // the source, for the handshake gate and the source shares
-        if (connection_type::is_tls || w_.shares) {
-            std::error_code gone; // a peer already gone: its first read or handshake fails at once
-            peer = stream.lowest_layer().remote_endpoint(gone).address();
-        }
-        conn_ = make_connection(std::move(stream), self);
-        conn_->apply_socket_options(w_.options.live.keepalive);
+    /// The peer's address, for the handshake gate and the source shares (none needed: empty).
+    static asio::ip::address source(const worker& w, const Stream& stream) {
+        if (!connection_type::is_tls && !w.shares) return {};
+        std::error_code gone; // a peer already gone: its first read or handshake fails at once
+        return stream.lowest_layer().remote_endpoint(gone).address();
+    }
+
+    /// A reference that keeps the session — its connection's block — alive (for handlers in flight).
+    std::shared_ptr<session> ref() { return {conn_.shared_from_this(), this}; }
+
+    /// Starts the protocol on its connection.
+    void begin(const asio::ip::address& peer) {
+        conn_.apply_socket_options(w_.options.live.keepalive);
         if (w_.shares) {
             share_ = std::make_unique<share_place>(*this);
             w_.shares->add(*share_, peer);
@@ -97,7 +106,7 @@ private:
         }
         if constexpr (connection_type::is_tls) {
             if (!admit_handshake(peer)) return;
-            conn_->async_handshake(asio::ssl::stream_base::server, [self](std::error_code ec) {
+            conn_.async_handshake(asio::ssl::stream_base::server, [self = ref()](std::error_code ec) {
                 self->place_.reset(); // done, failed or shed: its place in the gate is free
                 if (!ec) self->pump(); // a failure or timeout closed (and counted) it already
             });
@@ -109,7 +118,7 @@ private:
     /// The session's place among the handshakes in progress (TLS, until its handshake ends).
     struct handshake_place final : heartwheel::net::handshake_gate::waiter {
         explicit handshake_place(session& s) : owner(s) {}
-        void evicted() override { owner.conn_->abort(handshake_shed); }
+        void evicted() override { owner.conn_.abort(handshake_shed); }
         session& owner;
     };
 
@@ -124,7 +133,7 @@ private:
         }
         void shed() override {
             owner.w_.shares_changed();
-            owner.conn_->close(over_share);
+            owner.conn_.close(over_share);
         }
         session& owner;
     };
@@ -137,7 +146,7 @@ private:
         if (w_.handshakes.admit(*place_, peer, heartwheel::net::handshake_gate::clock::now()) == verdict::admitted) return true;
         place_.reset();
         w_.counters.busy.fetch_add(1, std::memory_order_relaxed);
-        conn_->abort(busy);
+        conn_.abort(busy);
         return false;
     }
 
@@ -160,15 +169,15 @@ private:
     void read() {
         if (reading_ || !handle_lines()) return;
         reading_ = true;
-        conn_->stream().async_receive(
-            [self = this->shared_from_this()](std::error_code ec, heartwheel::net::read_chunk chunk) {
+        conn_.stream().async_receive(
+            [self = ref()](std::error_code ec, heartwheel::net::read_chunk chunk) {
                 self->reading_ = false;
                 self->on_read(ec, chunk);
             });
     }
 
     void on_read(std::error_code ec, const heartwheel::net::read_chunk& chunk) {
-        if (ec) return conn_->read_failed(ec); // the peer's end (TLS: with or without close_notify), or an error
+        if (ec) return conn_.read_failed(ec); // the peer's end (TLS: with or without close_notify), or an error
         framer_.feed(chunk.bytes());
         pump();
     }
@@ -185,10 +194,10 @@ private:
     /// True when every complete line was handled and more bytes are wanted.
     bool handle_lines() {
         std::string_view line;
-        while (conn_->can_read()) {
+        while (conn_.can_read()) {
             switch (framer_.next(line)) {
             case heartwheel::net::line_framer::status::need_more: return true;
-            case heartwheel::net::line_framer::status::too_long: conn_->close(line_too_long); return false;
+            case heartwheel::net::line_framer::status::too_long: conn_.close(line_too_long); return false;
             case heartwheel::net::line_framer::status::line: on_line(line); break;
             }
         }
@@ -199,10 +208,10 @@ private:
         const parsed_line p = parse_line(line);
         w_.counters.lines.fetch_add(1, std::memory_order_relaxed);
         if (p.kind == line_kind::pong) {
-            conn_->pong_received();
+            conn_.pong_received();
             return;
         }
-        conn_->message_received();
+        conn_.message_received();
         if (p.kind == line_kind::ping) {
             w_.counters.pings_answered.fetch_add(1, std::memory_order_relaxed);
             send("PONG " + std::string(p.arg));
@@ -211,10 +220,10 @@ private:
         }
     }
 
-    void send(std::string_view line) { conn_->send({line, "\n"}); }
+    void send(std::string_view line) { conn_.send({line, "\n"}); }
 
     worker& w_;
-    std::shared_ptr<connection_type> conn_;
+    connection_type& conn_; ///< in the same heap block, made before the session and destroyed after it
     struct no_place {};
     /// Only while a TLS handshake is in progress; a TCP session has no member for it.
     [[no_unique_address]] std::conditional_t<connection_type::is_tls, std::unique_ptr<handshake_place>, no_place> place_;
@@ -222,7 +231,7 @@ private:
     heartwheel::net::line_framer framer_;
     // 32-bit, beside each other, the flag in the count's word: a ping a second wraps after a
     // century, and a framer holds at most --max-line (16 MiB) and a chunk. With no place_ a TCP
-    // session is 120 bytes, a heap block of 144 with make_shared's control block (echo_protocol_test).
+    // session is 96 bytes, inside its connection's heap block (echo_protocol_test).
     std::uint32_t ping_seq_ = 0;
     std::uint32_t held_ : 31;   ///< framer_.memory() as last counted
     std::uint32_t reading_ : 1;

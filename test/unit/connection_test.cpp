@@ -8,6 +8,7 @@
 
 #include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/net/connection.hpp>
+#include <heartwheel/net/connection_with.hpp>
 #include <heartwheel/net/framed_output.hpp>
 #include <heartwheel/net/ssl_stream.hpp>
 
@@ -607,4 +608,53 @@ BOOST_FIXTURE_TEST_CASE(a_liveness_of_ones_own_names_the_wheel_and_the_counters,
     BOOST_TEST(counters.snapshot().closes[static_cast<std::size_t>(net::close_reason::shutdown)] == 0u);
     BOOST_TEST(wheel.size() >= 1u); // the linger
     run_until([&] { return c->closed(); }); // the linger ends it (the peer never ends its side)
+}
+
+// make_connection_with: the connection and its handler in one heap block. The handler is made with
+// its connection (a reference it keeps), hears the connection's calls, and the connection holds it —
+// so the block — while open even when nothing else does; the close lets go, and the block goes once
+// its pending read completes. The handler is destroyed first, while its connection still exists.
+namespace {
+struct joint_session final : net::connection_handler {
+    using connection_type = net::connection<tcp::socket>;
+    joint_session(connection_type& conn, std::vector<std::string>& log) : c(conn), log(log) {}
+    ~joint_session() override { log.push_back(c.closed() ? "destroyed after its close" : "destroyed open"); }
+    void last_words(net::close_reason r) override { c.send("BYE " + std::string(net::to_string(r)) + "\n"); }
+    void on_close(net::close_reason r) override { log.push_back("closed " + std::string(net::to_string(r))); }
+    std::shared_ptr<joint_session> ref() { return {c.shared_from_this(), this}; }
+    connection_type& c;
+    std::vector<std::string>& log;
+};
+} // namespace
+
+BOOST_FIXTURE_TEST_CASE(a_connection_made_with_its_handler_holds_it_until_closed, fixture) {
+    net::liveness_config cfg;
+    cfg.idle.reader_idle = 100ms;
+    std::vector<std::string> log;
+    auto s = net::make_connection_with<joint_session::connection_type>(
+        [&log](joint_session::connection_type& c) { return joint_session(c, log); }, accept_one(),
+        net::connection_context(wheel, cfg, &counters));
+    const auto at = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p); };
+    BOOST_TEST(at(s.get()) > at(&s->c)); // one block: the handler after its connection
+    BOOST_TEST(at(s.get()) < at(&s->c) + sizeof(joint_session::connection_type) + 64);
+    BOOST_TEST(s->ref().get() == s.get());
+    std::weak_ptr<joint_session> watch = s;
+    s.reset(); // the connection holds its handler while open
+    run_for(20ms);
+    BOOST_TEST(!watch.expired());
+    BOOST_TEST(log.empty());
+    error_code read_error;
+    watch.lock()->c.stream().async_receive([&read_error, keep = watch.lock()->ref()](error_code ec, net::read_chunk) {
+        read_error = ec; // a session's read loop: its pending read holds it too
+    });
+    run_until([&] { return watch.expired(); }); // the reader-idle close, its linger, the read's completion
+    BOOST_TEST((read_error == net::errc::timed_out));
+    BOOST_TEST(closes(net::close_reason::reader_idle) == 1u);
+    BOOST_TEST_REQUIRE(log.size() == 2u);
+    BOOST_TEST(log[0] == "closed reader-idle");
+    BOOST_TEST(log[1] == "destroyed after its close");
+    std::string bye(32, '\0');
+    error_code ec;
+    const std::size_t n = peer.read_some(asio::buffer(bye), ec);
+    BOOST_TEST(bye.substr(0, n) == "BYE reader-idle\n");
 }

@@ -7,6 +7,7 @@
 
 #include <heartwheel/net/connection.hpp>
 #include <heartwheel/net/connection_liveness.hpp>
+#include <heartwheel/net/connection_with.hpp>
 #include <heartwheel/net/timeout_policy.hpp>
 #include <heartwheel/net/write_queue.hpp>
 
@@ -80,21 +81,50 @@ BOOST_AUTO_TEST_CASE(a_connection_fits_its_heap_block) {
 
 // Accepting a connection allocates its block and its stream's core, and nothing for its liveness
 // when no policy is on: the liveness is made in place (it was a heap block of its own).
-BOOST_AUTO_TEST_CASE(a_connection_and_its_liveness_are_one_allocation) {
+namespace {
+/// A context with every policy off, whose first connection (which also makes the io_context's
+/// teardown registry: not counted) is made already, and an open socket, as accepted.
+struct policies_off {
     asio::io_context io;
     manual_service svc;
-    liveness_config off;
-    off.limits.handshake_timeout = std::chrono::milliseconds(0);
-    const connection_context ctx(svc, off);
-    // The first connection of a context also makes the context's teardown registry: not counted.
-    auto first = std::make_shared<connection<core_socket>>(core_socket(io, asio::ip::tcp::v4()), ctx);
-    core_socket s(io, asio::ip::tcp::v4()); // open: a socket as accepted
+    liveness_config off = [] {
+        liveness_config c;
+        c.limits.handshake_timeout = std::chrono::milliseconds(0);
+        return c;
+    }();
+    const connection_context ctx{svc, off};
+    std::shared_ptr<connection<core_socket>> first =
+        std::make_shared<connection<core_socket>>(core_socket(io, asio::ip::tcp::v4()), ctx);
+    core_socket s{io, asio::ip::tcp::v4()};
+};
+} // namespace
+
+BOOST_FIXTURE_TEST_CASE(a_connection_and_its_liveness_are_one_allocation, policies_off) {
     std::shared_ptr<connection<core_socket>> c;
     const auto use = measure([&] { c = std::make_shared<connection<core_socket>>(std::move(s), ctx); });
     BOOST_TEST(use.allocations == 2u); // the connection with its liveness, the stream's core
     const auto at = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p); };
     BOOST_TEST(at(&c->liveness()) >= at(c.get()));
     BOOST_TEST(at(&c->liveness()) < at(c.get() + 1));
+}
+
+// A server's session in its connection's block (make_connection_with): still two allocations — the
+// block and the stream's core — where a session made apart adds its own block and control block.
+namespace {
+struct small_session final : connection_handler {
+    explicit small_session(connection<core_socket>& c) : c(c) {}
+    connection<core_socket>& c;
+};
+} // namespace
+BOOST_FIXTURE_TEST_CASE(a_connection_and_its_handler_are_one_allocation, policies_off) {
+    std::shared_ptr<small_session> h;
+    const auto use = measure([&] {
+        h = make_connection_with<connection<core_socket>>([](connection<core_socket>& c) { return small_session(c); },
+                                                           std::move(s), ctx);
+    });
+    BOOST_TEST(use.allocations == 2u); // the connection with its liveness and its handler, the stream's core
+    BOOST_TEST(use.bytes <= sizeof(connection<core_socket>) + sizeof(small_session) + 16u + 24u); // + control block, core
+    h->c.abort(close_reason::shutdown); // lets go of its handler
 }
 
 BOOST_AUTO_TEST_CASE(liveness_builds_only_what_the_config_enables) {

@@ -43,6 +43,9 @@
 // connection, not a std::function per hook — memory matters at a million idle connections); its
 // calls run on the connection's executor, and the connection keeps it — typically the application's
 // session — until it is closed, then lets go. connection_hooks wraps lambdas for small programs.
+// make_connection_with (connection_with.hpp) makes a connection and its handler in one heap block
+// (one control block, no pointer between them to own: ~48 bytes less per connection); not final for
+// that block's sake, and not meant to be derived from otherwise.
 // Teardown order: connections (and the application objects holding them) before their wheel, the
 // wheel before its io_context; a connection's pending operations and requests complete or are
 // destroyed with it (no leak). An application that leaves with io.stop() while sessions that own
@@ -90,7 +93,7 @@
 namespace heartwheel::net {
 
 template <class NextLayer, class Liveness = connection_liveness, template <class> class Output = byte_output>
-class connection final : public std::enable_shared_from_this<connection<NextLayer, Liveness, Output>>,
+class connection : public std::enable_shared_from_this<connection<NextLayer, Liveness, Output>>,
                          private stream_observer,
                          private liveness_handler,
                          private detail::teardown_registry::entry,
