@@ -2,7 +2,8 @@
 // receive that waits holds no read chunk (read_chunk::outstanding() stays 0), the bytes arrive whole
 // and in order however they are split (more than a chunk at once included), reads are recorded as
 // activity, a full chunk reads again on a later turn (never inside the caller's call), end of stream
-// and a policy close complete the receive with their errors. Bounded in time.
+// and a policy close complete the receive with their errors; the receive keeps its handler's strand
+// and cancellation slot (a coroutine races it against a wheel wait). Bounded in time.
 #define BOOST_TEST_MODULE receive
 #include <boost/mpl/list.hpp>
 #include <boost/test/unit_test.hpp>
@@ -18,6 +19,10 @@
 #include <asio/bind_cancellation_slot.hpp>
 #include <asio/bind_executor.hpp>
 #include <asio/cancellation_signal.hpp>
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/experimental/awaitable_operators.hpp>
+#include <asio/use_awaitable.hpp>
 #include <asio/strand.hpp>
 #include <asio/io_context.hpp>
 #include <asio/ssl/context.hpp>
@@ -252,6 +257,33 @@ BOOST_FIXTURE_TEST_CASE(a_receive_keeps_its_handlers_executor_and_cancellation_s
     BOOST_TEST(!done); // not inside the call
     run_until([&] { return done; });
     BOOST_TEST((last == net::errc::connection_closed));
+    BOOST_TEST(net::read_chunk::outstanding() == 0u);
+}
+
+// A coroutine read loop, as users write one: the receive raced against a wheel wait with asio's
+// awaitable operators. The wait wins while the peer is silent — the receive is cancelled through its
+// slot, holding no chunk, and the connection stays open — then the bytes win and the wait is unlinked.
+BOOST_FIXTURE_TEST_CASE(a_coroutine_races_a_receive_against_a_wheel_wait, fixture) {
+    using namespace asio::experimental::awaitable_operators;
+    auto c = make(accept_one());
+    std::size_t first = 9, second = 9;
+    std::string got;
+    bool finished = false;
+    asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+        auto r = co_await (c->stream().async_receive(asio::use_awaitable) || wheel.async_wait(30ms, asio::use_awaitable));
+        first = r.index();
+        asio::write(peer, asio::buffer("z", 1));
+        auto r2 = co_await (c->stream().async_receive(asio::use_awaitable) || wheel.async_wait(10s, asio::use_awaitable));
+        second = r2.index();
+        if (r2.index() == 0) got = std::string(std::get<0>(r2).bytes());
+        finished = true;
+    }, asio::detached);
+    run_until([&] { return finished; });
+    BOOST_TEST(first == 1u); // the wheel's wait won: the receive was cancelled
+    BOOST_TEST(second == 0u);
+    BOOST_TEST(got == "z");
+    BOOST_TEST(!c->closing());
+    BOOST_TEST(wheel.size() == 0u);
     BOOST_TEST(net::read_chunk::outstanding() == 0u);
 }
 
