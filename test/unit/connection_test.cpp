@@ -119,6 +119,64 @@ BOOST_FIXTURE_TEST_CASE(stream_records_reads_and_composes, fixture) {
     BOOST_TEST(counters.snapshot().reader_idle == 0u);
 }
 
+// The stream's read_some and write_some are their own operations, not async_compose's: Asio's
+// associators reach the application's handler through them — a handler bound to a strand runs inside
+// it, a cancellation ends a pending read with operation_aborted and the connection stays open — and
+// on a stream already closed both complete on a later turn with the close's error, never inside the
+// call (a handler run inside its own initiating call is what Asio's rules forbid).
+BOOST_FIXTURE_TEST_CASE(read_some_and_write_some_keep_their_handlers_executor_and_slot, fixture) {
+    auto c = make(accept_one(), net::liveness_config{});
+    auto strand = asio::make_strand(io);
+    char buf[8];
+    bool in_strand = false, wrote_in_strand = false;
+    std::size_t got = 0;
+    c->stream().async_read_some(asio::buffer(buf), asio::bind_executor(strand, [&](error_code ec, std::size_t n) {
+        BOOST_TEST(!ec);
+        in_strand = strand.running_in_this_thread();
+        got = n;
+    }));
+    c->stream().async_write_some(asio::buffer("w", 1), asio::bind_executor(strand, [&](error_code ec, std::size_t) {
+        BOOST_TEST(!ec);
+        wrote_in_strand = strand.running_in_this_thread();
+    }));
+    asio::write(peer, asio::buffer("r", 1));
+    run_until([&] { return got == 1 && wrote_in_strand; });
+    BOOST_TEST(in_strand);
+    BOOST_TEST(buf[0] == 'r');
+
+    asio::cancellation_signal cancel;
+    error_code last;
+    bool done = false;
+    c->stream().async_read_some(asio::buffer(buf), asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec, std::size_t) {
+        last = ec;
+        done = true;
+    }));
+    run_for(10ms);
+    BOOST_TEST(!done);
+    cancel.emit(asio::cancellation_type::terminal);
+    run_until([&] { return done; });
+    BOOST_TEST((last == asio::error::operation_aborted));
+    BOOST_TEST(!c->closing());
+
+    c->abort(net::close_reason::shutdown);
+    int completions = 0;
+    error_code read_error, write_error;
+    c->stream().async_read_some(asio::buffer(buf), [&](error_code ec, std::size_t n) {
+        BOOST_TEST(n == 0u);
+        read_error = ec;
+        ++completions;
+    });
+    c->stream().async_write_some(asio::buffer("w", 1), [&](error_code ec, std::size_t n) {
+        BOOST_TEST(n == 0u);
+        write_error = ec;
+        ++completions;
+    });
+    BOOST_TEST(completions == 0); // not inside the calls
+    run_until([&] { return completions == 2; });
+    BOOST_TEST((read_error == net::errc::connection_closed));
+    BOOST_TEST((write_error == net::errc::connection_closed));
+}
+
 // The application's close: last words are queued by the hook, flushed, then the socket closes; the
 // peer reads them and then end-of-stream. An application reason defined by name is counted.
 BOOST_FIXTURE_TEST_CASE(close_sends_last_words_then_closes, fixture) {

@@ -8,9 +8,10 @@
 // I/O by hand. When the observer's connection has closed, a pending operation completes with the
 // close's distinct error — errc::timed_out if a liveness policy closed it, errc::connection_closed
 // otherwise — never a bare operation_aborted. Operations keep their handler's executor, allocator and
-// per-operation cancellation (asio::async_compose; async_receive, which every idle connection keeps
-// pending, is its own smaller operation: detail/receive_op.hpp). As with an Asio socket, the stream
-// may be destroyed with operations pending: they complete with operation_aborted (each holds a small
+// per-operation cancellation: each is its own completion handler, with Asio's associators forwarded
+// to the application's (detail/io_op.hpp, detail/receive_op.hpp; no async_compose around them), and
+// completes on a later turn, never inside its initiating call. As with an Asio socket, the stream may
+// be destroyed with operations pending: they complete with operation_aborted (each holds a small
 // shared core, not the stream: detail/stream_core.hpp). Use from the stream's executor only.
 //
 // async_receive is the read for servers with many quiet peers: it holds no buffer while it waits and
@@ -29,6 +30,7 @@
 #ifndef HEARTWHEEL_NET_LIVENESS_STREAM_HPP
 #define HEARTWHEEL_NET_LIVENESS_STREAM_HPP
 
+#include <heartwheel/net/detail/io_op.hpp>
 #include <heartwheel/net/detail/receive_op.hpp>
 #include <heartwheel/net/detail/stream_core.hpp>
 #include <heartwheel/net/detail/tls_traits.hpp>
@@ -71,15 +73,15 @@ public:
     /// AsyncReadStream: completes void(error_code, size_t); bytes read are recorded as activity.
     template <class MutableBuffers, class Token>
     auto async_read_some(const MutableBuffers& buffers, Token&& token) {
-        return asio::async_compose<Token, void(error_code, std::size_t)>(
-            io_op<MutableBuffers, false>{core_, buffers}, token, next_);
+        return asio::async_initiate<Token, void(error_code, std::size_t)>(detail::initiate_io<NextLayer, false>{}, token,
+                                                                           core_, buffers);
     }
 
     /// AsyncWriteStream: completes void(error_code, size_t); start, progress and completion are recorded.
     template <class ConstBuffers, class Token>
     auto async_write_some(const ConstBuffers& buffers, Token&& token) {
-        return asio::async_compose<Token, void(error_code, std::size_t)>(
-            io_op<ConstBuffers, true>{core_, buffers}, token, next_);
+        return asio::async_initiate<Token, void(error_code, std::size_t)>(detail::initiate_io<NextLayer, true>{}, token,
+                                                                           core_, buffers);
     }
 
     /// Whether bytes from the peer wait unread while a read is pending: in the kernel's receive
@@ -107,34 +109,6 @@ public:
 
 private:
     using core_ref = detail::stream_core_ref<NextLayer>;
-
-    /// One read_some or write_some on the next layer, recorded on completion.
-    template <class Buffers, bool Write>
-    struct io_op {
-        core_ref c;
-        Buffers buffers;
-        bool started = false;
-        template <class Self>
-        void operator()(Self& self, error_code ec = {}, std::size_t n = 0) {
-            if (!started) {
-                started = true;
-                if (auto closed = c->observer->close_error()) return self.complete(closed, 0);
-                if constexpr (Write) {
-                    c->observer->on_write_started();
-                    return c->next->async_write_some(buffers, std::move(self)); // alive: it started it
-                } else {
-                    ++c->reads;
-                    return c->next->async_read_some(buffers, std::move(self));
-                }
-            }
-            if constexpr (!Write) --c->reads;
-            if (n > 0 && c->observer) {
-                if constexpr (Write) c->observer->on_bytes_written(n, asio::buffer_size(buffers));
-                else c->observer->on_bytes_read(n);
-            }
-            self.complete(c->outcome(ec), n);
-        }
-    };
 
     NextLayer next_;
     core_ref core_;

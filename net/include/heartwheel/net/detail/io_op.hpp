@@ -1,0 +1,106 @@
+// heartwheel/net/detail/io_op.hpp — liveness_stream's async_read_some and async_write_some: one
+// operation on the next layer, reported to the observer (the connection's liveness) as it completes.
+//
+// The idea: every write the connection makes and every read_some an application or a framing layer
+// (Beast) makes goes through here, so it is as small and direct as the receive (receive_op.hpp): the
+// operation is its own completion handler — the stream's core handle, the buffers, its step and the
+// application's handler — with no async_compose around it (whose work guard and call count each
+// pending operation would carry, and whose indirections each completion would pay). Asio's
+// associators reach the application's handler through it (the specialisation at the end).
+//
+// Invariants: every path ends in exactly one completion, on the handler's executor and never inside
+// the initiating call (a stream already closed completes on a later turn with the close's error);
+// reads are counted in flight from their start to their completion; the observer hears bytes only
+// while the stream lives.
+#ifndef HEARTWHEEL_NET_DETAIL_IO_OP_HPP
+#define HEARTWHEEL_NET_DETAIL_IO_OP_HPP
+
+#include <heartwheel/net/detail/stream_core.hpp>
+
+#include <heartwheel/asio.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+namespace heartwheel::net::detail {
+
+template <class NextLayer, class Buffers, bool Write, class Handler>
+class io_op {
+public:
+    template <class H>
+    io_op(const stream_core_ref<NextLayer>& c, const Buffers& b, H&& h)
+        : c_(c), buffers_(b), handler_(std::forward<H>(h)) {}
+
+    /// The application's handler, for Asio's associators.
+    const Handler& handler() const noexcept { return handler_; }
+
+    /// The start (), a closed stream's later turn (), the next layer's completion (ec, n).
+    void operator()(error_code ec = {}, std::size_t n = 0) {
+        switch (step_) {
+        case step::start:
+            if (c_->observer->close_error()) {
+                step_ = step::closed;
+                return asio::post(c_->next->get_executor(), std::move(*this));
+            }
+            step_ = step::running;
+            if constexpr (Write) {
+                c_->observer->on_write_started();
+                return c_->next->async_write_some(buffers_, std::move(*this)); // alive: it started it
+            } else {
+                ++c_->reads;
+                return c_->next->async_read_some(buffers_, std::move(*this));
+            }
+        case step::closed:
+            // The close's error (it does not reopen), or operation_aborted once the stream is gone.
+            if (c_->observer != nullptr) ec = c_->observer->close_error();
+            return std::move(handler_)(ec ? ec : error_code(asio::error::operation_aborted), std::size_t{0});
+        case step::running:
+            break;
+        }
+        if constexpr (!Write) --c_->reads;
+        if (n > 0 && c_->observer) {
+            if constexpr (Write) c_->observer->on_bytes_written(n, asio::buffer_size(buffers_));
+            else c_->observer->on_bytes_read(n);
+        }
+        std::move(handler_)(c_->outcome(ec), n);
+    }
+
+private:
+    enum class step : std::uint8_t { start, closed, running };
+    stream_core_ref<NextLayer> c_;
+    Buffers buffers_;
+    step step_ = step::start;
+    Handler handler_;
+};
+
+/// async_read_some's (Write false) or async_write_some's initiation: the first step runs in the call.
+template <class NextLayer, bool Write>
+struct initiate_io {
+    template <class Handler, class Buffers>
+    void operator()(Handler&& h, const stream_core_ref<NextLayer>& c, const Buffers& b) const {
+        io_op<NextLayer, Buffers, Write, std::decay_t<Handler>>(c, b, std::forward<Handler>(h))();
+    }
+};
+
+} // namespace heartwheel::net::detail
+
+namespace HEARTWHEEL_ASIO_NAMESPACE {
+/// A read or write runs where, with what allocator and under what cancellation slot its handler says.
+template <template <class, class> class Associator, class NextLayer, class Buffers, bool Write, class Handler,
+          class DefaultCandidate>
+struct associator<Associator, heartwheel::net::detail::io_op<NextLayer, Buffers, Write, Handler>, DefaultCandidate>
+    : Associator<Handler, DefaultCandidate> {
+    using op = heartwheel::net::detail::io_op<NextLayer, Buffers, Write, Handler>;
+    static typename Associator<Handler, DefaultCandidate>::type get(const op& o) noexcept {
+        return Associator<Handler, DefaultCandidate>::get(o.handler());
+    }
+    static auto get(const op& o, const DefaultCandidate& c) noexcept
+        -> decltype(Associator<Handler, DefaultCandidate>::get(o.handler(), c)) {
+        return Associator<Handler, DefaultCandidate>::get(o.handler(), c);
+    }
+};
+} // namespace HEARTWHEEL_ASIO_NAMESPACE
+
+#endif
