@@ -182,7 +182,7 @@ double tls_heap_per_connection(echo::worker& w, const heartwheel::net::liveness_
 // Heap bytes per idle TCP connection (session, connection, timers: not the descriptor's state, which
 // Asio reuses from the first stage here, nor the slot storage) of the same session over sockets
 // whose executor is `ex`'s type: asio::any_io_executor (56 bytes, held by the socket and copied into
-// the pending receive three times; the sockets under net::tls_socket) or the thread-pool model's
+// the pending receive twice; the sockets under net::tls_socket) or the thread-pool model's
 // strand (24: echo::strand_socket), against the io_context's own executor (8) of the main stages.
 // The sessions start on `ex`, as the server starts them. 0 on failure.
 template <class Socket, class Executor>

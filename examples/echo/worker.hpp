@@ -43,7 +43,7 @@
 namespace echo {
 
 /// The sockets of a plain TCP server name their executor's type instead of holding any_io_executor
-/// (56 bytes, in the socket and copied three times into each pending receive; a polymorphic call per
+/// (56 bytes, in the socket and copied twice into each pending receive; a polymorphic call per
 /// completion): with a thread per core the io_context's own executor (8 bytes), in the thread pool
 /// their shard's strand (24). examples/echo/footprint.cpp measures both against any_io_executor.
 /// tls_socket is over asio::ip::tcp::socket: TLS connections keep the polymorphic executor.

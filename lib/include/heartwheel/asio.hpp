@@ -7,11 +7,11 @@
 // codes), heartwheel::* targets do not (standalone Asio, std error codes). A program uses one
 // flavour: both define the same heartwheel symbols.
 //
-// Invariant: nothing here defines a name outside namespace heartwheel, so a consumer's own
-// `asio::` (standalone) and `boost::asio::` spellings keep meaning what they meant. The seam only
-// re-declares Asio's own `ssl::stream` template (a declaration, no definition) and includes the
-// OpenSSL-free `ssl/stream_base.hpp`, so that TCP-only code can name a TLS stream's type and its
-// handshake_type without OpenSSL's headers (TLS itself: asio_ssl.hpp, the heartwheel::tls target).
+// Invariant: nothing here defines a name outside namespace heartwheel (but HEARTWHEEL_ macros), so
+// a consumer's own `asio::` (standalone) and `boost::asio::` spellings keep meaning what they meant.
+// The seam only re-declares Asio's own `ssl::stream` template (a declaration, no definition) and
+// includes the OpenSSL-free `ssl/stream_base.hpp`, so that TCP-only code can name a TLS stream's type
+// and its handshake_type without OpenSSL's headers (TLS itself: asio_ssl.hpp, the heartwheel::tls target).
 // heartwheel's own error enums (heartwheel::errc, net::errc) are std error codes in both flavours;
 // Boost.System (1.79 and later) converts and compares them with boost::system::error_code.
 // HEARTWHEEL_ASIO_NAMESPACE spells the namespace `heartwheel::asio` names, for the one thing an alias
