@@ -138,7 +138,8 @@ public:
           in_last_words_(false), half_closed_(false), deadline_fired_(false) {
         detail::teardown_registry::of(stream_.get_executor()).add(*this);
     }
-    ~connection() {
+    /// Virtual: make_connection_with's block derives from the connection (nothing else should).
+    virtual ~connection() {
         detail::teardown_registry::of(stream_.get_executor()).remove(*this);
         live_.close();
     }
