@@ -9,9 +9,8 @@ namespace heartwheel::net {
 
 connection_limits::connection_limits(const server_limits& limits, activity_timer::listener& timers, timeout_scale* scale,
                                      const random_source& rnd)
-    : handshake_timeout_(detail::validated(limits).handshake_timeout),
-      handshake_min_(limits.handshake_timeout_min.enabled() ? limits.handshake_timeout_min.of(limits.handshake_timeout)
-                                                            : milliseconds(-1)) {
+{
+    limits.validate();
     if (limits.max_age.count() <= 0) return;
     const double r = rnd ? rnd() : detail::unit_random();
     const double factor = 1.0 + limits.max_age_jitter * (2.0 * r - 1.0);
@@ -35,11 +34,16 @@ connection_limits::deadline connection_limits::expired(activity_timer& t) noexce
     return &t == handshake_.get() ? deadline::handshake : deadline::age;
 }
 
-void connection_limits::handshake_started(activity_timer::listener& timers, timeout_scale* scale) {
-    if (handshake_timeout_.count() <= 0) return;
+void connection_limits::handshake_started(const server_limits& limits, activity_timer::listener& timers,
+                                          timeout_scale* scale) {
+    if (limits.handshake_timeout.count() <= 0) return;
     if (!handshake_) handshake_ = std::make_unique<activity_timer>(timers);
+    // handshake_timeout_min resolved against the timeout; negative: none
+    const milliseconds min = limits.handshake_timeout_min.enabled()
+                                 ? limits.handshake_timeout_min.of(limits.handshake_timeout)
+                                 : milliseconds(-1);
     using std::chrono::duration_cast;
-    handshake_->start(duration_cast<duration>(handshake_timeout_), duration_cast<duration>(handshake_min_), scale,
+    handshake_->start(duration_cast<duration>(limits.handshake_timeout), duration_cast<duration>(min), scale,
                       timers.scheduler().stamp());
 }
 

@@ -9,35 +9,22 @@ namespace heartwheel::net {
 
 connection_liveness::connection_liveness(timer_scheduler& svc, const liveness_config& config, liveness_handler& handler,
                                          liveness_counters* counters, timeout_scale* scale)
-    : policy_host(svc, scale), handler_(&handler), counters_(counters), request_timeout_(config.request.timeout),
-      idle_(config.idle, *this, scale),
-      limits_(config.limits, static_cast<activity_timer::listener&>(*this), scale),
-      request_max_outstanding_(config.request.max_outstanding & 0x7fffffffu), closed_(0), runtimes_(*this, config) {
+    : policy_host(svc, scale), handler_(&handler), counters_(counters), settings_(detail::intern(config, scale != nullptr)),
+      idle_(settings_->config.idle, *this, scale),
+      limits_(settings_->config.limits, static_cast<activity_timer::listener&>(*this), scale),
+      runtimes_(*this, settings_->config) {
     config.overload.validate();
-    config.request.validate(); // the tracker is made on first use: its policy is judged now
-    config.heartbeat.validate();
-    if (config.heartbeat.enabled())
-        heartbeat_ = std::make_unique<heartbeat>(config.heartbeat, static_cast<heartbeat::listener&>(*this));
+    const heartbeat_policy& hb = settings_->config.heartbeat;
+    if (hb.enabled()) heartbeat_ = std::make_unique<heartbeat>(hb, static_cast<heartbeat::listener&>(*this));
     arm(idle_.due(svc));
-    if (scale_) // the close reasons of the timeouts given a min, from the policies' descriptions
-        config.for_each_policy([this](const policy_description& d, const void* p) {
-            for (const auto& f : d.fields)
-                if (f.scalable() && f.min_of(p).enabled()) scaled_reasons_ |= std::uint32_t{1} << static_cast<unsigned>(f.reason);
-        });
 }
 
 connection_liveness::~connection_liveness() { close(); }
 
-bool connection_liveness::scaled_reason(close_reason why) const noexcept {
-    return (scaled_reasons_ >> static_cast<unsigned>(why) & 1u) != 0;
-}
-
 request_tracker<std::uint64_t>& connection_liveness::requests() {
     if (!requests_) {
-        request_policy policy;
-        policy.timeout = request_timeout_;
-        policy.max_outstanding = request_max_outstanding_;
-        requests_ = std::make_unique<request_tracker<std::uint64_t>>(*svc_, handler_->completion_executor(), policy,
+        requests_ = std::make_unique<request_tracker<std::uint64_t>>(*svc_, handler_->completion_executor(),
+                                                                     settings_->config.request,
                                                                      counters_);
         if (closed()) requests_->close(errc::connection_closed); // first used after the close
     }
@@ -127,14 +114,14 @@ void connection_liveness::on_miss() {
 
 void connection_liveness::close_for(close_reason why) {
     if (closed()) return;
-    if (counters_ && scale_ && scale_->scaled() && scaled_reason(why)) counters_->closed_while_scaled();
+    if (counters_ && scale_ && scale_->scaled() && settings_->scaled_reason(why)) counters_->closed_while_scaled();
     close();
     handler_->on_policy_close(why); // last: may destroy *this
 }
 
 void connection_liveness::close() {
     if (closed()) return;
-    closed_ = 1;
+    closed_ = true;
     cancel(); // the node: idle kinds and max age
     idle_.stop();
     runtimes_.stop();

@@ -12,9 +12,7 @@ namespace heartwheel::net {
 double heartbeat::listener::uniform() { return detail::unit_random(); }
 
 heartbeat::heartbeat(const heartbeat_policy& policy, listener& l)
-    : interval_(std::chrono::duration_cast<duration>(detail::validated(policy).interval)),
-      timeout_(std::chrono::duration_cast<duration>(policy.timeout)), jitter_(static_cast<float>(policy.jitter)),
-      rtt_factor_(static_cast<float>(policy.rtt_factor)), listener_(&l), misses_(0), max_misses_(policy.misses),
+    : policy_(&detail::validated(policy)), listener_(&l), misses_(0),
       inbound_(policy.trigger == heartbeat_trigger::inbound), awaiting_pong_(0), judging_(0),
       stopped_(!policy.enabled()), pinger_exact_(0), read_since_ping_(0), read_since_judgement_(0), seen_rtt_(0) {
     if (stopped_) return; // off: never armed
@@ -42,9 +40,10 @@ void heartbeat::await_ping(time_point after) {
 }
 
 duration heartbeat::jittered_interval() {
-    if (jitter_ <= 0.0f) return interval_;
-    const double factor = 1.0 + jitter_ * (2.0 * listener_->uniform() - 1.0);
-    return duration(static_cast<duration::rep>(std::llround(static_cast<double>(interval_.count()) * factor)));
+    const duration interval = std::chrono::duration_cast<duration>(policy_->interval);
+    if (policy_->jitter <= 0.0) return interval;
+    const double factor = 1.0 + policy_->jitter * (2.0 * listener_->uniform() - 1.0);
+    return duration(static_cast<duration::rep>(std::llround(static_cast<double>(interval.count()) * factor)));
 }
 
 void heartbeat::send_ping(time_point after) {
@@ -64,11 +63,13 @@ void heartbeat::send_ping(time_point after) {
     read_since_ping_ = 0; // every read so far was handled, so arrived, before the ping leaves
     awaiting_pong_ = true;
     judge_at_ = saturating_add(ping_base, effective_timeout());
-    if (misses_ + 1u >= max_misses_) { // unanswered, this one is fatal: not before the formula
+    if (misses_ + 1u >= policy_->misses) { // unanswered, this one is fatal: not before the formula
         const time_point first = misses_ > 0 ? streak_start_ : ping_sent_; // the streak's first ping
-        const auto shortest = duration(static_cast<duration::rep>(static_cast<double>(interval_.count()) * (1.0 - jitter_)));
+        const auto interval = std::chrono::duration_cast<duration>(policy_->interval);
+        const auto timeout = std::chrono::duration_cast<duration>(policy_->timeout);
+        const auto shortest = duration(static_cast<duration::rep>(static_cast<double>(interval.count()) * (1.0 - policy_->jitter)));
         const time_point not_before =
-            saturating_add(first, (std::uint32_t{max_misses_} - 1) * std::max(shortest, timeout_) + timeout_);
+            saturating_add(first, (policy_->misses - 1) * std::max(shortest, timeout) + timeout);
         if (not_before > judge_at_) judge_at_ = not_before;
     }
     // The next ping: an interval after this one fell due, not after the tick that sent it ran, so
@@ -106,7 +107,7 @@ void heartbeat::judge_ping() {
         if (misses_ == 0) streak_start_ = ping_sent_;
         ++misses_;
         listener_->on_miss();
-        if (misses_ >= max_misses_) {
+        if (misses_ >= policy_->misses) {
             stop(); // dead: no more pings
             listener_->on_dead(); // last: may destroy *this
             return;
@@ -147,9 +148,9 @@ std::optional<duration> heartbeat::on_pong(time_point at) {
 }
 
 duration heartbeat::effective_timeout() const noexcept {
-    const duration configured = timeout_;
-    if (!seen_rtt_ || rtt_factor_ <= 0.0f) return configured;
-    const double floor_ns = rtt_factor_ * (static_cast<double>(srtt_us_) + 4.0 * rttvar_us_) * 1000.0;
+    const duration configured = std::chrono::duration_cast<duration>(policy_->timeout);
+    if (!seen_rtt_ || policy_->rtt_factor <= 0.0) return configured;
+    const double floor_ns = policy_->rtt_factor * (static_cast<double>(srtt_us_) + 4.0 * rttvar_us_) * 1000.0;
     const auto cap = static_cast<double>(std::chrono::duration_cast<duration>(std::chrono::hours(24 * 365)).count());
     const duration floor(static_cast<duration::rep>(floor_ns < cap ? floor_ns : cap));
     return floor > configured ? floor : configured;

@@ -37,8 +37,7 @@ private:
     std::unique_ptr<activity_timer> timers_[3]; ///< by kind; null for a kind that does not scale
 };
 
-idle_state::idle_state(const idle_policy& policy, listener& l, timeout_scale* scale)
-    : progress_is_activity_(policy.write_progress_is_activity) {
+idle_state::idle_state(const idle_policy& policy, listener& l, timeout_scale* scale) : policy_(&policy) {
     policy.validate();
     const time_point now = l.scheduler().stamp();
     last_read_ = last_write_ = now;
@@ -52,10 +51,15 @@ idle_state::idle_state(const idle_policy& policy, listener& l, timeout_scale* sc
         if (scale && kinds[k].min.enabled()) {
             if (!scaled_) scaled_ = std::make_unique<scaled_kinds>(l);
             scaled_->start(k, kinds[k].period, kinds[k].min, *scale, now);
-        } else {
-            period_[k] = std::chrono::duration_cast<duration>(kinds[k].period);
+            scaling_ |= static_cast<std::uint8_t>(1u << k);
         }
     }
+}
+
+duration idle_state::period(int k) const noexcept {
+    if (stopped_ || (scaling_ >> k & 1u) != 0) return duration::zero();
+    const milliseconds p = k == reader ? policy_->reader_idle : k == writer ? policy_->writer_idle : policy_->all_idle;
+    return p.count() > 0 ? std::chrono::duration_cast<duration>(p) : duration::zero();
 }
 
 idle_state::~idle_state() = default;
@@ -80,25 +84,27 @@ time_point idle_state::due(timer_scheduler& svc, int k) const {
     // events in one idle spell (49 days of 1 ms periods) goes quiet until the next activity.
     if (taken_[k] == UINT32_MAX) return time_point::max();
     const auto n = static_cast<duration::rep>(taken_[k]) + 1;
-    if (period_[k].count() > duration::max().count() / n) return time_point::max();
-    return saturating_add(base, period_[k] * n);
+    const duration p = period(k);
+    if (p.count() > duration::max().count() / n) return time_point::max();
+    return saturating_add(base, p * n);
 }
 
 time_point idle_state::due(timer_scheduler& svc) const {
     time_point d = time_point::max();
     for (int k = 0; k < 3; ++k)
-        if (period_[k] > duration::zero()) d = std::min(d, due(svc, k));
+        if (period(k) > duration::zero()) d = std::min(d, due(svc, k));
     return d;
 }
 
 std::size_t idle_state::take(timer_scheduler& svc, time_point now, idle_event (&out)[3]) {
     std::size_t n = 0;
     for (int k = 0; k < 3; ++k) {
-        if (period_[k] <= duration::zero() || due(svc, k) > now) continue;
+        const duration p = period(k);
+        if (p <= duration::zero() || due(svc, k) > now) continue;
         out[n++] = {static_cast<idle_kind>(k), taken_[k] == 0};
         // The next falls due at the first whole period after the last activity that is still to
         // come: a late wake-up (a stall of many periods) gives one event, not a burst of them.
-        const auto periods = static_cast<std::uint64_t>((now - svc.latest_possible(last(k))) / period_[k]);
+        const auto periods = static_cast<std::uint64_t>((now - svc.latest_possible(last(k))) / p);
         taken_[k] = periods < UINT32_MAX ? static_cast<std::uint32_t>(periods) : UINT32_MAX;
     }
     return n;
@@ -106,7 +112,7 @@ std::size_t idle_state::take(timer_scheduler& svc, time_point now, idle_event (&
 
 void idle_state::stop() noexcept {
     if (scaled_) scaled_->stop();
-    period_[reader] = period_[writer] = period_[all] = duration::zero();
+    stopped_ = true;
 }
 
 } // namespace heartwheel::net

@@ -65,8 +65,9 @@ heap_use measure(F&& f) {
 using core_socket = asio::basic_stream_socket<asio::ip::tcp, asio::io_context::executor_type>;
 
 // A connection's object decides its heap block (with make_shared's control block and malloc's header).
-// Its liveness lives inside it: over a socket typed with its io_context's executor it is 472 bytes
-// with its connection_liveness, a block of 496 (488, a block of 512, while the liveness's timeouts
+// Its liveness lives inside it: over a socket typed with its io_context's executor it is 440 bytes
+// with its connection_liveness, a block of 464 (472, a block of 496, while the liveness kept its own
+// copy of the settings its policies judge by; 488, a block of 512, while the liveness's timeouts
 // runtime kept 24 bytes; 504, a block of 528, while its write queue's chunks
 // were std::strings; 512, a block of 544, while its linger took 64 bits and its flags a byte each;
 // 472, a block of 496, before the liveness became the
@@ -76,7 +77,7 @@ using core_socket = asio::basic_stream_socket<asio::ip::tcp, asio::io_context::e
 // the liveness holds). The output bound's share is 32 bytes (40 while it cached the lower limit).
 BOOST_AUTO_TEST_CASE(a_connection_fits_its_heap_block) {
     BOOST_TEST(sizeof(output_bound) <= 32u);
-    BOOST_TEST(sizeof(connection<core_socket>) <= 472u);
+    BOOST_TEST(sizeof(connection<core_socket>) <= 440u);
 }
 
 // Accepting a connection allocates its block and its stream's core, and nothing for its liveness
@@ -141,6 +142,8 @@ BOOST_AUTO_TEST_CASE(liveness_builds_only_what_the_config_enables) {
 
     liveness_config off; // nothing enabled (a TCP connection: no handshake either)
     off.limits.handshake_timeout = std::chrono::milliseconds(0);
+    live.emplace(svc, off, handler); // the first of a config on a thread makes its shared settings
+    live.reset();
     auto use = measure([&] { live.emplace(svc, off, handler); });
     BOOST_TEST(use.allocations == 0u); // every policy off: nothing beyond the object itself
     BOOST_TEST(svc.wheel().empty());
@@ -148,33 +151,53 @@ BOOST_AUTO_TEST_CASE(liveness_builds_only_what_the_config_enables) {
 
     use = measure([&] { live.emplace(svc, echo, handler); });
     BOOST_TEST(use.allocations == 1u); // the heartbeat: reader idle and max age are the liveness's node
-    BOOST_TEST(use.bytes <= 120u, use.bytes << " bytes"); // 136 with three read counts, 232 when they were timers of their own
-    // 256, inside the connection's block (a_connection_fits_its_heap_block): it is a timer node (32
+    BOOST_TEST(use.bytes <= 104u, use.bytes << " bytes"); // 120 with its own copy of its policy's figures, 136 with three read counts, 232 when they were timers of their own
+    // 208, inside the connection's block (a_connection_fits_its_heap_block): it is a timer node (32
     // bytes), filed at the earliest of the idle kinds' next events and the max age, which keep data,
-    // not timers (the idle state's stamps, periods and events taken, 64; the age's deadline, 8): a
+    // not timers (the idle state's policy, stamps and events taken, 48; the age's deadline, 8): a
     // reader-idle timer (a heap block of 64) and a max-age node (48) less per connection. Four
     // interfaces' pointers (it hears idle_state's scaling kinds, the heartbeat and the limits' timers,
     // and is the policy_host of the runtimes: 32 bytes); the limits keep neither a listener nor a
-    // vtable pointer of their own (40 bytes, not 56: the liveness is their timers' listener); the handshake's min is resolved once (8 bytes, not a
-    // scaled_min's 16); closed shares a word with the request limit. The runtimes add only what a
-    // runtime holds (policy_runtime_test): the read and write timeouts' is one pointer, null while
-    // both are off (24 bytes while it kept a pointer for each and the write timeout: 256 in all).
-    BOOST_TEST(sizeof(connection_liveness) <= 240u);
+    // vtable pointer of their own (24 bytes, not 56: the liveness is their timers' listener, and
+    // gives them the handshake's policy when a handshake starts). What the policies judge by after
+    // construction (the idle periods, the heartbeat's figures, the request policy, which reasons
+    // scale) is one pointer to settings the connections of a config share (240 bytes while each kept
+    // a copy). The runtimes add only what a runtime holds (policy_runtime_test): the read and write
+    // timeouts' is one pointer, null while both are off (24 bytes while it kept a pointer for each
+    // and the write timeout: 256 in all).
+    BOOST_TEST(sizeof(connection_liveness) <= 208u);
     BOOST_TEST(sizeof(timeout_runtime) <= sizeof(void*));
-    BOOST_TEST(sizeof(idle_state) <= 64u);
-    BOOST_TEST(sizeof(connection_limits) <= 40u);
+    BOOST_TEST(sizeof(idle_state) <= 48u);
+    BOOST_TEST(sizeof(connection_limits) <= 24u);
     // A heap block of 64: its scheduler comes from its listener, whose pointer carries its two flags,
     // and its one last word is a plain timer's period or a scaled one's state (72 took 80, 88 took 96).
     BOOST_TEST(sizeof(activity_timer) <= 56u);
-    // A heap block of 128: the heartbeat is its one timer node — for the judgement of the ping
+    // A heap block of 112: the heartbeat is its one timer node — for the judgement of the ping
     // outstanding, else the next ping (a pinger of its own, an activity_timer, took 48 bytes more:
     // 184, a block of 192) — and asks its listener for the scheduler; it keeps its judgement's
-    // deadline, not its parts, of its policy only what it judges by (24 bytes, not 40), and its flags
-    // share a word with the miss count, as do two flags for "read since the ping, since the
-    // judgement" (three 32-bit read counts before), and its RTT estimator is in 32-bit microseconds
-    // (136 bytes took a block of 144, 200 one of 208, 216 one of 224, 232 one of 240).
-    BOOST_TEST(sizeof(heartbeat) <= 120u);
+    // deadline, not its parts, reads its policy where the shared settings keep it (one pointer: 120
+    // bytes, a block of 128, with 24 bytes of its own copy), and its flags share a word with the
+    // miss count, as do two flags for "read since the ping, since the judgement" (three 32-bit read
+    // counts before), and its RTT estimator is in 32-bit microseconds (136 bytes took a block of
+    // 144, 200 one of 208, 216 one of 224, 232 one of 240).
+    BOOST_TEST(sizeof(heartbeat) <= 104u);
     BOOST_TEST(svc.wheel().size() == 2u); // the liveness (reader idle, max age), the heartbeat
+
+    // The settings are made once per config and thread: an equal config's next liveness allocates
+    // none, a different one's does (once).
+    live->close();
+    liveness_config other = off;
+    other.idle.reader_idle = std::chrono::milliseconds(12345);
+    std::optional<connection_liveness> more;
+    use = measure([&] { more.emplace(svc, other, handler); });
+    BOOST_TEST(use.allocations == 1u); // its settings
+    more.reset();
+    const liveness_config equal = other;
+    use = measure([&] { more.emplace(svc, equal, handler); });
+    BOOST_TEST(use.allocations == 0u);
+    more.reset();
+    live.reset();
+    live.emplace(svc, echo, handler);
 
     // The request tracker is made on first use, the write timeout on the first write.
     use = measure([&] { live->requests(); });

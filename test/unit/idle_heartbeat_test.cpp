@@ -211,6 +211,7 @@ struct hb_log final : heartbeat::listener {
     std::function<void()> after_ping; ///< runs after each ping is recorded
     std::vector<duration> pings, misses;
     std::optional<duration> dead;
+    heartbeat_policy policy; ///< make_hb's: a heartbeat reads its policy, which outlives it
 
     heartwheel::timer_scheduler& scheduler() const noexcept override { return *svc; }
     void send_ping() override {
@@ -222,7 +223,10 @@ struct hb_log final : heartbeat::listener {
     double uniform() override { return rnd ? rnd() : heartbeat::listener::uniform(); }
 };
 
-heartbeat make_hb(hb_log& log, heartbeat_policy p) { return heartbeat(p, log); }
+heartbeat make_hb(hb_log& log, const heartbeat_policy& p) {
+    log.policy = p;
+    return heartbeat(log.policy, log);
+}
 /// A policy whose times are the formula's exactly: no jitter, no RTT floor.
 heartbeat_policy exact_policy(duration interval, duration timeout, std::uint32_t misses) {
     heartbeat_policy p;

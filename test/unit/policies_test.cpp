@@ -7,6 +7,7 @@
 #include <heartwheel/net/backoff.hpp>
 #include <heartwheel/net/connection_limits.hpp>
 #include <heartwheel/net/connection_liveness.hpp>
+#include <heartwheel/net/detail/liveness_settings.hpp>
 #include <heartwheel/net/liveness_config.hpp>
 #include <heartwheel/net/liveness_toml.hpp>
 #include <heartwheel/net/output_bound.hpp>
@@ -154,7 +155,7 @@ BOOST_AUTO_TEST_CASE(connection_limits_handshake_and_age) {
     listener.note = [&](const char* what) { ev.emplace_back(what, svc.since_start()); };
     connection_limits c(l, listener, nullptr, [] { return 1.0; });
     listener.limits = &c;
-    c.handshake_started(listener, nullptr);
+    c.handshake_started(l, listener, nullptr);
     svc.step_by(49ms);
     BOOST_TEST(ev.empty());
     svc.step_by(1ms);
@@ -215,6 +216,74 @@ BOOST_AUTO_TEST_CASE(max_age_and_idle_share_the_liveness_node) {
     BOOST_TEST_REQUIRE(n.closes.size() == 1u);
     BOOST_TEST((n.closes[0] == std::pair<duration, close_reason>{1000ms, close_reason::max_age}));
     BOOST_TEST(svc2.wheel().empty());
+}
+
+// A connection's liveness reads its policies from settings shared by the connections made from an
+// equal config (detail/liveness_settings.hpp): equal configs share, and a config that differs in any
+// one field of any policy, or in a scalable timeout's minimum, or only in having an overload scale,
+// gets settings of its own that hold the changed value.
+BOOST_AUTO_TEST_CASE(settings_are_shared_only_between_equal_configs) {
+    namespace d = heartwheel::net::detail;
+    liveness_config base;
+    base.idle.reader_idle = 4321ms;
+    const d::settings_ref a = d::intern(base, false);
+    const liveness_config copy = base;
+    BOOST_TEST(d::intern(copy, false).get() == a.get());
+    BOOST_TEST(d::intern(base, true).get() != a.get());
+    BOOST_TEST(d::intern(base, false).get() == a.get()); // still remembered
+
+    std::size_t fields = 0, mins = 0;
+    base.for_each_policy([&](const policy_description& pd, const void* bp) {
+        const auto offset = static_cast<const char*>(bp) - reinterpret_cast<const char*>(&base);
+        for (const field_description& f : pd.fields) {
+            liveness_config changed = base;
+            void* cp = reinterpret_cast<char*>(&changed) + offset;
+            const double was = f.get(cp);
+            bool set = false;
+            for (const double v : {f.lo, f.hi, (f.lo + f.hi) / 2, was + 1}) {
+                if (v == was) continue;
+                f.set(cp, v);
+                if (f.get(cp) != was) {
+                    set = true;
+                    break;
+                }
+            }
+            BOOST_TEST_REQUIRE(set, pd.table << "." << f.name);
+            const d::settings_ref c = d::intern(changed, false);
+            BOOST_TEST(c.get() != a.get(), pd.table << "." << f.name << " changed, the settings shared");
+            const void* held = reinterpret_cast<const char*>(&c->config) + offset;
+            BOOST_TEST(f.get(held) == f.get(cp), pd.table << "." << f.name);
+            ++fields;
+            if (!f.scalable()) continue;
+            liveness_config with_min = base;
+            void* mp = reinterpret_cast<char*>(&with_min) + offset;
+            f.min_at(mp)->fraction = 0.5;
+            BOOST_TEST(d::intern(with_min, false).get() != a.get(), pd.table << "." << f.name << "_min");
+            ++mins;
+        }
+    });
+    BOOST_TEST(fields >= 30u);
+    BOOST_TEST(mins >= 6u);
+}
+
+// Livenesses made one after the other from configs that differ judge each by its own.
+BOOST_AUTO_TEST_CASE(livenesses_from_configs_that_differ_judge_by_their_own) {
+    asio::io_context io;
+    manual_service svc;
+    liveness_config shorter, longer;
+    shorter.idle.reader_idle = 300ms;
+    longer.idle.reader_idle = 500ms;
+    liveness_recorder hs(io.get_executor()), hl(io.get_executor());
+    std::vector<duration> at_s, at_l;
+    hs.also = [&](close_reason) { at_s.push_back(svc.since_start()); };
+    hl.also = [&](close_reason) { at_l.push_back(svc.since_start()); };
+    auto first = std::make_unique<connection_liveness>(svc, shorter, hs);
+    connection_liveness second(svc, longer, hl);
+    connection_liveness third(svc, shorter, hs);
+    first.reset(); // its settings stay with the third
+    svc.step_by(600ms);
+    BOOST_TEST((at_s == std::vector<duration>{300ms}));
+    BOOST_TEST((at_l == std::vector<duration>{500ms}));
 }
 
 BOOST_AUTO_TEST_CASE(request_timeouts_say_queued_or_sent) {

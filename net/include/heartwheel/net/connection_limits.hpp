@@ -38,8 +38,9 @@ public:
     connection_limits(const connection_limits&) = delete;
     connection_limits& operator=(const connection_limits&) = delete;
 
-    /// Arms the handshake timeout (if enabled); `timers` and `scale` as for the constructor.
-    void handshake_started(activity_timer::listener& timers, timeout_scale* scale);
+    /// Arms the handshake timeout of `limits` (if enabled: the limits given to the constructor, or
+    /// equal ones; not kept, so they are given again); `timers` and `scale` as for the constructor.
+    void handshake_started(const server_limits& limits, activity_timer::listener& timers, timeout_scale* scale);
     void handshake_done() noexcept { handshake_.reset(); }
     /// When the age ends, for its owner's timer node to close at (time_point::max(): no max age, or
     /// one that scales and has a timer of its own). Never early against real time.
@@ -50,8 +51,6 @@ public:
     void stop() noexcept;
 
 private:
-    milliseconds handshake_timeout_;
-    milliseconds handshake_min_; ///< handshake_timeout_min resolved against the timeout; negative: none
     std::unique_ptr<activity_timer> handshake_; ///< a one-shot deadline: an activity timer so that it can scale
     std::unique_ptr<activity_timer> age_;       ///< only for an age that scales
     time_point age_due_ = time_point::max();   ///< an age that does not scale

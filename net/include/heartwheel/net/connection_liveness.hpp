@@ -15,9 +15,10 @@
 //   ... live.on_read(); live.on_write_complete(); live.requests().track(id, token);
 //
 // Sized for many idle connections: only what the configuration enables is built (a policy that is
-// off holds no timer; the heartbeat is allocated only when on, the request tracker on first use),
-// and the policies call back through interfaces, not std::functions (docs/benchmarks.md has the
-// bytes per idle connection by part). The liveness is itself one timer node, filed at the earliest
+// off holds no timer; the heartbeat is allocated only when on, the request tracker on first use);
+// the policies call back through interfaces, not std::functions, and what they judge by is read
+// from settings shared by the connections made from an equal config, not copied into each
+// (detail/liveness_settings.hpp; docs/benchmarks.md has the bytes per idle connection by part). The liveness is itself one timer node, filed at the earliest
 // of the idle kinds' next events and the max age (idle_state::due, connection_limits::age_due):
 // those policies keep data, not timers, and a read or write only stores a stamp — the node, woken
 // early, files itself again for the new earliest. The heartbeat is a node of its own (its schedule
@@ -36,6 +37,7 @@
 #include <heartwheel/net/close_reason.hpp>
 #include <heartwheel/net/connection_limits.hpp>
 #include <heartwheel/net/counters.hpp>
+#include <heartwheel/net/detail/liveness_settings.hpp>
 #include <heartwheel/net/heartbeat.hpp>
 #include <heartwheel/net/idle_state.hpp>
 #include <heartwheel/net/liveness_config.hpp>
@@ -99,7 +101,7 @@ public:
     /// The peer answered our ping.
     void on_pong();
     /// The TLS handshake began / finished (arms / disarms limits.handshake_timeout).
-    void handshake_started() { limits_.handshake_started(*this, scale_); }
+    void handshake_started() { limits_.handshake_started(settings_->config.limits, *this, scale_); }
     void handshake_done() noexcept { limits_.handshake_done(); }
 
     /// The connection's outstanding requests (made on first use, with config.request). After close()
@@ -133,21 +135,16 @@ private:
     bool input_waiting() override { return handler_->input_waiting(); }
     // policy_host: the one close decision, for every policy
     void close_for(close_reason why) override;
-    /// A close for a timeout that scales (one given a min).
-    bool scaled_reason(close_reason why) const noexcept;
 
     liveness_handler* handler_;
     liveness_counters* counters_;
-    // Of the config, only what is judged after construction is kept (a connection does not carry a
-    // copy of the whole config): the request policy, and which close reasons the overload scales.
-    milliseconds request_timeout_;
+    // What is judged after construction is read from settings shared by the connections made from
+    // an equal config (one pointer, not a copy per connection): the idle, heartbeat, request and
+    // limits policies, and which close reasons the overload scales. First: the parts read them.
+    detail::settings_ref settings_;
     idle_state idle_;
     connection_limits limits_;
-    std::uint32_t scaled_reasons_ = 0; ///< bit per close_reason, of the timeouts that scale
-    static_assert(max_close_reasons <= 32, "scaled_reasons_ has a bit per close reason");
-    std::uint32_t request_max_outstanding_ : 31; // validated to at most 2^24: closed_ shares its word
-    std::uint32_t closed_ : 1;
-    static_assert(request_policy::max_outstanding_max < (std::uint32_t{1} << 31));
+    bool closed_ = false;
     liveness_config::with_slots<policy_runtimes> runtimes_; ///< the policies whose slots name a runtime
     std::unique_ptr<heartbeat> heartbeat_;                 ///< only when heartbeats are on
     std::unique_ptr<request_tracker<std::uint64_t>> requests_; ///< made on first use

@@ -89,7 +89,10 @@ public:
     };
 
     /// Validates `policy` (config_error) and, when it is enabled, starts the ping schedule from now.
+    /// The policy is read, not copied: it must outlive the heartbeat (a connection's is in the
+    /// settings its connections share: detail/liveness_settings.hpp).
     heartbeat(const heartbeat_policy& policy, listener& l);
+    heartbeat(const heartbeat_policy&&, listener&) = delete;
     heartbeat(const heartbeat&) = delete;
     heartbeat& operator=(const heartbeat&) = delete;
 
@@ -145,13 +148,12 @@ private:
     void judge_ping();
     duration jittered_interval();
 
-    // 120 bytes, a heap block of 128 (footprint_test): one timer node; of the policy, what is judged
-    // after the constructor, in 24 bytes (not its 40: the factors as floats; the miss limit and the
-    // trigger in the flags' word); the judgement's deadline is kept, not what it is made of; whether
-    // anything was read since the last ping and the last judgement are two flags (they were three
-    // 32-bit read counts); the round-trip estimator is in 32-bit microseconds.
-    duration interval_, timeout_;
-    float jitter_, rtt_factor_;
+    // 104 bytes, a heap block of 112 (footprint_test): one timer node; the policy, read where it is
+    // (shared by a server's connections), its trigger also in the flags' word (read per I/O event);
+    // the judgement's deadline is kept, not what it is made of; whether anything was read since the
+    // last ping and the last judgement are two flags (they were three 32-bit read counts); the
+    // round-trip estimator is in 32-bit microseconds.
+    const heartbeat_policy* policy_;
     listener* listener_;
     time_point pinger_last_{}; ///< the pinger's last activity (or a ping's exact base)
     duration pinger_interval_{}; ///< the interval (jittered) the next ping waits after pinger_last_
@@ -161,8 +163,7 @@ private:
     /// effective timeout, ends the wait for it).
     time_point judge_at_{};
     time_point streak_start_{}; ///< when the first ping of the current miss streak left
-    std::uint32_t misses_ : 10;        ///< at most max_misses_
-    std::uint32_t max_misses_ : 10;    ///< the policy's misses (validated: at most 1000)
+    std::uint32_t misses_ : 10;        ///< at most the policy's misses (validated: at most 1000)
     std::uint32_t inbound_ : 1;        ///< the policy's trigger is inbound (else outbound)
     std::uint32_t awaiting_pong_ : 1;
     std::uint32_t judging_ : 1;        ///< the node waits for the judgement of the ping outstanding

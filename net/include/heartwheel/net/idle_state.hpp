@@ -8,8 +8,8 @@
 // wake-up does not push the next repeat later, and a wake-up later than several periods (a stall)
 // gives one event, not a burst.
 //
-// The kinds that do not scale hold no timer of their own: idle_state is their data — the stamps,
-// the periods and the events taken since the last activity — and its owner's one timer node waits
+// The kinds that do not scale hold no timer of their own: idle_state is their data — the stamps and
+// the events taken since the last activity; the periods it reads from its policy — and its owner's one timer node waits
 // for due() and collects the events with take() (connection_liveness: one node per connection for
 // the idle kinds and the max age, not one per policy; it also puts an event off while the peer's
 // bytes wait unread). A kind given a min under overload (`reader_idle_min`, ...: timeout_scale.hpp)
@@ -51,8 +51,11 @@ public:
     };
 
     /// Validates the policy (config_error) and starts the enabled kinds from now. With `scale`, the
-    /// kinds given a min (`reader_idle_min`, ...) shrink under pressure (timeout_scale.hpp).
+    /// kinds given a min (`reader_idle_min`, ...) shrink under pressure (timeout_scale.hpp). The
+    /// policy is read, not copied: it must outlive the idle_state (a connection's is in the settings
+    /// its connections share: detail/liveness_settings.hpp).
     idle_state(const idle_policy& policy, listener& l, timeout_scale* scale = nullptr);
+    idle_state(const idle_policy&&, listener&, timeout_scale* = nullptr) = delete;
     ~idle_state();
     idle_state(const idle_state&) = delete;
     idle_state& operator=(const idle_state&) = delete;
@@ -73,7 +76,7 @@ public:
     }
     /// Some bytes of a write went out; counts only if the policy's write_progress_is_activity.
     void on_write_progress(time_point stamp) {
-        if (progress_is_activity_) on_write_complete(stamp);
+        if (policy_->write_progress_is_activity) on_write_complete(stamp);
     }
 
     /// When the next event of the kinds without a timer of their own falls due; time_point::max()
@@ -91,16 +94,19 @@ private:
     enum : std::uint8_t { reader, writer, all };
     class scaled_kinds;
     time_point last(int k) const noexcept; ///< the kind's last activity
+    /// The kind's period when the owner's node waits for it; zero when it is off, scales or stopped.
+    duration period(int k) const noexcept;
     time_point due(timer_scheduler& svc, int k) const;
     void scaled_on_read(time_point stamp);
     void scaled_on_write(time_point stamp);
 
-    // 64 bytes, no timer: the two stamps, each kind's period (zero: off, or it scales) and the
-    // events taken since its last activity.
+    // 48 bytes, no timer: the policy (shared), the two stamps and each kind's events taken since its
+    // last activity.
+    const idle_policy* policy_;
     time_point last_read_{}, last_write_{};
-    duration period_[3]{};
     std::uint32_t taken_[3]{};
-    bool progress_is_activity_;
+    std::uint8_t scaling_ = 0; ///< bit per kind that scales (it has a timer of its own)
+    bool stopped_ = false;
     std::unique_ptr<scaled_kinds> scaled_; ///< only when a kind scales
 };
 
