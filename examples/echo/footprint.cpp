@@ -10,7 +10,9 @@
 //      started with the three policies off, the second half with them on: the first half's figure is
 //      the connection's own (its liveness inline: the node of the idle kinds and the max age), the
 //      difference between the halves the policies' heap (the heartbeat: reader idle and max age are
-//      data in the liveness); the wheel's slot storage (timing_wheel::storage_bytes) is counted apart;
+//      data in the liveness); the wheel's slot storage is counted apart: the chunks it touched
+//      (timing_wheel::storage_touched_bytes; the rest of its reservation, storage_bytes, is address
+//      space never written, reported beside the totals);
 //   3. TLS: M connections (at most 2,000) over net::tls_socket, made by a child process (so that the
 //      clients' OpenSSL state is not in this heap) and measured once every handshake is done and each
 //      connection waits for bytes; what they hold beyond a TCP connection's parts is OpenSSL's state;
@@ -266,17 +268,20 @@ int main(int argc, char** argv) {
         w.ioc.poll(); // the receives are pending, nothing to read
         return heap_in_use() - w.wheel.wheel().storage_bytes(); // the slot storage is counted apart
     };
-    const std::size_t s0 = w.wheel.wheel().storage_bytes();
+    const std::size_t s0 = w.wheel.wheel().storage_bytes(), t0 = w.wheel.wheel().storage_touched_bytes();
     const std::size_t h3 = start(0, half, bare);
     const std::size_t h4 = start(half, n, options.live);
-    const std::size_t s1 = w.wheel.wheel().storage_bytes();
+    const std::size_t s1 = w.wheel.wheel().storage_bytes(), t1 = w.wheel.wheel().storage_touched_bytes();
     const long tcp_pages = sockstat_tcp_mem_pages();
 
     const double per = static_cast<double>(n);
     const double descriptor = static_cast<double>(h1 - h0) / per;
     const double connection = static_cast<double>(h3 + s0 - h1) / static_cast<double>(half);
     const double timers = static_cast<double>(h4 - h3) / static_cast<double>(n - half) - connection;
-    const double slots = static_cast<double>(s1 - s0) / static_cast<double>(n - half);
+    // The slot storage's reservation is address space until used: what its chunks touched counts
+    // (the process's memory), the rest is reported apart.
+    const double slots = static_cast<double>(t1 - t0) / static_cast<double>(n - half);
+    const double slots_reserved = static_cast<double>((s1 - t1) - (s0 - t0)) / static_cast<double>(n - half);
     const double total = descriptor + connection + timers + slots;
     const double kernel = static_cast<double>(slab1 - slab0) * 1024.0 / per / 2.0;
     const std::uint64_t idle_read_buffers = counters.read_buffers.load(), idle_read_bytes = counters.read_buffer_bytes.load();
@@ -305,7 +310,7 @@ int main(int argc, char** argv) {
     std::printf("| connection (socket, empty write queue, stream core, liveness with no policy) and its session "
                 "(line framer; no read buffer) in one heap block, and Asio's pending receive | %.0f |\n", connection);
     std::printf("| liveness policies' heap: the heartbeat (reader idle and max age are the liveness's own timer node) | %.0f |\n", timers);
-    std::printf("| the wheel's slot storage for them (one pooled vector: its fixed part weighs less the more connections) | %.0f |\n", slots);
+    std::printf("| the wheel's slot storage for them: the chunks it touched (one pooled array: its fixed part weighs less the more connections) | %.0f |\n", slots);
     std::printf("| read buffer bytes held (an idle write queue holds none: footprint_test) | %llu |\n",
                 static_cast<unsigned long long>(idle_read_bytes));
     std::printf("| **server user space, total** | **%.0f** |\n", total);
@@ -318,6 +323,7 @@ int main(int argc, char** argv) {
     std::printf("| **server user space per idle TLS connection, total** | **%.0f** |\n", tls_total);
     std::printf("| the same over asio::ssl::stream (its record buffers and BIO pair), for comparison | %.0f |\n",
                 asio_tls_total);
+    std::printf("| the slot storage's reservation beyond what it touched (address space for the worst case, never written: not in the totals) | %.0f |\n", slots_reserved);
     std::printf("| kernel slab per socket (approximate; /proc/meminfo) | %.0f |\n", kernel);
     std::printf("| read buffers held (heartwheel_read_buffers) | %llu |\n",
                 static_cast<unsigned long long>(idle_read_buffers));
@@ -325,9 +331,9 @@ int main(int argc, char** argv) {
                 "TCP buffer pages in use (sockstat): %ld\n",
                 sizeof(session_type), sizeof(session_type::connection_type), sizeof(heartwheel::net::connection_liveness),
                 sizeof(tcp::socket), tcp_pages);
-    std::printf("{\"connections\":%zu,\"descriptor\":%.0f,\"connection\":%.0f,\"timers\":%.0f,\"slots\":%.0f,"
+    std::printf("{\"connections\":%zu,\"descriptor\":%.0f,\"connection\":%.0f,\"timers\":%.0f,\"slots\":%.0f,\"slots_reserved\":%.0f,"
                 "\"total\":%.0f,\"strand_total\":%.0f,\"any_executor_total\":%.0f,\"tls_state\":%.0f,\"tls_total\":%.0f,\"asio_tls_total\":%.0f,\"kernel_slab\":%.0f,\"read_buffers\":%llu}\n",
-                n, descriptor, connection, timers, slots, total, strand_total, any_total, tls_state, tls_total, asio_tls_total, kernel,
+                n, descriptor, connection, timers, slots, slots_reserved, total, strand_total, any_total, tls_state, tls_total, asio_tls_total, kernel,
                 static_cast<unsigned long long>(idle_read_buffers));
     return idle_read_buffers == 0 && counters.read_buffers.load() == 0 && tls_total > descriptor && asio_tls_total > descriptor && any_parts > 0 && strand_parts > 0 ? 0 : 1;
 }

@@ -374,6 +374,33 @@ BOOST_AUTO_TEST_CASE(the_slot_storage_reserves_only_for_the_levels_its_ticks_rea
     ms_wheel.check_invariants();
 }
 
+// That reservation is address space until used: the chunks are handed out in order once none is
+// free, so timers filed in a few stores touch the chunks they fill and hardly more, while the pool
+// holds (reserves) room for one partly filled chunk in each of its 838 stores; cancelled and armed
+// again, they touch nothing new.
+BOOST_AUTO_TEST_CASE(the_slot_storage_touches_only_the_chunks_it_uses) {
+    timing_wheel w(t0);
+    std::vector<int> log;
+    constexpr std::size_t n = 10'000;
+    std::deque<recording_timer> ts;
+    for (std::size_t i = 0; i < n; ++i) {
+        ts.emplace_back(log, 0);
+        w.schedule(ts.back(), t0 + 10s + std::chrono::milliseconds(i % 3)); // three stores at level 2
+    }
+    constexpr std::size_t chunk = 32 * sizeof(void*);
+    const std::size_t links = w.storage_bytes() / 64; // at most: 4 bytes per chunk of 256
+    BOOST_TEST(w.storage_touched_bytes() >= n * sizeof(void*));
+    BOOST_TEST(w.storage_touched_bytes() <= (n / 32 + 3 + 1) * chunk + links);
+    BOOST_TEST(w.storage_bytes() >= w.storage_touched_bytes() + 800 * chunk); // the 838 stores' partial chunks
+    const auto touched = w.storage_touched_bytes();
+    for (auto& t : ts) w.cancel(t);
+    for (std::size_t i = 0; i < n; ++i) w.schedule(ts[i], t0 + 20s + std::chrono::milliseconds(i % 7));
+    BOOST_TEST(w.storage_touched_bytes() <= touched + 7 * chunk);
+    w.check_invariants();
+    BOOST_TEST(w.advance(t0 + 21s) == n);
+    w.check_invariants();
+}
+
 // The worst case for that reservation: a timer in every store of every level the ticks reach (the
 // slots and their start stores, up to level 7), all cascading down as the wheel advances to the
 // end of its range. Each cascade files them into stores that may be empty, without allocating.

@@ -161,6 +161,9 @@ public:
     std::size_t size() const noexcept { return size_; }
     /// Bytes of slot storage the wheel holds (pooled: used and free), besides the wheel object itself.
     std::size_t storage_bytes() const noexcept { return pool_.bytes(); }
+    /// Of storage_bytes(), what the wheel has touched: the chunks handed out so far (the rest of the
+    /// reservation is address space it has not used; detail/slot_pool.hpp).
+    std::size_t storage_touched_bytes() const noexcept { return pool_.touched_bytes(); }
     bool empty() const noexcept { return size_ == 0; }
     const wheel_config& config() const noexcept { return config_; }
     duration tick() const noexcept { return config_.tick; }

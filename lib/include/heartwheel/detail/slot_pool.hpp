@@ -21,7 +21,13 @@
 //    fills others). The stores that can be in use are the wheel's to say (reach()): a wheel whose
 //    ticks stop below 2^43 (a 1 ms tick) never files a timer above level 7, nor there past slot 1:
 //    838 of its 1,346 stores, and the reservation is that much smaller (timing_wheel's
-//    check_invariants fails a timer filed out of reach).
+//    check_invariants fails a timer filed out of reach);
+//  - the reservation is address space until used: chunks [0, fresh_) have been handed out (each
+//    cleared when first taken) and are in a store or on the free list; chunks from fresh_ on were
+//    never touched (their entries are not even initialised) and are taken in order once the free
+//    list is empty, so the memory a process touches is the most chunks ever in use at once, not the
+//    worst case reserved for (a 1 ms wheel's ~220 KB of partly filled chunks, at any size). Growing
+//    copies the touched chunks only.
 #ifndef HEARTWHEEL_DETAIL_SLOT_POOL_HPP
 #define HEARTWHEEL_DETAIL_SLOT_POOL_HPP
 
@@ -31,6 +37,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <new>
 #include <vector>
 
@@ -64,17 +71,17 @@ public:
         if (chunks < 16) chunks = 16;
         while (capacity_for(chunks) < n && chunks <= max_chunks) ++chunks;
         if (chunks > max_chunks) return false;
+        // Not value-initialised: the untouched chunks stay address space (see the invariants).
+        std::unique_ptr<timer_node*[]> grown(new (std::nothrow) timer_node*[chunks * chunk_size]);
+        if (!grown) return false;
         try {
-            entries_.reserve(chunks * chunk_size);
             prev_.reserve(chunks);
+            prev_.resize(chunks);
         } catch (const std::bad_alloc&) {
             return false;
         }
-        entries_.resize(chunks * chunk_size);
-        for (auto c = static_cast<std::uint32_t>(prev_.size()); c < chunks; ++c) {
-            prev_.push_back(free_);
-            free_ = c;
-        }
+        if (fresh_ > 0) std::copy_n(entries_.get(), std::size_t{fresh_} * chunk_size, grown.get());
+        entries_ = std::move(grown);
         timers_ = capacity_for(chunks);
         return true;
     }
@@ -149,9 +156,14 @@ public:
         end_[s] = 0;
     }
 
-    /// Bytes the pool holds (used and free), for memory accounting.
+    /// Bytes the pool holds (used and free, touched or not), for memory accounting.
     std::size_t bytes() const noexcept {
-        return entries_.capacity() * sizeof(timer_node*) + prev_.capacity() * sizeof(std::uint32_t);
+        return prev_.size() * chunk_size * sizeof(timer_node*) + prev_.capacity() * sizeof(std::uint32_t);
+    }
+    /// Of those, the bytes ever touched: the chunks handed out so far and the chunks' links (the rest
+    /// is address space the process has not used; see the invariants).
+    std::size_t touched_bytes() const noexcept {
+        return std::size_t{fresh_} * chunk_size * sizeof(timer_node*) + prev_.capacity() * sizeof(std::uint32_t);
     }
 
     /// Checks the chunk structure; returns a description of the first broken invariant, or nullptr.
@@ -168,8 +180,11 @@ public:
             if (c >= prev_.size() || seen[c]) return "a free chunk is also in use";
             seen[c] = 1;
         }
-        for (auto v : seen)
-            if (!v) return "a chunk is neither free nor in a store";
+        if (fresh_ > prev_.size()) return "more chunks handed out than there are";
+        for (std::size_t c = 0; c < seen.size(); ++c) {
+            if (c < fresh_ && !seen[c]) return "a chunk handed out is neither free nor in a store";
+            if (c >= fresh_ && seen[c]) return "a chunk never handed out is in use or on the free list";
+        }
         return nullptr;
     }
 
@@ -188,8 +203,13 @@ private:
     }
 
     std::uint32_t take_chunk(std::uint32_t end) noexcept {
-        const std::uint32_t c = free_;
-        free_ = prev_[c];
+        std::uint32_t c = free_;
+        if (c != no_chunk) {
+            free_ = prev_[c];
+        } else { // the first use of an untouched chunk: its entries get a value (a walk prefetches ahead)
+            c = fresh_++;
+            std::fill_n(&entries_[std::size_t{c} << chunk_bits], chunk_size, nullptr);
+        }
         prev_[c] = end == 0 ? no_chunk : (end - 1) >> chunk_bits;
         return c << chunk_bits;
     }
@@ -203,9 +223,10 @@ private:
         return before == no_chunk;
     }
 
-    std::vector<timer_node*> entries_;
+    std::unique_ptr<timer_node*[]> entries_; ///< prev_.size() chunks; those from fresh_ on untouched
     std::vector<std::uint32_t> prev_;
     std::uint32_t free_ = no_chunk;
+    std::uint32_t fresh_ = 0; ///< the chunks [0, fresh_) have been handed out
     std::size_t timers_ = 0;
     std::uint32_t reach_ = Stores;
     std::array<std::uint32_t, Stores> end_{};
