@@ -9,8 +9,6 @@
 
 namespace heartwheel::net {
 
-double heartbeat::listener::uniform() { return detail::unit_random(); }
-
 heartbeat::heartbeat(const heartbeat_policy& policy, listener& l)
     : policy_(&detail::validated(policy)), listener_(&l), misses_(0),
       inbound_(policy.trigger == heartbeat_trigger::inbound), awaiting_pong_(0), judging_(0),

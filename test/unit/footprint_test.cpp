@@ -65,9 +65,10 @@ heap_use measure(F&& f) {
 using core_socket = asio::basic_stream_socket<asio::ip::tcp, asio::io_context::executor_type>;
 
 // A connection's object decides its heap block (with make_shared's control block and malloc's header).
-// Its liveness lives inside it: over a socket typed with its io_context's executor it is 440 bytes
-// with its connection_liveness, a block of 464 (472, a block of 496, while the liveness kept its own
-// copy of the settings its policies judge by; 488, a block of 512, while the liveness's timeouts
+// Its liveness lives inside it: over a socket typed with its io_context's executor it is 424 bytes
+// with its connection_liveness, a block of 448 (440, a block of 464, while the liveness had a listener
+// interface per policy; 472, a block of 496, while it kept its own copy of the settings its policies
+// judge by; 488, a block of 512, while the liveness's timeouts
 // runtime kept 24 bytes; 504, a block of 528, while its write queue's chunks
 // were std::strings; 512, a block of 544, while its linger took 64 bits and its flags a byte each;
 // 472, a block of 496, before the liveness became the
@@ -77,7 +78,7 @@ using core_socket = asio::basic_stream_socket<asio::ip::tcp, asio::io_context::e
 // the liveness holds). The output bound's share is 32 bytes (40 while it cached the lower limit).
 BOOST_AUTO_TEST_CASE(a_connection_fits_its_heap_block) {
     BOOST_TEST(sizeof(output_bound) <= 32u);
-    BOOST_TEST(sizeof(connection<core_socket>) <= 440u);
+    BOOST_TEST(sizeof(connection<core_socket>) <= 424u);
 }
 
 // Accepting a connection allocates its block and its stream's core, and nothing for its liveness
@@ -152,12 +153,13 @@ BOOST_AUTO_TEST_CASE(liveness_builds_only_what_the_config_enables) {
     use = measure([&] { live.emplace(svc, echo, handler); });
     BOOST_TEST(use.allocations == 1u); // the heartbeat: reader idle and max age are the liveness's node
     BOOST_TEST(use.bytes <= 104u, use.bytes << " bytes"); // 120 with its own copy of its policy's figures, 136 with three read counts, 232 when they were timers of their own
-    // 208, inside the connection's block (a_connection_fits_its_heap_block): it is a timer node (32
+    // 192, inside the connection's block (a_connection_fits_its_heap_block): it is a timer node (32
     // bytes), filed at the earliest of the idle kinds' next events and the max age, which keep data,
     // not timers (the idle state's policy, stamps and events taken, 48; the age's deadline, 8): a
-    // reader-idle timer (a heap block of 64) and a max-age node (48) less per connection. Four
-    // interfaces' pointers (it hears idle_state's scaling kinds, the heartbeat and the limits' timers,
-    // and is the policy_host of the runtimes: 32 bytes); the limits keep neither a listener nor a
+    // reader-idle timer (a heap block of 64) and a max-age node (48) less per connection. Two
+    // interfaces' pointers: it is the policy_host of the runtimes, of idle_state's scaling kinds and
+    // of the heartbeat (one interface: 16 bytes less than a listener each), and hears the limits'
+    // timers; the limits keep neither a listener nor a
     // vtable pointer of their own (24 bytes, not 56: the liveness is their timers' listener, and
     // gives them the handshake's policy when a handshake starts). What the policies judge by after
     // construction (the idle periods, the heartbeat's figures, the request policy, which reasons
@@ -165,7 +167,7 @@ BOOST_AUTO_TEST_CASE(liveness_builds_only_what_the_config_enables) {
     // a copy). The runtimes add only what a runtime holds (policy_runtime_test): the read and write
     // timeouts' is one pointer, null while both are off (24 bytes while it kept a pointer for each
     // and the write timeout: 256 in all).
-    BOOST_TEST(sizeof(connection_liveness) <= 208u);
+    BOOST_TEST(sizeof(connection_liveness) <= 192u);
     BOOST_TEST(sizeof(timeout_runtime) <= sizeof(void*));
     BOOST_TEST(sizeof(idle_state) <= 48u);
     BOOST_TEST(sizeof(connection_limits) <= 24u);

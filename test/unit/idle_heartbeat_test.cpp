@@ -205,7 +205,7 @@ BOOST_AUTO_TEST_CASE(an_idle_event_waits_while_input_is_unread) {
 namespace {
 // Records what a heartbeat asks of its owner, with the time it asked.
 struct hb_log final : heartbeat::listener {
-    explicit hb_log(manual_service& s) : svc(&s) {}
+    explicit hb_log(manual_service& s) : heartbeat::listener(s, nullptr), svc(&s) {}
     manual_service* svc;
     std::function<double()> rnd;      ///< the jitter's source (the default one when empty)
     std::function<void()> after_ping; ///< runs after each ping is recorded
@@ -213,7 +213,8 @@ struct hb_log final : heartbeat::listener {
     std::optional<duration> dead;
     heartbeat_policy policy; ///< make_hb's: a heartbeat reads its policy, which outlives it
 
-    heartwheel::timer_scheduler& scheduler() const noexcept override { return *svc; }
+    void close_for(close_reason) override {} // a heartbeat closes through on_dead
+    bool input_waiting() override { return false; }
     void send_ping() override {
         pings.push_back(svc->since_start());
         if (after_ping) after_ping();

@@ -25,12 +25,13 @@ namespace {
 // One reader-idle timer of max 10 s, min 2 s (range 8 s), recording when it fires.
 struct scaled_reader final : idle_state::listener {
     scaled_reader(manual_service& svc, timeout_scale& scale, milliseconds max = 10s, scaled_min min = {2s, 0.0})
-        : svc(&svc) {
+        : idle_state::listener(svc, &scale), svc(&svc) {
         p.reader_idle = max;
         p.reader_idle_min = min;
         idle = std::make_unique<idle_state>(p, *this, &scale);
     }
-    heartwheel::timer_scheduler& scheduler() const noexcept override { return *svc; }
+    void close_for(close_reason) override {} // idle_state closes nothing itself
+    bool input_waiting() override { return false; }
     void on_idle(idle_event) override { fired.push_back(svc->since_start()); }
     manual_service* svc;
     idle_policy p;

@@ -74,9 +74,7 @@ protected:
 };
 
 class connection_liveness final : timer_node,
-                                  policy_host,
-                                  idle_state::listener,
-                                  heartbeat::listener,
+                                  policy_host, // also its idle_state's and heartbeat's listener
                                   activity_timer::listener {
 public:
     /// Validates `config` (config_error) and starts the enabled policies from now. With `scale`, the

@@ -51,6 +51,7 @@
 #include <heartwheel/timer_scheduler.hpp>
 #include <heartwheel/net/activity_timer.hpp>
 #include <heartwheel/net/policies.hpp>
+#include <heartwheel/net/policy_runtime.hpp>
 
 #include <cstdint>
 #include <optional>
@@ -70,23 +71,11 @@ inline constexpr duration heartbeat_lag_forgiven = std::chrono::milliseconds(10)
 // connection. Its scheduler comes from its listener.
 class heartbeat final : timer_node {
 public:
-    /// What a heartbeat asks of its owner; must outlive the heartbeat.
-    class listener {
-    public:
-        /// The scheduler the heartbeat's timers are filed in (the same one for its life).
-        virtual timer_scheduler& scheduler() const noexcept = 0;
-        virtual void send_ping() = 0; ///< write a ping now
-        virtual void on_dead() = 0;   ///< the misses-th consecutive miss: close the connection
-        virtual void on_miss() {}     ///< each miss (counters, logs)
-        /// Whether bytes from the peer wait unread for a read already pending (a process stall):
-        /// a miss is then not judged until they are read.
-        virtual bool input_waiting() { return false; }
-        /// Uniform doubles in [0, 1) for the jitter; override to make tests deterministic.
-        virtual double uniform();
-
-    protected:
-        ~listener() = default;
-    };
+    /// What a heartbeat asks of its owner (must outlive it): the scheduler; send_ping(), on_miss()
+    /// and on_dead() (the misses-th consecutive miss: close); input_waiting() (bytes from the peer
+    /// wait unread for a read already pending, a process stall: a miss is then not judged until
+    /// they are read); uniform() for the jitter. The policies' one interface (policy_runtime.hpp).
+    using listener = policy_host;
 
     /// Validates `policy` (config_error) and, when it is enabled, starts the ping schedule from now.
     /// The policy is read, not copied: it must outlive the heartbeat (a connection's is in the
@@ -128,7 +117,7 @@ public:
 
 private:
     void on_expire() override; // the judgement of the ping outstanding, or the next ping
-    timer_scheduler& scheduler() const noexcept { return listener_->scheduler(); }
+    timer_scheduler& scheduler() const noexcept { return listener_->scheduler(); } // not a virtual call
     /// The pinger counts from `at`: exact (a pong's fresh clock reading) or a batch's stamp. An
     /// older time (one batch's) does not undo a later exact one. A store: the node finds out when
     /// it wakes.

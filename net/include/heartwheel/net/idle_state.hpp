@@ -21,6 +21,7 @@
 
 #include <heartwheel/net/activity_timer.hpp>
 #include <heartwheel/net/policies.hpp>
+#include <heartwheel/net/policy_runtime.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -37,18 +38,10 @@ struct idle_event {
 
 class idle_state {
 public:
-    /// Hears the events of the kinds that scale and names the scheduler; must outlive the idle_state.
-    class listener {
-    public:
-        /// The scheduler the idle_state's stamps come from (the same one for its life).
-        virtual timer_scheduler& scheduler() const noexcept = 0;
-        virtual void on_idle(idle_event e) = 0;
-        /// Whether bytes from the peer wait unread for a read already pending: the event waits.
-        virtual bool input_waiting() { return false; }
-
-    protected:
-        ~listener() = default;
-    };
+    /// Names the scheduler (its stamps come from it) and hears the events of the kinds that scale
+    /// (on_idle; input_waiting(): bytes from the peer wait unread, the event waits); must outlive
+    /// the idle_state. The policies' one interface (policy_runtime.hpp).
+    using listener = policy_host;
 
     /// Validates the policy (config_error) and starts the enabled kinds from now. With `scale`, the
     /// kinds given a min (`reader_idle_min`, ...) shrink under pressure (timeout_scale.hpp). The

@@ -11,6 +11,10 @@
 // base (no bytes). A runtime reaches back through its policy_host: the scheduler, the overload
 // scale, whether the peer's bytes wait unread, and the one close decision.
 //
+// The built-in policies (idle_state's scaling kinds, the heartbeat) reach their owner through the same
+// policy_host — its idle events, pings and misses are virtual calls of its own with defaults — so a
+// connection_liveness is one interface (one vtable pointer), not a listener per policy.
+//
 // Invariants: a runtime holds only what it must per connection (a policy that is off holds no timer:
 // timers are allocated when configured); after stop() it never calls its host; the hooks run on the
 // connection's thread; a runtime's close goes through close_for() (counted once, by the close path).
@@ -28,10 +32,13 @@
 namespace heartwheel::net {
 
 class timeout_scale;
+struct idle_event; // idle_state.hpp
 
-/// What a policy's runtime asks of the connection it watches; connection_liveness is one.
+/// What a policy asks of the connection it watches; connection_liveness is one. A runtime's hooks
+/// and the built-in policies (idle_state, heartbeat: their `listener`) call back through it.
 class policy_host {
 public:
+    /// The scheduler the policies' timers are filed in (the same one for its life).
     timer_scheduler& scheduler() const noexcept { return *svc_; }
     /// The overload scale, or null: timeouts given a min shrink under pressure (timeout_scale.hpp).
     timeout_scale* scale() const noexcept { return scale_; }
@@ -39,6 +46,16 @@ public:
     virtual void close_for(close_reason why) = 0;
     /// Whether the peer's bytes wait unread (a judgement of silence is then put off).
     virtual bool input_waiting() = 0;
+    /// An idle event of a kind that scales (idle_state: the others are its owner's to collect).
+    virtual void on_idle(idle_event e);
+    /// The heartbeat: write a ping now.
+    virtual void send_ping() {}
+    /// The heartbeat's misses-th consecutive miss: close_for(heartbeat_timeout) unless overridden.
+    virtual void on_dead();
+    /// Each heartbeat miss (counters, logs).
+    virtual void on_miss() {}
+    /// Uniform doubles in [0, 1) for the heartbeat's jitter; override to make tests deterministic.
+    virtual double uniform();
 
 protected:
     policy_host(timer_scheduler& svc, timeout_scale* scale) noexcept : svc_(&svc), scale_(scale) {}
