@@ -57,7 +57,7 @@ public:
         waiter() = default;
         waiter(const waiter&) = delete;
         waiter& operator=(const waiter&) = delete;
-        ~waiter(); // releases itself if still waiting
+        virtual ~waiter(); // releases itself if still waiting (virtual: under a consumer's -Wnon-virtual-dtor)
 
     private:
         friend class handshake_gate;

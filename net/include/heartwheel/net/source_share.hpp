@@ -43,7 +43,7 @@ public:
         member() = default;
         member(const member&) = delete;
         member& operator=(const member&) = delete;
-        ~member(); // removes itself if still counted
+        virtual ~member(); // removes itself if still counted (virtual: under a consumer's -Wnon-virtual-dtor)
 
     private:
         friend class source_share;
