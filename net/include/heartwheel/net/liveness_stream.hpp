@@ -40,9 +40,7 @@
 #include <heartwheel/asio.hpp>
 
 #include <cstddef>
-#include <cstdint>
 #include <system_error>
-#include <type_traits>
 #include <utility>
 
 namespace heartwheel::net {
