@@ -37,7 +37,8 @@ private:
     std::unique_ptr<activity_timer> timers_[3]; ///< by kind; null for a kind that does not scale
 };
 
-idle_state::idle_state(const idle_policy& policy, listener& l, timeout_scale* scale) : policy_(&policy) {
+idle_state::idle_state(const idle_policy& policy, listener& l, timeout_scale* scale)
+    : policy_(&policy), progress_is_activity_(policy.write_progress_is_activity) {
     policy.validate();
     const time_point now = l.scheduler().stamp();
     last_read_ = last_write_ = now;

@@ -16,9 +16,10 @@
 //
 // Sized for many idle connections: only what the configuration enables is built (a policy that is
 // off holds no timer; the heartbeat is allocated only when on, the request tracker on first use);
-// the policies call back through interfaces, not std::functions, and what they judge by is read
+// the policies call back through one interface, not std::functions, and what they judge by is read
 // from settings shared by the connections made from an equal config, not copied into each
-// (detail/liveness_settings.hpp; docs/benchmarks.md has the bytes per idle connection by part). The liveness is itself one timer node, filed at the earliest
+// (detail/liveness_settings.hpp; docs/benchmarks.md has the bytes per idle connection by part).
+// The liveness is itself one timer node, filed at the earliest
 // of the idle kinds' next events and the max age (idle_state::due, connection_limits::age_due):
 // those policies keep data, not timers, and a read or write only stores a stamp — the node, woken
 // early, files itself again for the new earliest. The heartbeat is a node of its own (its schedule

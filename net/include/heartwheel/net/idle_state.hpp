@@ -9,8 +9,8 @@
 // gives one event, not a burst.
 //
 // The kinds that do not scale hold no timer of their own: idle_state is their data — the stamps and
-// the events taken since the last activity; the periods it reads from its policy — and its owner's one timer node waits
-// for due() and collects the events with take() (connection_liveness: one node per connection for
+// the events taken since the last activity (the periods it reads from its policy) — and its owner's
+// one timer node waits for due() and collects the events with take() (connection_liveness: one node per connection for
 // the idle kinds and the max age, not one per policy; it also puts an event off while the peer's
 // bytes wait unread). A kind given a min under overload (`reader_idle_min`, ...: timeout_scale.hpp)
 // waits in the timeout_scale's queue on an activity_timer of its own, allocated only then, and its
@@ -69,7 +69,7 @@ public:
     }
     /// Some bytes of a write went out; counts only if the policy's write_progress_is_activity.
     void on_write_progress(time_point stamp) {
-        if (policy_->write_progress_is_activity) on_write_complete(stamp);
+        if (progress_is_activity_) on_write_complete(stamp);
     }
 
     /// When the next event of the kinds without a timer of their own falls due; time_point::max()
@@ -100,6 +100,7 @@ private:
     std::uint32_t taken_[3]{};
     std::uint8_t scaling_ = 0; ///< bit per kind that scales (it has a timer of its own)
     bool stopped_ = false;
+    bool progress_is_activity_; ///< the policy's, read per write progress (a byte of padding otherwise)
     std::unique_ptr<scaled_kinds> scaled_; ///< only when a kind scales
 };
 

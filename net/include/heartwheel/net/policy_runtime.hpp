@@ -13,7 +13,8 @@
 //
 // The built-in policies (idle_state's scaling kinds, the heartbeat) reach their owner through the same
 // policy_host — its idle events, pings and misses are virtual calls of its own with defaults — so a
-// connection_liveness is one interface (one vtable pointer), not a listener per policy.
+// connection_liveness implements one interface for its policies (one vtable pointer), not a listener
+// per policy.
 //
 // Invariants: a runtime holds only what it must per connection (a policy that is off holds no timer:
 // timers are allocated when configured); after stop() it never calls its host; the hooks run on the
