@@ -50,6 +50,11 @@ bool same(const liveness_config& a, const liveness_config& b) noexcept {
 struct recent_settings {
     static constexpr std::size_t size = 4;
     settings_ref at[size];
+    /// Puts `s` first, moving the ones before position `i` down one (the last one goes at size - 1).
+    void put_first(settings_ref s, std::size_t i) noexcept {
+        for (; i > 0; --i) at[i] = std::move(at[i - 1]);
+        at[0] = std::move(s);
+    }
 };
 
 } // namespace
@@ -59,8 +64,7 @@ settings_ref intern(const liveness_config& config, bool scaled) {
     for (std::size_t i = 0; i < recent_settings::size && recent.at[i].get(); ++i) {
         if (recent.at[i]->scaled != scaled || !same(recent.at[i]->config, config)) continue;
         settings_ref found = recent.at[i];
-        for (; i > 0; --i) recent.at[i] = std::move(recent.at[i - 1]); // most recent first
-        recent.at[0] = found;
+        recent.put_first(found, i);
         return found;
     }
     config.idle.validate();
@@ -77,8 +81,7 @@ settings_ref intern(const liveness_config& config, bool scaled) {
                     s->scaled_reasons |= std::uint32_t{1} << static_cast<unsigned>(f.reason);
         });
     settings_ref made(s.release());
-    for (std::size_t i = recent_settings::size - 1; i > 0; --i) recent.at[i] = std::move(recent.at[i - 1]);
-    recent.at[0] = made;
+    recent.put_first(made, recent_settings::size - 1);
     return made;
 }
 
