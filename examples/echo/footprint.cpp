@@ -6,7 +6,8 @@
 //   1. accepted sockets: the kernel descriptor and Asio's per-descriptor reactor state;
 //   2. sessions started: the net::connection (its socket, empty write queue and stream core), its
 //      liveness, the session (its line framer) in the same heap block (net::make_connection_with),
-//      and the pending receive (which holds no buffer). The first half of the connections is
+//      and the pending receive (which holds no buffer; Asio's wait operation in the memory the
+//      stream core keeps for it). The first half of the connections is
 //      started with the three policies off, the second half with them on: the first half's figure is
 //      the connection's own (its liveness inline: the node of the idle kinds and the max age), the
 //      difference between the halves the policies' heap (the heartbeat: reader idle and max age are
@@ -281,7 +282,7 @@ int main(int argc, char** argv) {
     // The slot storage's reservation is address space until used: what its chunks touched counts
     // (the process's memory), the rest is reported apart.
     const double slots = static_cast<double>(t1 - t0) / static_cast<double>(n - half);
-    const double slots_reserved = static_cast<double>((s1 - t1) - (s0 - t0)) / static_cast<double>(n - half);
+    const double slots_reserved = (static_cast<double>(s1 - t1) - static_cast<double>(s0 - t0)) / static_cast<double>(n - half);
     const double total = descriptor + connection + timers + slots;
     const double kernel = static_cast<double>(slab1 - slab0) * 1024.0 / per / 2.0;
     const std::uint64_t idle_read_buffers = counters.read_buffers.load(), idle_read_bytes = counters.read_buffer_bytes.load();
@@ -308,7 +309,7 @@ int main(int argc, char** argv) {
     std::printf("| part | bytes per idle connection |\n|---|---:|\n");
     std::printf("| Asio's reactor state for the descriptor | %.0f |\n", descriptor);
     std::printf("| connection (socket, empty write queue, stream core, liveness with no policy) and its session "
-                "(line framer; no read buffer) in one heap block, and Asio's pending receive | %.0f |\n", connection);
+                "(line framer; no read buffer) in one heap block, and the stream core with Asio's pending receive in it | %.0f |\n", connection);
     std::printf("| liveness policies' heap: the heartbeat (reader idle and max age are the liveness's own timer node) | %.0f |\n", timers);
     std::printf("| the wheel's slot storage for them: the chunks it touched (one pooled array: its fixed part weighs less the more connections) | %.0f |\n", slots);
     std::printf("| read buffer bytes held (an idle write queue holds none: footprint_test) | %llu |\n",

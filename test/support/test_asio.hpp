@@ -8,6 +8,7 @@
 #include <heartwheel/asio.hpp> // TLS: heartwheel/asio_ssl.hpp, where a suite needs it
 
 #if defined(HEARTWHEEL_BOOST_ASIO)
+#include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -26,6 +27,7 @@ namespace asio = boost::asio; // no ::asio exists in this flavour
 /// co_await op(..., tuple_awaitable) → std::tuple<error_code, ...> instead of a throw.
 inline constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
 #else
+#include <asio/bind_allocator.hpp>
 #include <asio/bind_cancellation_slot.hpp>
 #include <asio/cancellation_signal.hpp>
 #include <asio/co_spawn.hpp>

@@ -16,6 +16,9 @@
 // Boost.System (1.79 and later) converts and compares them with boost::system::error_code.
 // HEARTWHEEL_ASIO_NAMESPACE spells the namespace `heartwheel::asio` names, for the one thing an alias
 // cannot do: specialise Asio's traits (`asio::associator`) for heartwheel's own handler types.
+// HEARTWHEEL_ASIO_REACTIVE_WAIT is defined where Asio waits on a socket with a reactor (epoll,
+// kqueue, select: not IOCP, not io_uring): there its wait operation's type is known, and a stream
+// keeps memory for the one wait it keeps pending (net/detail/stream_core.hpp).
 #ifndef HEARTWHEEL_ASIO_HPP
 #define HEARTWHEEL_ASIO_HPP
 
@@ -47,6 +50,12 @@
 #include <boost/asio/ssl/stream_base.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/version.hpp>
+#include <boost/asio/associated_allocator.hpp>
+#include <boost/asio/recycling_allocator.hpp>
+#if !defined(BOOST_ASIO_HAS_IOCP) && !defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT)
+#include <boost/asio/detail/reactive_wait_op.hpp>
+#define HEARTWHEEL_ASIO_REACTIVE_WAIT 1
+#endif
 #include <boost/system/error_code.hpp>
 #include <boost/system/system_error.hpp>
 #include <boost/version.hpp>
@@ -87,6 +96,12 @@ inline constexpr bool uses_boost_asio = true;
 #include <asio/ssl/stream_base.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/version.hpp>
+#include <asio/associated_allocator.hpp>
+#include <asio/recycling_allocator.hpp>
+#if !defined(ASIO_HAS_IOCP) && !defined(ASIO_HAS_IO_URING_AS_DEFAULT)
+#include <asio/detail/reactive_wait_op.hpp>
+#define HEARTWHEEL_ASIO_REACTIVE_WAIT 1
+#endif
 static_assert(ASIO_VERSION >= 102200, "heartwheel needs standalone Asio 1.22 or later");
 #include <system_error>
 namespace asio::ssl {

@@ -5,9 +5,11 @@
 // The operation is its own completion handler — the stream's core handle and the application's
 // handler, nothing else: no async_compose around it, whose work guard and call count would make
 // Asio's wait operation 24 bytes larger (on a socket typed with its io_context's executor, with a
-// handler holding a shared_ptr: 96 bytes, a heap block of 128, against 120 and 144). Asio's associators — executor, allocator, cancellation
-// slot — reach the application's handler through it (the specialisation at the end), so the wait
-// runs, allocates and is cancelled as the application's handler says, as a composed operation would.
+// handler holding a shared_ptr: 96 bytes against 120). Asio's associators — executor, allocator,
+// cancellation slot — reach the application's handler through it (the specialisations at the end),
+// so the wait runs and is cancelled as the application's handler says, as a composed operation
+// would; it allocates as the handler says too when the handler has an allocator of its own, and
+// otherwise in memory the stream's core keeps for it (detail/stream_core.hpp: no heap block of its own).
 //
 // Invariants: every path ends in exactly one complete(), run on the handler's executor and never
 // inside the async_receive call itself (a stream already closed completes on a later turn, as a
@@ -23,18 +25,11 @@
 #include <heartwheel/asio.hpp>
 
 #include <cstddef>
+#include <memory>
 #include <type_traits>
 #include <utility>
 
 namespace heartwheel::net::detail {
-
-template <class T>
-struct is_stream_socket : std::false_type {};
-template <class P, class E>
-struct is_stream_socket<asio::basic_stream_socket<P, E>> : std::true_type {};
-/// Streams whose receive waits for readiness and then reads without blocking.
-template <class T>
-inline constexpr bool waits_for_readiness = is_stream_socket<T>::value || is_tls_socket<T>;
 
 template <class NextLayer, class Handler>
 class receive_op {
@@ -47,6 +42,8 @@ public:
 
     /// The application's handler, for Asio's associators.
     const Handler& handler() const noexcept { return handler_; }
+    /// The stream's core (named by a moved-from operation too), for the allocator.
+    stream_core<NextLayer>* core() const noexcept { return c_.get(); }
 
     /// Each step's completion: a wait's (ec), a read's (ec, n), a posted turn's ().
     void operator()(error_code ec = {}, std::size_t n = 0) {
@@ -182,6 +179,27 @@ struct associator<Associator, heartwheel::net::detail::receive_op<NextLayer, Han
     static auto get(const heartwheel::net::detail::receive_op<NextLayer, Handler>& op, const DefaultCandidate& c) noexcept
         -> decltype(Associator<Handler, DefaultCandidate>::get(op.handler(), c)) {
         return Associator<Handler, DefaultCandidate>::get(op.handler(), c);
+    }
+};
+
+/// ...but a handler without an allocator of its own has its receive's operations placed in the
+/// stream's core (detail/stream_core.hpp), where the stream keeps memory for them.
+template <class NextLayer, class Handler, class DefaultCandidate>
+struct associator<associated_allocator, heartwheel::net::detail::receive_op<NextLayer, Handler>, DefaultCandidate> {
+private:
+    using op = heartwheel::net::detail::receive_op<NextLayer, Handler>;
+    using own = heartwheel::net::detail::receive_allocator<void, NextLayer>;
+    static constexpr bool in_core = heartwheel::net::detail::stream_core<NextLayer>::memory_size != 0 &&
+                                    std::is_same_v<DefaultCandidate, std::allocator<void>> &&
+                                    std::is_same_v<associated_allocator_t<Handler, DefaultCandidate>, DefaultCandidate>;
+
+public:
+    using type = std::conditional_t<in_core, own, associated_allocator_t<Handler, DefaultCandidate>>;
+    static type get(const op& o, const DefaultCandidate& c = DefaultCandidate()) noexcept {
+        if constexpr (in_core)
+            return own(o.core());
+        else
+            return associated_allocator<Handler, DefaultCandidate>::get(o.handler(), c);
     }
 };
 } // namespace HEARTWHEEL_ASIO_NAMESPACE
