@@ -235,8 +235,10 @@ def report(res, a):
         base = table.get("heartwheel", {}).get(key)
         return table[n][key] / base if base else 0.0
 
-    print(f"One thread serves the connections in every server; one echo_client drives all; {a.rounds} rounds "
-          f"in alternated order, medians.\n")
+    flags = " ".join(sys.argv[1:])
+    print(f"{time.strftime('%Y-%m-%d', time.gmtime())}, `peers_bench.py{' ' + flags if flags else ''}`: one thread "
+          f"serves the connections in every server; one echo_client drives all; {a.rounds} rounds in alternated "
+          f"order, medians.\n")
     for size, table in res["load"].items():
         every = next(iter(table.values()))["interval_ms"]
         print(f"**{size:,} connections, a line every {every:,.0f} ms each ({size * 1000 / every:,.0f} lines/s), "
