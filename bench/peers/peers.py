@@ -35,10 +35,21 @@ def build():
             raise SystemExit(f"{tool} is not installed: run bash bench/peers/install.sh")
 
 
+def certificate():
+    """A fresh throwaway P-256 certificate for 127.0.0.1 and localhost (the e2e tests' make_cert), in
+    the build directory: (cert, key)."""
+    sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))
+    from harness import make_cert  # noqa: E402
+    os.makedirs(OUT, exist_ok=True)
+    return make_cert(OUT)
+
+
 def command(name, policy):
-    """policy: dict with reader_idle, interval, misses (ms, ms, count)."""
+    """policy: dict with reader_idle, interval, misses (ms, ms, count), and optionally tls: (cert, key)."""
     common = ["--listen", "127.0.0.1:0", "--reader-idle", str(policy["reader_idle"]),
               "--heartbeat-interval", str(policy["interval"]), "--heartbeat-misses", str(policy["misses"])]
+    if policy.get("tls"):
+        common += ["--tls", "--cert", policy["tls"][0], "--key", policy["tls"][1]]
     if name == "heartwheel":
         return [os.path.join(BUILD, "examples", "echo_server"), *common,
                 "--heartbeat-timeout", str(policy["interval"]), *policy.get("heartwheel_flags", [])]

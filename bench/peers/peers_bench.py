@@ -50,6 +50,7 @@ LOAD = {"reader_idle": 10000, "interval": 5000, "misses": 3, "jvm_flags": JVM}
 IDLE = {"reader_idle": 3600000, "interval": 600000, "misses": 3, "jvm_flags": JVM}
 DEATH = {"reader_idle": 0, "interval": 1000, "misses": 3, "jvm_flags": JVM}
 WARMUP_S = 5
+TLS_STAGGER_US = 1000
 
 
 def cpu_s(pid):
@@ -81,9 +82,9 @@ def children_cpu():
     return t.children_user + t.children_system
 
 
-def client(port, conns, interval_ms, duration_ms, extra=()):
+def client(port, conns, interval_ms, duration_ms, extra=(), stagger_us=100):
     return [CLIENT, "--quiet", "--connect", f"127.0.0.1:{port}", "--connections", str(conns), "--send-interval",
-            str(interval_ms), "--duration", str(duration_ms), "--connect-stagger-us", "100", *extra]
+            str(interval_ms), "--duration", str(duration_ms), "--connect-stagger-us", str(stagger_us), *extra]
 
 
 def load_run(name, conns, seconds, rate):
@@ -122,14 +123,19 @@ def live_heap_kib(name, pid):
     raise SystemExit(f"jcmd GC.heap_info said: {out}")
 
 
-def idle_run(name, conns):
-    server, port = peers.start(name, IDLE)
+def idle_run(name, conns, tls=None):
+    """Idle memory per connection; with tls=(cert, key) over TLS 1.3, the client verifying the certificate."""
+    server, port = peers.start(name, {**IDLE, "tls": tls} if tls else IDLE)
+    extra = ["--tls", "--ca", tls[0]] if tls else []
+    # TLS: 1,000 new connections a second, which every server and the client carry on 2 cores (at 10,000
+    # a second the handshakes outrun them; echo_server then sheds the oldest beyond --max-handshakes).
+    stagger = TLS_STAGGER_US if tls else 100
     try:
-        subprocess.run(client(port, 100, 10, 2000), capture_output=True, timeout=60)  # warm-up
+        subprocess.run(client(port, 100, 10, 2000, extra), capture_output=True, timeout=60)  # warm-up
         time.sleep(1)
         heap0 = live_heap_kib(name, server.pid)
         base, s0 = rss_kib(server.pid), sockets(server.pid)
-        c = subprocess.Popen(client(port, conns, 0, 600000), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        c = subprocess.Popen(client(port, conns, 0, 600000, extra, stagger), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 120
         while sockets(server.pid) - s0 < conns and time.monotonic() < deadline:
             time.sleep(0.5)
@@ -177,14 +183,14 @@ def main():
     ap.add_argument("--idle", type=int, default=10000)
     ap.add_argument("--death", type=int, default=2000)
     ap.add_argument("--death-rounds", type=int, default=2)
-    ap.add_argument("--phases", default="load,idle,death", help="which of load, idle, death to run")
+    ap.add_argument("--phases", default="load,idle,tls,death", help="which of load, idle, tls, death to run")
     ap.add_argument("--out", default=os.path.join(peers.ROOT, "docs", "peers_bench.json"))
     a = ap.parse_args()
     names = a.servers.split(",")
     phases = a.phases.split(",")
     for ph in phases:
-        if ph not in ("load", "idle", "death"):
-            sys.exit(f"--phases: unknown phase '{ph}' (accepted: load, idle, death)")
+        if ph not in ("load", "idle", "tls", "death"):
+            sys.exit(f"--phases: unknown phase '{ph}' (accepted: load, idle, tls, death)")
     for n in names:
         if n not in peers.NAMES:
             sys.exit(f"--servers: unknown server '{n}' (accepted: {', '.join(peers.NAMES)})")
@@ -193,7 +199,7 @@ def main():
         sys.exit(2)
     # Each server must do what the policy says before any figure of it counts.
     subprocess.run([sys.executable, os.path.join(HERE, "test_peers.py"), *names], check=True, stdout=sys.stderr)
-    res = {"load": {}, "idle": {}, "death": {}}
+    res = {"load": {}, "idle": {}, "tls": {}, "death": {}}
 
     def rotated(r):
         return names[r % len(names):] + names[:r % len(names)]
@@ -208,6 +214,9 @@ def main():
                              for n, v in runs.items()}
     for n in names if "idle" in phases else []:
         res["idle"][n] = idle_run(n, a.idle)
+    cert = peers.certificate() if "tls" in phases else None
+    for n in names if "tls" in phases else []:
+        res["tls"][n] = idle_run(n, a.idle, cert)
     lat = {n: [] for n in names}
     counts = {n: {"observed": 0, "closed": 0, "no_unanswered_ping": 0, "unstamped": 0} for n in names}
     delays = {n: [] for n in names}
@@ -251,14 +260,17 @@ def report(res, a):
                   f"{x['server_cores']:.2f} | {x['rtt_p50_ms']:.2f} / {x['rtt_p99_ms']:.2f} | {int(x['timeouts'])} | "
                   f"{x['client_cores']:.2f} |")
         print()
-    if res["idle"]:
-        print(f"**{a.idle:,} idle connections**: server RSS after they were accepted minus before, per connection "
+    for phase, what in (("idle", "idle connections"),
+                        ("tls", "idle TLS connections (TLS 1.3, a P-256 certificate the client verifies)")):
+        if not res[phase]:
+            continue
+        print(f"**{a.idle:,} {what}**: server RSS after they were accepted minus before, per connection "
               f"(the baseline: the process after a warm-up, reported apart); the JVM's heap is fixed and pre-touched "
               f"({' '.join(JVM)}), so its connections' heap is read as the live heap after a full GC and added\n")
         print("| server | bytes per idle connection | × heartwheel | of which RSS / JVM heap | accepted | baseline RSS MiB |")
         print("| --- | ---: | ---: | --- | ---: | ---: |")
-        for n, x in res["idle"].items():
-            print(f"| {n} | {x['bytes_per_conn']:,.0f} | {ratio(res['idle'], n, 'bytes_per_conn'):.2f} | "
+        for n, x in res[phase].items():
+            print(f"| {n} | {x['bytes_per_conn']:,.0f} | {ratio(res[phase], n, 'bytes_per_conn'):.2f} | "
                   f"{x['rss_bytes_per_conn']:,.0f} / {x['heap_bytes_per_conn']:,.0f} | {x['accepted']:,} | "
                   f"{x['baseline_kib'] / 1024:.1f} |")
         print()

@@ -1,24 +1,34 @@
 """test_peers.py — each server of the comparison does what the policy says (run before any figure):
 echo, PING answered with PONG, "BYE reader-idle" for a peer that answers pings but sends no data,
-"BYE heartbeat-timeout" for a silent peer no earlier than first PING + misses x interval. Exit 1 on
-any failure, naming the server and the check.
+"BYE heartbeat-timeout" for a silent peer no earlier than first PING + misses x interval; over TLS
+(the certificate verified), echo and PONG. Exit 1 on any failure, naming the server and the check.
     python3 bench/peers/test_peers.py [heartwheel netty go node]"""
+import os
 import socket
+import ssl
 import sys
 import time
 
 import peers
 
+sys.path.insert(0, os.path.join(peers.HERE, "..", "scale"))
+from peer_observer import SO_TIMESTAMPNS, read_stamped  # noqa: E402  (recv with the kernel's arrival time)
+
 POLICY = {"reader_idle": 600, "interval": 100, "misses": 3}
 
 
 def lines(sock, deadline):
-    """Yields (time, line) until the stream ends or the deadline passes."""
+    """Yields (time, line) until the stream ends or the deadline passes. On a plain socket the time is
+    the kernel's arrival time of the line's bytes (SO_TIMESTAMPNS: a busy machine that runs this loop
+    late does not move it); over TLS, when this loop read them."""
     buf = b""
+    stamped = not isinstance(sock, ssl.SSLSocket)
+    if stamped:
+        sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
     sock.settimeout(0.05)
     while time.monotonic() < deadline:
         try:
-            chunk = sock.recv(4096)
+            chunk, at = read_stamped(sock) if stamped else (sock.recv(4096), None)
         except socket.timeout:
             continue
         if not chunk:
@@ -26,7 +36,7 @@ def lines(sock, deadline):
         buf += chunk
         while b"\n" in buf:
             line, buf = buf.split(b"\n", 1)
-            yield time.monotonic(), line.decode()
+            yield (at if at is not None else time.time()), line.decode()
 
 
 def check(name):
@@ -68,7 +78,34 @@ def check(name):
         s.close()
     finally:
         peers.stop(server)
+    failures += check_tls(name)
     return failures
+
+
+def check_tls(name):
+    """Echo and PONG over TLS, the client verifying the server's certificate."""
+    cert = peers.certificate()
+    server, port = peers.start(name, {**POLICY, "tls": cert})
+    try:
+        context = ssl.create_default_context(cafile=cert[0])
+        with context.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=5),
+                                 server_hostname="127.0.0.1") as s:
+            s.sendall(b"hello\nPING 7\n")
+            got = []
+            for _, line in lines(s, time.monotonic() + 3):
+                if line.startswith("PING "):  # a cold JVM's handshake may outlast the interval
+                    s.sendall(("PONG " + line[5:] + "\n").encode())
+                    continue
+                got.append(line)
+                if len(got) == 2:
+                    break
+        if got[:2] != ["hello", "PONG 7"]:
+            return [f"TLS echo / PONG: got {got[:2]}"]
+    except (OSError, ssl.SSLError) as e:
+        return [f"TLS: {e}"]
+    finally:
+        peers.stop(server)
+    return []
 
 
 def main():

@@ -4,11 +4,13 @@
 // Policy (bench/peers/README.md): echo each data line; PING x -> PONG x; PONG consumed; after
 // --heartbeat-interval of receiving nothing send PING; the --heartbeat-misses-th unanswered PING
 // (one interval each) closes with "BYE heartbeat-timeout"; no data line for --reader-idle closes with
-// "BYE reader-idle". First stdout line: "listening on 127.0.0.1:PORT".
+// "BYE reader-idle". First stdout line: "listening on 127.0.0.1:PORT". With --tls (and --cert, --key)
+// it serves crypto/tls: the listener wrapped by tls.NewListener, the rest unchanged.
 package main
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -24,6 +26,9 @@ var (
 	readerIdle = flag.Int("reader-idle", 10000, "ms without a data line before BYE reader-idle (0 = off)")
 	hbInterval = flag.Int("heartbeat-interval", 5000, "ms of silence before a PING, and per miss")
 	hbMisses   = flag.Int("heartbeat-misses", 3, "unanswered PINGs that close")
+	useTLS     = flag.Bool("tls", false, "serve TLS (needs --cert and --key)")
+	certFile   = flag.String("cert", "", "PEM certificate chain for --tls")
+	keyFile    = flag.String("key", "", "PEM private key for --tls")
 )
 
 type conn struct {
@@ -121,6 +126,14 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
+	}
+	if *useTLS {
+		cert, err := tls.LoadX509KeyPair(*certFile, *keyFile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "--cert/--key:", err)
+			os.Exit(2)
+		}
+		l = tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{cert}})
 	}
 	fmt.Printf("listening on %s\n", l.Addr())
 	os.Stdout.Sync()

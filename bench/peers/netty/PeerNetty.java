@@ -5,7 +5,8 @@
 // Policy (bench/peers/README.md): echo each data line; PING x -> PONG x; PONG consumed; after
 // --heartbeat-interval of receiving nothing send PING; the --heartbeat-misses-th unanswered PING
 // (one interval each) closes with "BYE heartbeat-timeout"; no data line for --reader-idle closes with
-// "BYE reader-idle". First stdout line: "listening on 127.0.0.1:PORT".
+// "BYE reader-idle". First stdout line: "listening on 127.0.0.1:PORT". With --tls (and --cert, --key)
+// an SslHandler (SslContextBuilder.forServer, the JDK's engine) goes first in every pipeline.
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
@@ -20,10 +21,13 @@ import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.handler.codec.LineBasedFrameDecoder;
 import io.netty.handler.codec.string.StringDecoder;
 import io.netty.handler.codec.string.StringEncoder;
+import io.netty.handler.ssl.SslContext;
+import io.netty.handler.ssl.SslContextBuilder;
 import io.netty.handler.timeout.IdleStateEvent;
 import io.netty.handler.timeout.IdleStateHandler;
 import io.netty.util.CharsetUtil;
 
+import java.io.File;
 import java.net.InetSocketAddress;
 import java.util.concurrent.TimeUnit;
 
@@ -77,9 +81,14 @@ public final class PeerNetty {
     }
 
     public static void main(String[] args) throws Exception {
-        String listen = "127.0.0.1:0";
-        for (int i = 0; i + 1 < args.length; i += 2) {
+        String listen = "127.0.0.1:0", cert = null, key = null;
+        boolean tls = false;
+        for (int i = 0; i < args.length; i += 2) {
+            if (args[i].equals("--tls")) { tls = true; --i; continue; }
+            if (i + 1 >= args.length) { System.err.println("flag " + args[i] + " needs a value"); System.exit(2); }
             switch (args[i]) {
+                case "--cert": cert = args[i + 1]; break;
+                case "--key": key = args[i + 1]; break;
                 case "--listen": listen = args[i + 1]; break;
                 case "--reader-idle": readerIdle = Long.parseLong(args[i + 1]); break;
                 case "--heartbeat-interval": interval = Long.parseLong(args[i + 1]); break;
@@ -87,6 +96,7 @@ public final class PeerNetty {
                 default: System.err.println("unknown flag " + args[i]); System.exit(2);
             }
         }
+        final SslContext ssl = tls ? SslContextBuilder.forServer(new File(cert), new File(key)).build() : null;
         String[] hp = listen.split(":");
         NioEventLoopGroup boss = new NioEventLoopGroup(1), workers = new NioEventLoopGroup(1);
         ServerBootstrap b = new ServerBootstrap()
@@ -98,6 +108,7 @@ public final class PeerNetty {
                 @Override
                 protected void initChannel(SocketChannel ch) {
                     ChannelPipeline p = ch.pipeline();
+                    if (ssl != null) p.addLast(ssl.newHandler(ch.alloc()));
                     // The heartbeat sees every read (bytes, before framing: a partial line counts);
                     // its PINGs go out through the encoder before it.
                     p.addLast(new StringEncoder(CharsetUtil.ISO_8859_1), new Heartbeat(),

@@ -4,9 +4,12 @@
 // Policy (bench/peers/README.md): echo each data line; PING x -> PONG x; PONG consumed; after
 // --heartbeat-interval of receiving nothing send PING; the --heartbeat-misses-th unanswered PING
 // (one interval each) closes with "BYE heartbeat-timeout"; no data line for --reader-idle closes with
-// "BYE reader-idle". First stdout line: "listening on 127.0.0.1:PORT".
+// "BYE reader-idle". First stdout line: "listening on 127.0.0.1:PORT". With --tls (and --cert, --key)
+// it serves Node's tls (tls.createServer), the connection's code unchanged.
 'use strict';
+const fs = require('fs');
 const net = require('net');
+const tls = require('tls');
 
 function arg(name, dflt) {
     const i = process.argv.indexOf(name);
@@ -17,7 +20,7 @@ const readerIdle = Number(arg('--reader-idle', '10000'));
 const interval = Number(arg('--heartbeat-interval', '5000'));
 const misses = Number(arg('--heartbeat-misses', '3'));
 
-const server = net.createServer((socket) => {
+function serve(socket) {
     socket.setNoDelay(true);
     let pending = '';
     let outstanding = 0, pings = 0, closed = false;
@@ -57,7 +60,10 @@ const server = net.createServer((socket) => {
     const gone = () => { closed = true; clearTimeout(hb); if (idle) clearTimeout(idle); };
     socket.on('error', gone);
     socket.on('close', gone);
-});
+}
+const server = process.argv.includes('--tls')
+    ? tls.createServer({ cert: fs.readFileSync(arg('--cert')), key: fs.readFileSync(arg('--key')) }, serve)
+    : net.createServer(serve);
 server.listen(Number(port), host, () => {
     const a = server.address();
     process.stdout.write(`listening on ${a.address}:${a.port}\n`);
