@@ -8,18 +8,26 @@ off). The three servers run in alternated order, three rounds; figures are media
 seconds (user + system, /proc/PID/stat), CPU µs per response, peak RSS (VmHWM), voluntary context
 switches, echo RTT p50 / p99 from the client — and the liveness overhead: CPU per response over the
 floor's, in percent. Idle run: 10,000 silent connections with a long reader-idle timeout (no
-heartbeats). Writes JSON to --out and prints Markdown tables.
-    python3 bench/e2e/e2e_bench.py [--sizes 1000,10000] [--seconds 10] [--rounds 3] [--idle-connections 10000]"""
+heartbeats). Death run (wheel and asio; none detects nothing): 2,000 peers (bench/scale/peer_observer.py)
+answer pings, then all stop answering (heartbeat 1 s, 3 misses: dead at the first unanswered PING +
+3 s); lateness as the peers see it (kernel arrival times of the PING and the BYE), next to the
+server's own figure (its Prometheus metrics: judgement minus deadline, mean and max, and how many it
+judged early or more than a tick late). Writes JSON to --out and prints Markdown tables.
+    python3 bench/e2e/e2e_bench.py [--sizes 1000,10000] [--seconds 10] [--rounds 3] [--idle-connections 10000]
+                                   [--death 2000] [--death-rounds 2]"""
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
+import urllib.request
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 BUILD = os.environ.get("HEARTWHEEL_BUILD", os.path.join(ROOT, "build"))
 SERVER = os.path.join(BUILD, "examples", "echo_server")
+OBSERVER = os.path.join(ROOT, "bench", "scale", "peer_observer.py")
 CLIENT = os.path.join(BUILD, "examples", "echo_client")
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -100,6 +108,42 @@ def idle_run(mode, conns, seconds):
             "peak_rss_kib": after["peak_rss_kib"]}
 
 
+DEATH = ["--reader-idle", "0", "--heartbeat-interval", "1000", "--heartbeat-misses", "3", "--heartbeat-timeout", "1000"]
+
+
+def scrape(port):
+    """The server's Prometheus samples: {name (with labels): value}."""
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    return {k: float(v) for k, _, v in (l.rpartition(" ") for l in text.splitlines() if l and not l.startswith("#"))}
+
+
+def death_run(mode, peers):
+    server, port = start_server(mode, [*DEATH, "--metrics", "127.0.0.1:0"])
+    try:
+        line = server.stdout.readline()
+        if not line.startswith("metrics on "):
+            raise SystemExit(f"{mode} server did not serve metrics: {line!r}")
+        metrics_port = int(line.strip().rsplit(":", 1)[1])
+        obs = subprocess.Popen([sys.executable, OBSERVER, str(port), str(peers), "1000", "--interval", "1000",
+                                "--misses", "3"], stdout=subprocess.PIPE, text=True)
+        if obs.stdout.readline().strip() != "ready":
+            raise SystemExit(f"peer_observer did not connect to the {mode} server")
+        time.sleep(5)  # pings answered: every connection has a round trip measured
+        obs.send_signal(signal.SIGUSR1)
+        seen = json.loads(obs.stdout.readline())
+        obs.wait()
+        m = scrape(metrics_port)
+    finally:
+        stop(server)
+    deaths = m.get("heartwheel_heartbeat_death_lateness_seconds_count", 0)
+    return {"mode": mode, "observed": seen["observed"], "closed": seen["closed"], "lateness_ms": seen["lateness_ms"],
+            "server_deaths": int(deaths),
+            "server_mean_ms": m.get("heartwheel_heartbeat_death_lateness_seconds_sum", 0) * 1000 / max(1, deaths),
+            "server_max_ms": m.get("heartwheel_heartbeat_death_lateness_max_seconds", 0) * 1000,
+            "server_early": int(m.get("heartwheel_heartbeat_deaths_judged_early_total", 0)),
+            "server_late": int(m.get("heartwheel_heartbeat_deaths_judged_late_total", 0))}
+
+
 def median(xs):
     xs = sorted(xs)
     return xs[len(xs) // 2]
@@ -112,6 +156,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--idle-connections", type=int, default=10000)
     ap.add_argument("--idle-seconds", type=int, default=10)
+    ap.add_argument("--death", type=int, default=2000, help="peers in the death run (0: no death run)")
+    ap.add_argument("--death-rounds", type=int, default=2)
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "e2e_bench.json"))
     a = ap.parse_args()
     sizes = [int(x) for x in a.sizes.split(",")]
@@ -122,8 +168,26 @@ def main():
             for m in order:
                 runs[n][m].append(load_run(m, n, a.seconds))
     idle = {m: idle_run(m, a.idle_connections, a.idle_seconds) for m in MODES}
+    detecting = ("wheel", "asio")
+    death_runs = {m: [] for m in detecting}
+    for r in range(a.death_rounds if a.death > 0 else 0):
+        for m in detecting[r % 2:] + detecting[:r % 2]:
+            death_runs[m].append(death_run(m, a.death))
     with open(a.out, "w") as f:  # the raw runs first: nothing measured is lost if the summary fails
-        json.dump({"runs": {str(n): runs[n] for n in sizes}, "idle": idle}, f, indent=1)
+        json.dump({"runs": {str(n): runs[n] for n in sizes}, "idle": idle, "death_runs": death_runs}, f, indent=1)
+    death = {}
+    for m, rs in death_runs.items():
+        if not rs:
+            continue
+        v = sorted(x for r in rs for x in r["lateness_ms"])
+        at = lambda q: v[min(len(v) - 1, int(q * len(v)))] if v else None  # noqa: E731
+        death[m] = {"observed": sum(r["observed"] for r in rs), "closed": sum(r["closed"] for r in rs),
+                    "peer_p50_ms": at(0.5), "peer_p99_ms": at(0.99), "peer_max_ms": v[-1] if v else None,
+                    "peer_min_ms": v[0] if v else None, "peer_early": sum(x < 0 for x in v),
+                    "server_mean_ms": round(sum(r["server_mean_ms"] * r["server_deaths"] for r in rs)
+                                            / max(1, sum(r["server_deaths"] for r in rs)), 3),
+                    "server_max_ms": round(max(r["server_max_ms"] for r in rs), 3),
+                    "server_early": sum(r["server_early"] for r in rs), "server_late": sum(r["server_late"] for r in rs)}
     summary = {}
     for n in sizes:
         summary[n] = {}
@@ -140,6 +204,7 @@ def main():
                 round((x["cpu_us_per_response"] / f["cpu_us_per_response"] - 1) * 100, 1) if f["cpu_us_per_response"] else None
                 for x, f in zip(runs[n][m], runs[n]["none"])]
     result = {"runs": {str(n): runs[n] for n in sizes}, "summary": {str(n): summary[n] for n in sizes}, "idle": idle,
+              "death_runs": death_runs, "death": death,
               "seconds": a.seconds, "rounds": a.rounds, "machine": f"{os.cpu_count()} cores",
               "date": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     with open(a.out, "w") as f:
@@ -165,6 +230,18 @@ def main():
     for m in MODES:
         r = idle[m]
         print(f"| {m} | {r['cpu_s']} | {r['wakeups_per_s']} | {r['peak_rss_kib'] / 1024:.1f} |")
+    if death:
+        print(f"\nDeath: {a.death:,} peers answer pings, then all stop (heartbeat 1 s, 3 misses: dead at the first "
+              f"unanswered PING + 3 s), {a.death_rounds} rounds pooled; lateness = the BYE's arrival minus that, "
+              f"as the peers' kernel stamped both; the server's own: its judgement minus the deadline (metrics), "
+              f"judged early (never, by design) and more than a tick late.\n")
+        print("| server | peer p50 ms | peer p99 ms | peer max ms | peer min ms | read early at the peer "
+              "| server mean ms | server max ms | judged early | judged > 1 tick late | closed / observed |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+        for m, r in death.items():
+            print(f"| {m} | {r['peer_p50_ms']:.2f} | {r['peer_p99_ms']:.2f} | {r['peer_max_ms']:.2f} | "
+                  f"{r['peer_min_ms']:.2f} | {r['peer_early']} | {r['server_mean_ms']:.2f} | {r['server_max_ms']:.2f} | "
+                  f"{r['server_early']} | {r['server_late']} | {r['closed']:,} / {r['observed']:,} |")
     return 0
 
 

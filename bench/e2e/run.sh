@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end benchmark: echo_server --timers wheel, asio and none (no liveness: the floor) under the same
-# echo_client load at 1,000 and 10,000 connections, three alternated rounds, then an idle run; writes
+# echo_client load at 1,000 and 10,000 connections, three alternated rounds, then an idle run and a death
+# run (wheel and asio, lateness as 2,000 peers see it beside the server's own); writes
 # docs/e2e_bench.json and prints the tables. Arguments go to e2e_bench.py
 # (e.g. --sizes 1000 --seconds 5 --rounds 1).
 set -euo pipefail
