@@ -22,12 +22,13 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 BUILD = os.environ.get("HEARTWHEEL_BUILD", os.path.join(ROOT, "build"))
 SERVER = os.path.join(BUILD, "examples", "echo_server")
 OBSERVER = os.path.join(ROOT, "bench", "scale", "peer_observer.py")
+sys.path.insert(0, os.path.join(ROOT, "bench", "scale"))
+from scale_bench import scrape  # noqa: E402  (the server's metrics: samples by name)
 CLIENT = os.path.join(BUILD, "examples", "echo_client")
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -109,12 +110,6 @@ def idle_run(mode, conns, seconds):
 
 
 DEATH = ["--reader-idle", "0", "--heartbeat-interval", "1000", "--heartbeat-misses", "3", "--heartbeat-timeout", "1000"]
-
-
-def scrape(port):
-    """The server's Prometheus samples: {name (with labels): value}."""
-    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
-    return {k: float(v) for k, _, v in (l.rpartition(" ") for l in text.splitlines() if l and not l.startswith("#"))}
 
 
 def death_run(mode, peers):
