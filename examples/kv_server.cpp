@@ -13,7 +13,7 @@
 #include <heartwheel/net/connection.hpp>
 #include <heartwheel/net/liveness_config.hpp>
 #include <heartwheel/net/liveness_toml.hpp>
-#include <heartwheel/net/listen.hpp>
+#include <heartwheel/net/listener.hpp>
 
 #include <asio/experimental/as_tuple.hpp>
 #include <asio/co_spawn.hpp>
@@ -100,9 +100,10 @@ asio::awaitable<void> serve(std::shared_ptr<connection> c, store& db) {
     }
 }
 
-asio::awaitable<void> listen(tcp::acceptor& acceptor, const net::connection_context& ctx, store& db) {
+// net::listener's accept ends only when it is closed: at the descriptor limit it refuses and rests.
+asio::awaitable<void> listen(net::listener& listener, const net::connection_context& ctx, store& db) {
     for (;;) {
-        auto [ec, socket] = co_await acceptor.async_accept(use_tuple);
+        auto [ec, socket] = co_await listener.async_accept(use_tuple);
         if (ec) co_return;
         // --- liveness: a connection that times itself, pings, says goodbye and counts its close ---
         auto c = std::make_shared<connection>(std::move(socket), ctx);
@@ -112,11 +113,17 @@ asio::awaitable<void> listen(tcp::acceptor& acceptor, const net::connection_cont
         c->set_hooks(std::move(hooks));
         c->apply_socket_options(ctx.config.keepalive);
         // --- end of liveness ---
-        asio::co_spawn(acceptor.get_executor(), serve(std::move(c), db), asio::detached);
+        asio::co_spawn(listener.acceptor().get_executor(), serve(std::move(c), db), asio::detached);
     }
 }
 
 } // namespace
+
+constexpr const char* usage =
+    "usage: kv_server [--listen HOST:PORT] [--config FILE]\n"
+    "  --listen HOST:PORT  where to listen (default 127.0.0.1:7100; port 0 picks one)\n"
+    "  --config FILE       liveness tables ([idle], [heartbeat], [request], [output], ...) over the\n"
+    "                      defaults: reader idle 60 s, a PING every 20 s";
 
 int main(int argc, char** argv) {
     std::string listen_on = "127.0.0.1:7100";
@@ -128,8 +135,11 @@ int main(int argc, char** argv) {
         for (int i = 1; i < argc; ++i) {
             const std::string a = argv[i];
             if (a == "--listen" && i + 1 < argc) listen_on = argv[++i];
-            else if (a == "--config" && i + 1 < argc) cfg = net::load_liveness_config(argv[++i]);
-            else throw std::invalid_argument("unknown argument '" + a + "': accepted --listen HOST:PORT, --config FILE");
+            else if (a == "--config" && i + 1 < argc) cfg = net::load_liveness_config(argv[++i], cfg); // over these defaults
+            else if (a == "--help" || a == "-h") {
+                std::cout << usage << '\n';
+                return 0;
+            } else throw std::invalid_argument("unknown argument '" + a + "': accepted --listen HOST:PORT, --config FILE, --help");
         }
         endpoint = net::parse_endpoint(listen_on, "--listen");
     } catch (const std::exception& e) {
@@ -139,21 +149,25 @@ int main(int argc, char** argv) {
     asio::io_context io(1);
     heartwheel::asio_wheel wheel(io.get_executor());
     net::liveness_counters counters;
-    const net::connection_context ctx(wheel, cfg, &counters); // what every connection shares
+    net::connection_options opts;
+    opts.output = cfg.output; // a client that never reads its replies: closed past the [output] limits
+    const net::connection_context ctx(wheel, cfg, &counters, nullptr, opts); // what every connection shares
     store db;
-    std::optional<tcp::acceptor> listening;
+    net::listener_options lo;
+    lo.name = "kv_server";
+    lo.refusal = "BYE busy\n";
+    lo.counters = &counters;
+    std::optional<net::listener> listener;
     try {
-        listening.emplace(net::listen(io.get_executor(), endpoint));
+        listener.emplace(io.get_executor(), endpoint, lo);
     } catch (const net::listen_error& e) {
         std::cerr << "kv_server: " << e.what() << '\n';
         return 1;
     }
-    tcp::acceptor& acceptor = *listening;
-    std::cout << "listening on " << acceptor.local_endpoint().address().to_string() << ':'
-              << acceptor.local_endpoint().port() << std::endl;
+    std::cout << "listening on " << listener->local_address() << std::endl;
     asio::signal_set signals(io, SIGINT, SIGTERM);
     signals.async_wait([&](std::error_code, int) { io.stop(); });
-    asio::co_spawn(io, listen(acceptor, ctx, db), asio::detached);
+    asio::co_spawn(io, listen(*listener, ctx, db), asio::detached);
     io.run();
     const auto s = counters.snapshot();
     std::cout << "closed " << s.closes_total() << " connections\n";

@@ -7,5 +7,6 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:-$root/build}
 shift || true
 cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
+  -DHEARTWHEEL_WERROR=ON \
   "$@" >/dev/null
 cmake --build "$dir" -j "$(nproc)"

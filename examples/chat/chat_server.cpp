@@ -17,7 +17,7 @@
 #include <heartwheel/net/connection.hpp>
 #include <heartwheel/net/liveness_config.hpp>
 #include <heartwheel/net/liveness_toml.hpp>
-#include <heartwheel/net/listen.hpp>
+#include <heartwheel/net/listener.hpp>
 
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
@@ -73,9 +73,10 @@ asio::awaitable<void> serve(std::shared_ptr<connection> c, room& r) {
     }
 }
 
-asio::awaitable<void> listen(tcp::acceptor& acceptor, const net::connection_context& ctx, room& r) {
+// net::listener's accept ends only when it is closed: at the descriptor limit it refuses and rests.
+asio::awaitable<void> listen(net::listener& listener, const net::connection_context& ctx, room& r) {
     for (;;) {
-        auto [ec, socket] = co_await acceptor.async_accept(use_tuple);
+        auto [ec, socket] = co_await listener.async_accept(use_tuple);
         if (ec) co_return;
         // --- liveness: timed, pinging, bounded output, a goodbye, one count per close ---
         auto c = std::make_shared<connection>(std::move(socket), ctx);
@@ -87,11 +88,17 @@ asio::awaitable<void> listen(tcp::acceptor& acceptor, const net::connection_cont
         c->apply_socket_options(ctx.config.keepalive);
         // --- end of liveness ---
         r.members.insert(c);
-        asio::co_spawn(acceptor.get_executor(), serve(std::move(c), r), asio::detached);
+        asio::co_spawn(listener.acceptor().get_executor(), serve(std::move(c), r), asio::detached);
     }
 }
 
 } // namespace
+
+constexpr const char* usage =
+    "usage: chat_server [--listen HOST:PORT] [--config FILE]\n"
+    "  --listen HOST:PORT  where to listen (default 127.0.0.1:7200; port 0 picks one)\n"
+    "  --config FILE       liveness tables ([idle], [heartbeat], [output], ...) over the defaults:\n"
+    "                      reader idle 5 min, a PING every 30 s answered within 10 s";
 
 int main(int argc, char** argv) {
     std::string listen_on = "127.0.0.1:7200";
@@ -104,8 +111,11 @@ int main(int argc, char** argv) {
         for (int i = 1; i < argc; ++i) {
             const std::string a = argv[i];
             if (a == "--listen" && i + 1 < argc) listen_on = argv[++i];
-            else if (a == "--config" && i + 1 < argc) cfg = net::load_liveness_config(argv[++i]);
-            else throw std::invalid_argument("unknown argument '" + a + "': accepted --listen HOST:PORT, --config FILE");
+            else if (a == "--config" && i + 1 < argc) cfg = net::load_liveness_config(argv[++i], cfg); // over these defaults
+            else if (a == "--help" || a == "-h") {
+                std::cout << usage << '\n';
+                return 0;
+            } else throw std::invalid_argument("unknown argument '" + a + "': accepted --listen HOST:PORT, --config FILE, --help");
         }
         endpoint = net::parse_endpoint(listen_on, "--listen");
     } catch (const std::exception& e) {
@@ -120,19 +130,21 @@ int main(int argc, char** argv) {
     opts.output = cfg.output;             // slow consumers: closed past the limits
     const net::connection_context ctx(wheel, cfg, &counters, nullptr, opts); // what every connection shares
     room r;
-    std::optional<tcp::acceptor> listening;
+    net::listener_options lo;
+    lo.name = "chat_server";
+    lo.refusal = "BYE busy\n";
+    lo.counters = &counters;
+    std::optional<net::listener> listener;
     try {
-        listening.emplace(net::listen(io.get_executor(), endpoint));
+        listener.emplace(io.get_executor(), endpoint, lo);
     } catch (const net::listen_error& e) {
         std::cerr << "chat_server: " << e.what() << '\n';
         return 1;
     }
-    tcp::acceptor& acceptor = *listening;
-    std::cout << "listening on " << acceptor.local_endpoint().address().to_string() << ':'
-              << acceptor.local_endpoint().port() << std::endl;
+    std::cout << "listening on " << listener->local_address() << std::endl;
     asio::signal_set signals(io, SIGINT, SIGTERM);
     signals.async_wait([&](std::error_code, int) { io.stop(); });
-    asio::co_spawn(io, listen(acceptor, ctx, r), asio::detached);
+    asio::co_spawn(io, listen(*listener, ctx, r), asio::detached);
     io.run();
     std::cout << "final closes=" << counters.snapshot().closes_text() << " lines=" << r.lines << std::endl;
 }

@@ -35,90 +35,69 @@ asio::ip::tcp::endpoint resolve(asio::io_context& io, const endpoint_spec& e, co
     return results.begin()->endpoint();
 }
 
-void listen_on(asio::ip::tcp::acceptor& a, const asio::ip::tcp::endpoint& ep, bool reuse_port = false) {
-    try {
-        heartwheel::net::listen_options o;
-        o.reuse_port = reuse_port;
-        a = heartwheel::net::listen(a.get_executor(), ep, o);
-    } catch (const heartwheel::net::listen_error& e) {
-        throw startup_error(e.what());
-    }
+heartwheel::net::listen_options listen_flags(bool reuse_port = false) {
+    heartwheel::net::listen_options o;
+    o.reuse_port = reuse_port;
+    return o;
 }
 
 } // namespace
 
 server::server(const server_options& options)
     : options_(options),
-      workers_(options_, live_counters_, counters_), acceptor_(workers_[0]->ex), signals_(workers_[0]->ex),
-      accept_pause_([this] {
-          if (!stopping_) accept();
-      }) {
+      workers_(options_, live_counters_, counters_), signals_(workers_[0]->ex) {
     check_descriptor_limit();
     if (options_.tls) {
-        tls_.emplace(asio::ssl::context::tls_server);
-        std::error_code ec;
-        // An explicit policy, not OpenSSL's defaults: TLS 1.2 or later; for TLS 1.2 forward-secret AEAD
-        // suites only (no static RSA key exchange, no CBC), the server's order; no renegotiation, no
-        // compression. --tls-ciphers overrides the TLS 1.2 list (docs/echo_server.md).
-        SSL_CTX* ctx = tls_->native_handle();
-        SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-        SSL_CTX_set_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
-        // OpenSSL frees a connection's record buffers while it has nothing buffered (an idle connection).
-        SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
-        if (SSL_CTX_set_cipher_list(ctx, options_.tls_ciphers.c_str()) != 1)
-            throw startup_error("--tls-ciphers '" + options_.tls_ciphers + "' names no cipher suite OpenSSL supports");
-        // An explicit group list: OpenSSL 3's default offers ffdhe2048..8192 for TLS 1.3, whose key
-        // share an unauthenticated peer can make the server compute for ~125 ms (ffdhe8192) per hello.
-        if (SSL_CTX_set1_groups_list(ctx, options_.tls_groups.c_str()) != 1)
-            throw startup_error("--tls-groups '" + options_.tls_groups + "' names a group OpenSSL does not support");
-        tls_->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 | asio::ssl::context::no_sslv3, ec);
-        tls_->use_certificate_chain_file(options_.cert, ec);
-        if (ec) throw startup_error("cannot load --cert " + options_.cert + ": " + ec.message());
-        tls_->use_private_key_file(options_.key, asio::ssl::context::pem, ec);
-        if (ec) throw startup_error("cannot load --key " + options_.key + ": " + ec.message());
-        // A key that is not the certificate's would start "listening" and then fail every handshake.
-        if (SSL_CTX_check_private_key(tls_->native_handle()) != 1)
-            throw startup_error("--key " + options_.key + " does not match --cert " + options_.cert +
-                                " (it is not the certificate's private key)");
+        // The library's server policy (TLS 1.2 or later, AEAD suites, elliptic-curve groups only:
+        // docs/echo_server.md); --tls-ciphers and --tls-groups override its lists.
+        try {
+            tls_.emplace(heartwheel::net::server_tls_context(options_.cert, options_.key, "--tls",
+                                                             {options_.tls_ciphers, options_.tls_groups}));
+        } catch (const heartwheel::net::config_error& e) {
+            throw startup_error(e.what());
+        }
     }
-    listen_on(acceptor_, resolve(workers_[0]->ioc, options_.listen, "--listen"), options_.reuse_port);
-    if (options_.metrics) {
-        metrics_acceptor_.emplace(workers_[0]->ex);
-        listen_on(*metrics_acceptor_, resolve(workers_[0]->ioc, *options_.metrics, "--metrics"));
+    heartwheel::net::listener_options lo;
+    lo.listen = listen_flags(options_.reuse_port);
+    lo.name = "echo_server";
+    lo.refusal = tls_ ? "" : "BYE busy\n"; // a TLS client could not read it
+    lo.counters = &live_counters_;          // each refusal: a close "busy"
+    lo.on_refused = [this] {
+        counters_.accepted.fetch_add(1, std::memory_order_relaxed);
+        counters_.busy.fetch_add(1, std::memory_order_relaxed);
+    };
+    try {
+        listener_.emplace(workers_[0]->ex, resolve(workers_[0]->ioc, options_.listen, "--listen"), std::move(lo));
+        if (options_.metrics)
+            metrics_acceptor_.emplace(heartwheel::net::listen(workers_[0]->ex, resolve(workers_[0]->ioc, *options_.metrics, "--metrics"),
+                                                              listen_flags()));
+    } catch (const heartwheel::net::listen_error& e) {
+        throw startup_error(e.what());
     }
 }
 
 server::~server() {
-    if (spare_fd_ >= 0) ::close(spare_fd_);
-    // Then the members: the server's timers and acceptors, then workers_ (worker_set: sessions
+    // The members: the server's timers and acceptors, then workers_ (worker_set: sessions
     // closed, the shards shut down, the workers, the shards).
 }
 
 // Raises the soft descriptor limit to the hard one, and says so once if --max-connections cannot be
 // reached within it (connections beyond the limit are refused with BYE busy, see out_of_descriptors).
 void server::check_descriptor_limit() {
-    rlimit lim{};
-    if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return;
-    if (lim.rlim_cur < lim.rlim_max) {
-        rlimit raised = lim;
-        raised.rlim_cur = lim.rlim_max;
-        if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) lim = raised;
-    }
-    fd_limit_ = lim.rlim_cur == RLIM_INFINITY ? 0 : static_cast<std::size_t>(lim.rlim_cur);
-    constexpr rlim_t reserve = 32; // listeners, epoll, eventfds, stdio, the spare
-    const rlim_t budget = lim.rlim_cur > reserve ? lim.rlim_cur - reserve : 1;
+    fd_limit_ = heartwheel::net::raise_descriptor_limit();
+    constexpr std::size_t reserve = 32; // listeners, epoll, eventfds, stdio, the listener's spare
+    const std::size_t budget = fd_limit_ > reserve ? fd_limit_ - reserve : 1;
     // Said (after the listening line) only for a --max-connections the user chose; the default just
     // means "as many as fit".
-    if (lim.rlim_cur != RLIM_INFINITY && options_.max_connections > budget && options_.max_connections != server_options{}.max_connections)
+    if (fd_limit_ != 0 && options_.max_connections > budget && options_.max_connections != server_options{}.max_connections)
         limit_note_ = "echo_server: --max-connections " + std::to_string(options_.max_connections) +
-                      " is more than the descriptor limit (" + std::to_string(lim.rlim_cur) +
+                      " is more than the descriptor limit (" + std::to_string(fd_limit_) +
                       ", ulimit -n) allows: about " + std::to_string(budget) +
                       " connections fit; beyond that new connections get BYE busy";
-    spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
 }
 
 endpoint_spec server::local_endpoint() const {
-    const auto ep = acceptor_.local_endpoint();
+    const auto ep = listener_->local_endpoint();
     return {ep.address().to_string(), ep.port()};
 }
 
@@ -126,26 +105,23 @@ void server::accept() {
     worker& target = *workers_[next_worker_++ % workers_.size()];
     // Plain TCP sockets name their executor's type (see core_socket); tls_socket is over tcp::socket.
     if (tls_)
-        acceptor_.async_accept(target.ex, [this, &target](std::error_code ec, asio::ip::tcp::socket socket) {
+        listener_->async_accept(target.ex, [this, &target](std::error_code ec, asio::ip::tcp::socket socket) {
             accepted(target, ec, std::move(socket));
         });
     else if (target.strand) // the thread pool
-        acceptor_.async_accept(*target.strand, [this, &target](std::error_code ec, strand_socket socket) {
+        listener_->async_accept(*target.strand, [this, &target](std::error_code ec, strand_socket socket) {
             accepted(target, ec, std::move(socket));
         });
     else
-        acceptor_.async_accept(target.ioc.get_executor(), [this, &target](std::error_code ec, core_socket socket) {
+        listener_->async_accept(target.ioc.get_executor(), [this, &target](std::error_code ec, core_socket socket) {
             accepted(target, ec, std::move(socket));
         });
 }
 
 template <class Socket>
 void server::accepted(worker& target, std::error_code ec, Socket socket) {
-    if (stopping_ || ec == asio::error::operation_aborted) return;
-    if (ec == asio::error::no_descriptors || ec.value() == ENFILE || ec == asio::error::no_buffer_space ||
-        ec == asio::error::no_memory)
-        return out_of_descriptors(ec); // retrying at once would spin (it once took a core at 100 %)
-    if (!ec) {
+    if (stopping_ || ec) return; // the listener's accept fails only once it is closed
+    {
         counters_.accepted.fetch_add(1, std::memory_order_relaxed);
         socket.set_option(asio::ip::tcp::no_delay(true), ec);
         if (counters_.active.load(std::memory_order_relaxed) >= options_.max_connections) {
@@ -177,37 +153,6 @@ void server::start_session(worker& w, Socket socket) {
         else if (none) session<Socket, no_liveness>::start_baseline(w, std::move(socket), no_liveness::factory(w));
         else session<Socket, asio_liveness>::start_baseline(w, std::move(socket), asio_liveness::factory(w));
     }
-}
-
-// At the descriptor limit: refuse what waits in the backlog (the spare descriptor makes room for one
-// at a time: accept, BYE busy, close — nginx and libuv users do the same), count it, say it once,
-// and pause accepting briefly instead of retrying in a loop.
-void server::out_of_descriptors(std::error_code ec) {
-    counters_.accept_pauses.fetch_add(1, std::memory_order_relaxed);
-    if (!descriptor_limit_logged_) {
-        descriptor_limit_logged_ = true;
-        std::cerr << "echo_server: accept: " << ec.message()
-                  << "; refusing new connections with BYE busy until descriptors free up" << std::endl;
-    }
-    static constexpr char bye[] = "BYE busy\n";
-    for (int i = 0; i < 256 && spare_fd_ >= 0; ++i) {
-        ::close(spare_fd_);
-        const int fd = ::accept4(acceptor_.native_handle(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd >= 0) {
-            counters_.accepted.fetch_add(1, std::memory_order_relaxed);
-            counters_.busy.fetch_add(1, std::memory_order_relaxed);
-            live_counters_.closed(busy);
-            if (!tls_) { // best effort, like reject_busy: a TLS client could not read it
-                const ssize_t sent = ::send(fd, bye, sizeof bye - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-                (void)sent;
-            }
-            ::close(fd);
-        }
-        spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-        if (fd < 0) break; // the backlog is empty (EAGAIN) or still no room
-    }
-    // The timer was made at start: nothing is allocated on this path.
-    workers_[0]->wheel.schedule_after(accept_pause_.node(), std::chrono::milliseconds(50));
 }
 
 // A newcomer at --max-connections: with --source-share, one from an address within its share takes
@@ -303,7 +248,7 @@ std::string server::prometheus_text() const {
     out.metric("heartwheel_connections_closing", "gauge", "Closed connections still saying goodbye (lingering).", n.closing);
     out.metric("heartwheel_accepted_total", "counter", "Accepted connections.", n.accepted);
     out.metric("heartwheel_accept_pauses_total", "counter", "Times accepting paused at the descriptor limit.",
-               counters_.accept_pauses.load());
+               listener_->pauses());
     out.metric("heartwheel_read_buffers", "gauge", "Connections holding a read buffer (a partial line or unhandled lines).",
                counters_.read_buffers.load());
     out.metric("heartwheel_read_buffer_bytes", "gauge", "Heap bytes of those read buffers.", counters_.read_buffer_bytes.load());
@@ -348,7 +293,7 @@ void server::begin_shutdown() {
     if (stopping_) return;
     stopping_ = true;
     std::error_code ignored;
-    acceptor_.close(ignored);
+    listener_->close();
     if (metrics_acceptor_) metrics_acceptor_->close(ignored);
     for_each_session(&session_base::shutdown);
     // Stop everything once every connection is gone. When the grace period is over, connections

@@ -7,6 +7,8 @@
 #include "options.hpp"
 #include "worker.hpp"
 
+#include <heartwheel/net/listener.hpp>
+
 #include <asio/ip/tcp.hpp>
 #include <asio/signal_set.hpp>
 #include <asio/ssl/context.hpp>
@@ -55,7 +57,6 @@ private:
     void at_the_limit(worker& w, Socket socket);
     template <class Socket>
     void reject_busy(Socket socket);
-    void out_of_descriptors(std::error_code ec);
     void check_descriptor_limit();
     void begin_shutdown();
     /// Posts `fn` to every session of every worker, each on its own thread.
@@ -74,16 +75,14 @@ private:
     server_counters counters_;
     worker_set workers_; ///< the shards (net::shards, in either threading model) and their workers
     std::optional<asio::ssl::context> tls_;
-    asio::ip::tcp::acceptor acceptor_;
+    /// The library's accept loop: at the descriptor limit it refuses with BYE busy and rests.
+    std::optional<heartwheel::net::listener> listener_;
     std::optional<asio::ip::tcp::acceptor> metrics_acceptor_;
     asio::signal_set signals_;
     std::size_t next_worker_ = 0;
     bool stopping_ = false;
     std::vector<heartwheel::timer_handle> timers_;
-    int spare_fd_ = -1;                     ///< kept free to accept-and-refuse at the descriptor limit
-    bool descriptor_limit_logged_ = false;  ///< said once in the log
     std::string limit_note_;                ///< --max-connections beyond the descriptor limit
-    heartwheel::timer_handle accept_pause_; ///< accepting resumes after a pause at the limit
     std::size_t fd_base_ = 0;                ///< descriptors open before any connection
     std::size_t fd_limit_ = 0;               ///< RLIMIT_NOFILE (0: unlimited)
     std::atomic<int> pressure_millis_{0};    ///< the pressure last posted, in thousandths

@@ -92,7 +92,6 @@ public:
 
 struct server_counters {
     std::atomic<std::uint64_t> accepted{0}, active{0}, busy{0}, lines{0}, pings_answered{0};
-    std::atomic<std::uint64_t> accept_pauses{0}; ///< accept() failed for lack of descriptors (EMFILE...)
     /// Sessions holding a read buffer of their own (a partial line, or lines stashed under
     /// backpressure), and its heap bytes: zero while every connection is idle between lines.
     std::atomic<std::uint64_t> read_buffers{0}, read_buffer_bytes{0};

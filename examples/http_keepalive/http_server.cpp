@@ -9,14 +9,14 @@
 //
 // Routes: GET / answers "hello\n"; POST /echo answers its body; anything else 404.
 // Usage: http_server [--listen HOST:PORT] [--keepalive-timeout MS] [--header-timeout MS]
-//                    [--body-timeout MS] [--max-requests N] [--max-age MS] [--header-limit BYTES]
+//                    [--body-timeout MS] [--body-deadline MS] [--max-requests N] [--max-age MS] [--header-limit BYTES]
 //                    [--body-limit BYTES] [--config FILE] [--tls CERT KEY]
 // Prints "listening on HOST:PORT" first; on SIGINT/SIGTERM closes every connection ("shutdown"),
 // prints "final closes=<reason>:<n>,... requests=<n>" and exits 0. Bad flags exit 2.
 #include <heartwheel/asio_ssl.hpp>
 #include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/beast/http.hpp>
-#include <heartwheel/net/listen.hpp>
+#include <heartwheel/net/listener.hpp>
 #include <heartwheel/net/liveness_config.hpp>
 #include <heartwheel/net/liveness_toml.hpp>
 #include <heartwheel/net/tls_socket.hpp>
@@ -51,14 +51,30 @@ struct options {
     http::http_policy http;
     net::liveness_config live;
     std::optional<std::pair<std::string, std::string>> tls; // certificate, key
+    bool help = false;
 };
+
+constexpr const char* usage =
+    "usage: http_server [--listen HOST:PORT] [--keepalive-timeout MS] [--header-timeout MS]\n"
+    "                   [--body-timeout MS] [--body-deadline MS] [--max-requests N] [--max-age MS]\n"
+    "                   [--header-limit BYTES] [--body-limit BYTES] [--config FILE] [--tls CERT KEY]\n"
+    "  --listen HOST:PORT        where to listen (default 127.0.0.1:7400; port 0 picks one)\n"
+    "  --keepalive-timeout MS    an idle kept-alive connection closes silently after this (0: at once)\n"
+    "  --header-timeout MS       a request head must be whole within this (else 408)\n"
+    "  --body-timeout MS         at most this between two reads of a body (else 408)\n"
+    "  --body-deadline MS        a whole body must arrive within this (0: no deadline; else 408)\n"
+    "  --max-requests N          requests per connection; the last answer says Connection: close\n"
+    "  --max-age MS              no new request on a connection older than this (0: none)\n"
+    "  --header-limit BYTES      a larger request head is answered 431\n"
+    "  --body-limit BYTES        a larger body is answered 413\n"
+    "  --config FILE             the library's tables ([timeouts], [output], [keepalive], ...)\n"
+    "  --tls CERT KEY            serve HTTPS with this certificate chain and key (PEM)";
 
 template <class Stream>
 struct server_state {
     using connection = http::http_connection<Stream>;
     std::set<std::shared_ptr<connection>> open;
     std::uint64_t requests = 0;
-    bool stopping = false;
 };
 
 // Forgets the connection when it closes (the connection says why: counted already).
@@ -119,20 +135,22 @@ int serve(const options& o, asio::ssl::context* tls) {
     copts.output = o.live.output;
     const net::connection_context ctx(wheel, o.live, &counters, nullptr, copts);
     server_state<Stream> state;
-    std::optional<tcp::acceptor> acceptor;
+    net::listener_options lo;
+    lo.name = "http_server";
+    lo.counters = &counters;
+    std::optional<net::listener> listener;
     try {
-        acceptor.emplace(net::listen(io.get_executor(), net::parse_endpoint(o.listen, "--listen")));
+        listener.emplace(io.get_executor(), net::parse_endpoint(o.listen, "--listen"), lo);
     } catch (const net::listen_error& e) {
         std::cerr << "http_server: " << e.what() << '\n';
         return 1;
     }
-    std::cout << "listening on " << acceptor->local_endpoint().address().to_string() << ':'
-              << acceptor->local_endpoint().port() << std::endl;
+    std::cout << "listening on " << listener->local_address() << std::endl;
+    // net::listener's accept ends only when it is closed: at the descriptor limit it refuses and rests.
     asio::co_spawn(io, [&]() -> asio::awaitable<void> {
         for (;;) {
-            auto [ec, socket] = co_await acceptor->async_accept(use_tuple);
-            if (state.stopping) co_return;
-            if (ec) continue;
+            auto [ec, socket] = co_await listener->async_accept(use_tuple);
+            if (ec) co_return;
             socket.set_option(tcp::no_delay(true), ec);
             asio::co_spawn(io, session(make_stream<Stream>(std::move(socket), tls), ctx, o, state), asio::detached);
         }
@@ -143,8 +161,7 @@ int serve(const options& o, asio::ssl::context* tls) {
     asio::signal_set signals(io, SIGINT, SIGTERM);
     signals.async_wait([&](boost::system::error_code ec, int) {
         if (ec) return;
-        state.stopping = true;
-        acceptor->close(ec);
+        listener->close();
         asio::co_spawn(io, [&]() -> asio::awaitable<void> {
             for (const auto& c : std::set(state.open)) c->close(net::close_reason::shutdown);
             asio::steady_timer poll(io);
@@ -173,18 +190,21 @@ options parse(int argc, char** argv) {
         else if (a == "--keepalive-timeout" && has) o.http.keepalive_timeout = ms(a, argv[++i], 0);
         else if (a == "--header-timeout" && has) o.http.header_timeout = ms(a, argv[++i], 1);
         else if (a == "--body-timeout" && has) o.http.body_timeout = ms(a, argv[++i], 1);
+        else if (a == "--body-deadline" && has) o.http.body_deadline = ms(a, argv[++i], 0);
         else if (a == "--max-age" && has) o.http.max_age = ms(a, argv[++i], 0);
         else if (a == "--max-requests" && has) o.http.max_requests = static_cast<std::uint32_t>(net::parse_count(argv[++i], a, 1, 1'000'000'000));
         else if (a == "--header-limit" && has) o.http.header_limit = static_cast<std::uint32_t>(net::parse_count(argv[++i], a, 256, 1u << 20));
         else if (a == "--body-limit" && has) o.http.body_limit = net::parse_count(argv[++i], a, 0, 1ull << 32);
-        else if (a == "--config" && has) o.live = net::load_liveness_config(argv[++i]);
+        else if (a == "--config" && has) o.live = net::load_liveness_config(argv[++i], o.live); // over these defaults
         else if (a == "--tls" && i + 2 < argc) {
             o.tls.emplace(argv[i + 1], argv[i + 2]);
             i += 2;
+        } else if (a == "--help" || a == "-h") {
+            o.help = true;
         } else
             throw std::invalid_argument("unknown argument '" + a + "': accepted --listen HOST:PORT, --keepalive-timeout MS, "
-                                        "--header-timeout MS, --body-timeout MS, --max-requests N, --max-age MS, "
-                                        "--header-limit BYTES, --body-limit BYTES, --config FILE, --tls CERT KEY");
+                                        "--header-timeout MS, --body-timeout MS, --body-deadline MS, --max-requests N, --max-age MS, "
+                                        "--header-limit BYTES, --body-limit BYTES, --config FILE, --tls CERT KEY, --help");
     }
     o.http.validate(); // the flags' ranges are the policy's: this only confirms them
     net::parse_endpoint(o.listen, "--listen"); // a bad address is a usage error (exit 2)
@@ -198,6 +218,10 @@ int main(int argc, char** argv) {
     std::optional<asio::ssl::context> tls;
     try {
         o = parse(argc, argv);
+        if (o.help) {
+            std::cout << usage << '\n';
+            return 0;
+        }
         if (o.tls) tls.emplace(net::server_tls_context(o.tls->first, o.tls->second, "--tls"));
     } catch (const std::exception& e) { // flags, config, certificate: each named
         std::cerr << "http_server: " << e.what() << '\n';

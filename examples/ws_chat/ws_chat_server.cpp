@@ -13,7 +13,7 @@
 // prints "final closes=<reason>:<n>,... messages=<n>" and exits 0. Bad flags exit 2.
 #include <heartwheel/asio_ssl.hpp>
 #include <heartwheel/beast/websocket.hpp>
-#include <heartwheel/net/listen.hpp>
+#include <heartwheel/net/listener.hpp>
 #include <heartwheel/net/liveness_config.hpp>
 #include <heartwheel/net/liveness_toml.hpp>
 #include <heartwheel/net/shards.hpp>
@@ -51,7 +51,18 @@ struct options {
     net::liveness_config live;
     std::size_t max_message = 64 * 1024;
     std::optional<std::pair<std::string, std::string>> tls; // certificate, key
+    bool help = false;
 };
+
+constexpr const char* usage =
+    "usage: ws_chat_server [--listen HOST:PORT] [--io-threads N] [--config FILE] [--max-message BYTES]\n"
+    "                      [--tls CERT KEY]\n"
+    "  --listen HOST:PORT   where to listen (default 127.0.0.1:7300; port 0 picks one)\n"
+    "  --io-threads N       threads running the one io_context, 1..256 (default 2)\n"
+    "  --config FILE        liveness tables ([idle], [heartbeat], [output], ...) over the defaults:\n"
+    "                       reader idle 5 min, a ping every 30 s answered within 10 s\n"
+    "  --max-message BYTES  a larger incoming message closes message-too-big, 16..64 MiB (default 65536)\n"
+    "  --tls CERT KEY       serve wss:// with this certificate chain and key (PEM)";
 
 // The clients of every shard. Members are added and removed on their own strands; a broadcast
 // copies the list under the lock and sends outside it (send() posts to each member's strand).
@@ -136,22 +147,23 @@ int serve(const options& o, asio::ssl::context* tls) {
     net::shards shards(o.io_threads, net::threading::thread_pool, o.live, &counters, copts);
     const auto home = shards[0].get_executor(); // the acceptor's and the shutdown's
     room<Stream> r;
-    std::optional<tcp::acceptor> acceptor;
+    net::listener_options lo;
+    lo.name = "ws_chat_server";
+    lo.counters = &counters;
+    std::optional<net::listener> listener;
     try {
-        acceptor.emplace(net::listen(home, net::parse_endpoint(o.listen, "--listen")));
+        listener.emplace(home, net::parse_endpoint(o.listen, "--listen"), lo);
     } catch (const net::listen_error& e) {
         std::cerr << "ws_chat_server: " << e.what() << '\n';
         return 1;
     }
-    std::cout << "listening on " << acceptor->local_endpoint().address().to_string() << ':'
-              << acceptor->local_endpoint().port() << std::endl;
-    bool stopping = false;
+    std::cout << "listening on " << listener->local_address() << std::endl;
+    // net::listener's accept ends only when it is closed: at the descriptor limit it refuses and rests.
     asio::co_spawn(home, [&]() -> asio::awaitable<void> {
         for (;;) {
             net::shard& s = shards.next();
-            auto [ec, socket] = co_await acceptor->async_accept(s.get_executor(), use_tuple);
-            if (stopping) co_return;
-            if (ec) continue;
+            auto [ec, socket] = co_await listener->async_accept(s.get_executor(), use_tuple);
+            if (ec) co_return;
             socket.set_option(tcp::no_delay(true), ec);
             // The connection is made on its shard's strand: its timers go into that shard's wheel.
             asio::co_spawn(s.get_executor(), session(make_stream<Stream>(std::move(socket), tls), s.context(), o, r),
@@ -164,8 +176,7 @@ int serve(const options& o, asio::ssl::context* tls) {
     asio::signal_set signals(home, SIGINT, SIGTERM);
     signals.async_wait([&](boost::system::error_code ec, int) {
         if (ec) return;
-        stopping = true;
-        acceptor->close(ec);
+        listener->close();
         asio::co_spawn(home, [&]() -> asio::awaitable<void> {
             for (const auto& m : r.everyone()) m->close(net::close_reason::shutdown);
             asio::steady_timer poll(home);
@@ -192,14 +203,16 @@ options parse(int argc, char** argv) {
         const bool has = i + 1 < argc;
         if (a == "--listen" && has) o.listen = argv[++i];
         else if (a == "--io-threads" && has) o.io_threads = static_cast<unsigned>(net::parse_count(argv[++i], a, 1, 256));
-        else if (a == "--config" && has) o.live = net::load_liveness_config(argv[++i]);
+        else if (a == "--config" && has) o.live = net::load_liveness_config(argv[++i], o.live); // over these defaults
         else if (a == "--max-message" && has) o.max_message = net::parse_count(argv[++i], a, 16, 64ull << 20);
         else if (a == "--tls" && i + 2 < argc) {
             o.tls.emplace(argv[i + 1], argv[i + 2]);
             i += 2;
+        } else if (a == "--help" || a == "-h") {
+            o.help = true;
         } else
             throw std::invalid_argument("unknown argument '" + a + "': accepted --listen HOST:PORT, --io-threads N, "
-                                        "--config FILE, --max-message BYTES, --tls CERT KEY");
+                                        "--config FILE, --max-message BYTES, --tls CERT KEY, --help");
     }
     net::parse_endpoint(o.listen, "--listen"); // a bad address is a usage error (exit 2)
     return o;
@@ -212,6 +225,10 @@ int main(int argc, char** argv) {
     std::optional<asio::ssl::context> tls;
     try {
         o = parse(argc, argv);
+        if (o.help) {
+            std::cout << usage << '\n';
+            return 0;
+        }
         if (o.tls) tls.emplace(net::server_tls_context(o.tls->first, o.tls->second, "--tls"));
     } catch (const std::exception& e) { // flags, config, certificate: each named
         std::cerr << "ws_chat_server: " << e.what() << '\n';

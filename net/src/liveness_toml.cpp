@@ -164,7 +164,17 @@ liveness_config parse_liveness_config(std::string_view text, std::string_view so
 }
 
 liveness_config load_liveness_config(const std::string& path) {
-    return parse_liveness_config(read_config_file(path), path);
+    return load_liveness_config(path, liveness_config{});
+}
+
+liveness_config load_liveness_config(const std::string& path, liveness_config base) {
+    apply_liveness_tables(base, parse_toml(read_config_file(path), path), path);
+    try {
+        base.validate();
+    } catch (const config_error& e) {
+        throw e.in(path);
+    }
+    return base;
 }
 
 } // namespace heartwheel::net

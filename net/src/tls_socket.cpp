@@ -214,17 +214,36 @@ bool tls_socket::send_close_notify() noexcept {
     return ret >= 0;
 }
 
-asio::ssl::context server_tls_context(const std::string& cert, const std::string& key, const std::string& field) {
+asio::ssl::context server_tls_context(const std::string& cert, const std::string& key, const std::string& field,
+                                      const tls_policy& policy) {
     asio::ssl::context ctx(asio::ssl::context::tls_server);
     SSL_CTX* native = ctx.native_handle();
     ::SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION);
     ::SSL_CTX_set_options(native, SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
     ::SSL_CTX_set_mode(native, SSL_MODE_RELEASE_BUFFERS);
+    if (::SSL_CTX_set_cipher_list(native, policy.ciphers.c_str()) != 1) {
+        ::ERR_clear_error();
+        throw config_error(field + "-ciphers", policy.ciphers, "TLS 1.2 cipher suites OpenSSL supports (e.g. ECDHE+AESGCM)",
+                           "names no suite");
+    }
+    if (::SSL_CTX_set1_groups_list(native, policy.groups.c_str()) != 1) {
+        ::ERR_clear_error();
+        throw config_error(field + "-groups", policy.groups, "key-exchange groups OpenSSL supports (e.g. X25519:P-256)",
+                           "names a group OpenSSL does not support");
+    }
     error_code ec;
     ctx.use_certificate_chain_file(cert, ec);
     if (ec) throw config_error(field, field + ": cannot load the certificate chain " + cert + ": " + ec.message());
     ctx.use_private_key_file(key, asio::ssl::context::pem, ec);
-    // OpenSSL also refuses a key that is not the certificate's here ("key values mismatch").
+    // A key that is not the certificate's (OpenSSL says "key values mismatch" for one of its type,
+    // and nothing for another type, which it files beside) would start a server that fails every
+    // handshake: said as such.
+    const bool mismatch = ec ? ERR_GET_REASON(ec.value()) == X509_R_KEY_VALUES_MISMATCH
+                             : ::SSL_CTX_check_private_key(native) != 1;
+    ::ERR_clear_error();
+    if (mismatch)
+        throw config_error(field, field + ": the private key " + key + " does not match the certificate " + cert +
+                                      " (it is not the certificate's private key)");
     if (ec) throw config_error(field, field + ": cannot load the private key " + key + ": " + ec.message());
     return ctx;
 }

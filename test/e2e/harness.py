@@ -229,3 +229,33 @@ def tls_flags(directory):
 
 def tempdir():
     return tempfile.TemporaryDirectory(prefix="heartwheel-e2e-")
+
+
+def tls_cipher(port, *args):
+    """The suite `openssl s_client *args` agreed with 127.0.0.1:port, or None when the handshake failed."""
+    p = subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{port}", *args], input="",
+                       capture_output=True, text=True, timeout=20)
+    for line in (p.stdout + p.stderr).splitlines():
+        if "Cipher is" in line:
+            return None if "(NONE)" in line else line.split("Cipher is", 1)[1].strip()
+    return None
+
+
+def cpu_seconds(pid):
+    """User + system CPU time a process has used so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def only_fd_exhaustion_reports(err):
+    """Whether every sanitizer report in `err` is UBSan's false "invalid vptr" at the descriptor limit
+    (its check writes the object's memory to a pipe, which then cannot be made); the reason a server
+    under test there runs with UBSAN_OPTIONS=halt_on_error=0."""
+    lines = err.splitlines()
+    for i, line in enumerate(lines):
+        if "runtime error" in line or "ERROR: AddressSanitizer" in line:
+            if not ("does not point to an object of type" in line and i + 2 < len(lines) and
+                    "invalid vptr" in lines[i + 1] and "memory cannot be printed" in lines[i + 2]):
+                return False
+    return True

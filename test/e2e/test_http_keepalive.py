@@ -365,6 +365,67 @@ class BadInput(unittest.TestCase):
             closes, requests = srv.stop()
         self.assertEqual((closes, requests), ({"bad-request": 3}, 0))
 
+    def test_an_unusable_transfer_encoding_is_answered_400_and_closed(self):
+        """RFC 9112 6.3: a request whose Transfer-Encoding does not end in chunked has no knowable
+        length. Read as bodiless, its body would be taken for a second request (smuggling behind a
+        proxy that reads it otherwise): 400 and close, and nothing after it is answered."""
+        smuggled = b"GET /missing HTTP/1.1\r\nHost: x\r\n\r\n"
+        with HttpServer() as srv:
+            for te in (b"xchunked", b"gzip", b"chunked, identity"):
+                s = raw(srv.port)
+                s.sendall(b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: " + te + b"\r\n\r\n" + smuggled)
+                data, _ = read_to_end(s)
+                self.assertTrue(data.startswith(b"HTTP/1.1 400 "), (te, data))
+                self.assertNotIn(b"404", data, te)  # the body was not served as a request
+            # chunked last is a body: served
+            s = raw(srv.port)
+            s.sendall(b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+                      b"5\r\nhello\r\n0\r\n\r\n")
+            data, _ = read_to_end(s)
+            self.assertTrue(data.startswith(b"HTTP/1.1 200 ") and data.endswith(b"hello"), data)
+            closes, requests = srv.stop()
+        self.assertEqual((closes, requests), ({"bad-request": 3, "client-close": 1}, 1))
+
+    def test_a_body_trickled_past_its_deadline_gets_408(self):
+        """--body-deadline bounds the whole body: a byte every 150 ms never trips the 300 ms gap
+        timeout but is cut at the 1 s deadline, measured from the client's side."""
+        with HttpServer("--body-timeout", "300", "--body-deadline", "1000") as srv:
+            s = raw(srv.port)
+            started = time.monotonic()
+            s.sendall(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n")
+            s.settimeout(0.15)
+            data = b""
+            ended = None
+            for _ in range(40):
+                try:
+                    s.sendall(b"z")
+                except OSError:
+                    break
+                try:
+                    chunk = s.recv(4096)
+                except socket.timeout:
+                    continue
+                except OSError:
+                    break
+                if not chunk:
+                    ended = time.monotonic()
+                    break
+                data += chunk
+            if ended is None:
+                rest, ended = read_to_end(s)
+                data += rest
+            self.assertTrue(data.startswith(b"HTTP/1.1 408 "), data)
+            self.assertGreaterEqual(ended - started, 1.0)
+            self.assertLess(ended - started, 1.0 + LATE)
+            closes, requests = srv.stop()
+        self.assertEqual((closes, requests), ({"body-timeout": 1}, 0))
+
+    def test_help_prints_usage_and_exits_0(self):
+        p = subprocess.run([SERVER, "--help"], capture_output=True, text=True, timeout=10)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(p.stdout.startswith("usage: http_server"), p.stdout)
+        self.assertIn("--body-deadline MS", p.stdout)
+
     def test_bad_flags_exit_2_naming_flag_and_range(self):
         for flags, expect in [(["--keepalive-timeout", "-1"],
                                '--keepalive-timeout = "-1" is not valid: accepted a whole number in 0..86400000'),

@@ -584,6 +584,28 @@ BOOST_AUTO_TEST_CASE(config_files_that_are_not_files_are_named) {
     std::remove(empty.c_str());
 }
 
+// A program's defaults (a heartbeat on) survive a file that sets only other tables: the file is
+// read over them, not over the library's (where a file holding only [output] turned the heartbeat off).
+BOOST_AUTO_TEST_CASE(a_partial_file_is_read_over_the_programs_defaults) {
+    const std::string path = "/tmp/heartwheel-partial-" + std::to_string(::getpid()) + ".toml";
+    { std::ofstream(path) << "[output]\nhard_limit = \"4MiB\"\n"; }
+    liveness_config defaults;
+    defaults.heartbeat.interval = std::chrono::seconds(30);
+    defaults.heartbeat.timeout = std::chrono::seconds(10);
+    defaults.idle.reader_idle = std::chrono::minutes(5);
+    const auto merged = load_liveness_config(path, defaults);
+    BOOST_TEST(merged.heartbeat.interval.count() == 30000);
+    BOOST_TEST(merged.heartbeat.timeout.count() == 10000);
+    BOOST_TEST(merged.idle.reader_idle.count() == 300000);
+    BOOST_TEST(merged.output.hard_limit == std::size_t{4} << 20);
+    BOOST_TEST(!load_liveness_config(path).heartbeat.enabled()); // the library's own defaults: off
+    { std::ofstream(path) << "[heartbeat]\nmisses = 0\n"; } // over the defaults, still validated
+    const auto msg = error_text([&] { load_liveness_config(path, defaults); });
+    BOOST_TEST(has(msg, "heartbeat"), msg);
+    BOOST_TEST(has(msg, path.c_str()), msg);
+    std::remove(path.c_str());
+}
+
 // gRPC A18: with keepalive on, a TCP_USER_TIMEOUT below the probe interval kills a healthy connection
 // after one lost probe.
 BOOST_AUTO_TEST_CASE(keepalive_user_timeout_below_probe_interval_is_refused) {

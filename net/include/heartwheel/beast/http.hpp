@@ -16,7 +16,12 @@
 //    header_timeout instead (nginx's client_header_timeout covers it), and closes as silently.
 //  - from the request's first byte until its head is complete: header_timeout, then "408 Request
 //    Timeout" with Connection: close, reason header-timeout (a slowloris trickling its head);
-//  - the body, between two reads: body_timeout, then 408, reason body-timeout;
+//  - the body, between two reads: body_timeout, then 408, reason body-timeout; with body_deadline,
+//    also the whole body within that of its head (a body trickled a byte at a time is not refreshed
+//    by each byte), 408 and body-timeout past it;
+//  - a request whose Transfer-Encoding does not end in chunked (RFC 9112 6.3: its length cannot be
+//    known; read as bodiless, its body would be taken for the next request — a smuggling shape behind
+//    a proxy) is answered 400 and closed bad-request;
 //  - while the application prepares its answer: nothing (a tracked request's deadline is the tool).
 // A request is reader activity when it is whole (message_received), not per byte: a trickled head
 // never looks active to the idle policies. A head or body over its limit, or a request the parser
@@ -56,6 +61,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -86,6 +92,7 @@ struct http_policy {
     milliseconds keepalive_timeout{75'000}; ///< a kept-alive connection waits this long for a request (0: no keep-alive)
     milliseconds header_timeout{60'000};    ///< a request head must be complete within this of its first byte
     milliseconds body_timeout{60'000};      ///< at most this between two reads of a body
+    milliseconds body_deadline{0};          ///< a whole body within this of its head (0: none; 408 past it)
     std::uint32_t max_requests = 1000;      ///< requests per connection; the last is answered "Connection: close"
     milliseconds max_age{3'600'000};        ///< the first answer after this age says "Connection: close" (0: no limit)
     std::uint32_t header_limit = 8 * 1024;  ///< bytes of a request head (431 past it)
@@ -104,6 +111,7 @@ struct http_policy {
         range("keepalive_timeout", keepalive_timeout, milliseconds(0));
         range("header_timeout", header_timeout, milliseconds(1));
         range("body_timeout", body_timeout, milliseconds(1));
+        range("body_deadline", body_deadline, milliseconds(0));
         range("max_age", max_age, milliseconds(0));
         if (max_requests < 1 || max_requests > 1'000'000'000)
             throw net::config_error(prefix + ".max_requests", std::to_string(max_requests), "1..1000000000");
@@ -253,6 +261,7 @@ private:
         step at = step::start;
 
         http_connection* home = nullptr; ///< while parked (c is empty then)
+        std::chrono::steady_clock::time_point head_done{}; ///< when the head was whole (body_deadline)
 
         template <class Self>
         void operator()(Self& self, error_code ec = {}, std::size_t = 0) {
@@ -281,12 +290,25 @@ private:
             case step::parked: // taken above
                 break; // first_byte completes with a read_chunk: the overload below
             case step::head:
-            case step::body:
+            case step::body: {
                 if (ec || conn.closing()) return failed(self, ec);
+                if (at == step::head) {
+                    const auto& fields = parser->get();
+                    if (fields.find(bhttp::field::transfer_encoding) != fields.end() && !parser->chunked())
+                        return failed(self, bhttp::error::bad_transfer_encoding);
+                    head_done = std::chrono::steady_clock::now();
+                }
                 if (parser->is_done()) return finish(self);
                 at = step::body;
-                conn.expires_after(c->policy_.body_timeout, body_timeout);
+                milliseconds wait = c->policy_.body_timeout;
+                if (c->policy_.body_deadline.count() > 0) {
+                    const auto left = c->policy_.body_deadline - std::chrono::duration_cast<milliseconds>(
+                                                                   std::chrono::steady_clock::now() - head_done);
+                    wait = std::max(milliseconds(1), std::min(wait, left));
+                }
+                conn.expires_after(wait, body_timeout);
                 return bhttp::async_read_some(conn.stream(), buf, *parser, std::move(self));
+            }
             case step::drain: // after our goodbye: read and drop until the peer's end or the linger's
                 buf.consume(buf.size());
                 if (ec) {

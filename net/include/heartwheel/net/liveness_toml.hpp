@@ -26,6 +26,9 @@ namespace heartwheel::net {
 liveness_config parse_liveness_config(std::string_view toml_text, std::string_view source_name = "config");
 /// Reads and parses a file (see read_config_file for what is refused).
 liveness_config load_liveness_config(const std::string& path);
+/// The same over a program's own defaults: a file holding only [output] keeps the program's
+/// heartbeat; each table present sets the keys it names, over `base`. Validated.
+liveness_config load_liveness_config(const std::string& path, liveness_config base);
 
 /// The names of the liveness tables: idle, timeouts, heartbeat, request, backoff, limits, keepalive.
 bool is_liveness_table(std::string_view name) noexcept;

@@ -1,0 +1,132 @@
+// listener.cpp — see listener.hpp.
+#include <heartwheel/net/listener.hpp>
+
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <iostream>
+
+namespace heartwheel::net {
+namespace {
+
+int open_spare() noexcept { return ::open("/dev/null", O_RDONLY | O_CLOEXEC); }
+
+// "BYE busy\n" -> "BYE busy": the refusal as a log line shows it.
+std::string shown(std::string_view bytes) {
+    while (!bytes.empty() && (bytes.back() == '\n' || bytes.back() == '\r')) bytes.remove_suffix(1);
+    return std::string(bytes);
+}
+
+} // namespace
+
+close_reason busy_reason() {
+    static const close_reason r = define_close_reason("busy");
+    return r;
+}
+
+std::size_t raise_descriptor_limit() noexcept {
+    rlimit lim{};
+    if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return 0;
+    if (lim.rlim_cur < lim.rlim_max) {
+        rlimit raised = lim;
+        raised.rlim_cur = lim.rlim_max;
+        if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) lim = raised;
+    }
+    return lim.rlim_cur == RLIM_INFINITY ? 0 : static_cast<std::size_t>(lim.rlim_cur);
+}
+
+listener::listener(const asio::any_io_executor& ex, const asio::ip::tcp::endpoint& endpoint, listener_options options)
+    : listener(listen(ex, endpoint, options.listen), std::move(options)) {}
+
+listener::listener(asio::ip::tcp::acceptor acceptor, listener_options options)
+    : options_(std::move(options)), acceptor_(std::move(acceptor)), pause_(acceptor_.get_executor()) {
+    if (options_.raise_descriptor_limit) raise_descriptor_limit();
+    spare_ = open_spare();
+}
+
+listener::~listener() {
+    if (spare_ >= 0) ::close(spare_);
+}
+
+void listener::close() noexcept {
+    error_code ignored;
+    acceptor_.close(ignored);
+    pause_.cancel();
+}
+
+asio::ip::tcp::endpoint listener::local_endpoint() const {
+    return acceptor_.local_endpoint();
+}
+
+std::string listener::local_address() const {
+    const auto ep = local_endpoint();
+    const auto host = ep.address().to_string();
+    return (ep.address().is_v6() ? "[" + host + "]" : host) + ":" + std::to_string(ep.port());
+}
+
+void listener::say(const std::string& line) {
+    if (options_.log) options_.log(line);
+    else std::cerr << options_.name << ": " << line << std::endl;
+}
+
+listener::outcome listener::judge(const error_code& ec) {
+    if (!ec) {
+        accepted_.fetch_add(1, std::memory_order_relaxed);
+        if (in_episode_) {
+            in_episode_ = false;
+            say("accepting again (" + std::to_string(std::exchange(episode_refused_, 0)) +
+                " refused meanwhile at the descriptor limit)");
+        }
+        return outcome::accepted;
+    }
+    if (ec == asio::error::operation_aborted || ec == asio::error::bad_descriptor || !acceptor_.is_open())
+        return outcome::closed;
+    // Failures of one connection, not of accepting (accept(2): treat them like EAGAIN).
+    switch (ec.value()) {
+    case ECONNABORTED: case EPROTO: case ENETDOWN: case ENOPROTOOPT: case EHOSTDOWN: case ENONET:
+    case EHOSTUNREACH: case EOPNOTSUPP: case ENETUNREACH: case EINTR: case EAGAIN: case ETIMEDOUT:
+        if (ec.category() == asio::error::get_system_category()) return outcome::retry_now;
+        break;
+    default: break;
+    }
+    const bool exhausted = ec == asio::error::no_descriptors || ec.value() == ENFILE ||
+                           ec == asio::error::no_buffer_space || ec == asio::error::no_memory;
+    if (!in_episode_) {
+        in_episode_ = true;
+        if (exhausted)
+            say("accept: " + ec.message() + "; refusing new connections" +
+                (options_.refusal.empty() ? "" : " with " + shown(options_.refusal)) + " until descriptors free up");
+        else
+            say("accept: " + ec.message() + "; retrying every " + std::to_string(options_.pause.count()) + " ms");
+    }
+    if (exhausted) refuse_waiting();
+    return exhausted ? outcome::exhausted : outcome::failed;
+}
+
+// The backlog's connections, one at a time on the spare descriptor: accepted, told, closed. Bounded
+// per pause, so that a flood of connects cannot keep the thread here.
+void listener::refuse_waiting() {
+    if (spare_ < 0) spare_ = open_spare();
+    for (int i = 0; i < 256 && spare_ >= 0; ++i) {
+        ::close(spare_);
+        const int fd = ::accept4(acceptor_.native_handle(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd >= 0) {
+            if (!options_.refusal.empty()) {
+                const ssize_t sent = ::send(fd, options_.refusal.data(), options_.refusal.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+                (void)sent;
+            }
+            ::close(fd);
+            refused_.fetch_add(1, std::memory_order_relaxed);
+            ++episode_refused_;
+            if (options_.counters) options_.counters->closed(busy_reason());
+            if (options_.on_refused) options_.on_refused();
+        }
+        spare_ = open_spare();
+        if (fd < 0) break; // the backlog is empty (EAGAIN), or still no room
+    }
+}
+
+} // namespace heartwheel::net

@@ -1,0 +1,177 @@
+"""test_every_server.py — the defences a server gets from the library, checked on every example server.
+
+A defence that lives in one example is one that users' servers do not get. Every server here accepts
+through net::listener and makes its TLS context with net::server_tls_context, so each must:
+ - at the descriptor limit (a hard RLIMIT_NOFILE of 64), refuse what waits, rest instead of spinning
+   (< 0.5 s of CPU in 2 s), say so once, keep running, and serve a fresh client once descriptors free
+   up (chat_server and kv_server used to stop accepting for good; http_server and ws_chat_server spun
+   at 62-89 % CPU);
+ - with TLS, refuse ffdhe-only ClientHellos (~110 ms of CPU each for ffdhe8192) and TLS 1.2 CBC suites;
+ - answer --help with its usage, exit 0.
+What is judged is what a client sees, and the server's CPU from /proc."""
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import unittest
+import warnings
+
+sys.path.insert(0, os.path.dirname(__file__))
+import side_by_side  # noqa: E402
+from harness import BUILD, cpu_seconds, make_cert, only_fd_exhaustion_reports, tempdir, tls_cipher  # noqa: E402
+
+SANITIZED = bool(os.environ.get("HEARTWHEEL_SANITIZE"))
+
+
+def connect(port):
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return s
+
+
+def ask(port, request, want):
+    """A fresh client sends `request` and reads until `want` arrives: whether it did."""
+    with connect(port) as s:
+        s.sendall(request)
+        got = b""
+        try:
+            while want not in got:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                got += chunk
+        except OSError:
+            pass
+        return want in got
+
+
+def chat_probe(port):
+    with connect(port) as a, connect(port) as b:
+        time.sleep(0.3)  # both joined the room
+        a.sendall(b"hello from a\n")
+        b.settimeout(5)
+        try:
+            return b"hello from a" in b.recv(4096)
+        except OSError:
+            return False
+
+
+UPGRADE = (b"GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+           b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+
+# name: (binary, its TLS flags from (cert, key) or None, a probe: is a fresh client served?)
+SERVERS = {
+    "echo_server": ("echo_server", lambda c, k: ["--tls", "--cert", c, "--key", k],
+                    lambda port: ask(port, b"ping me\n", b"ping me\n")),
+    "chat_server": ("chat_server", None, chat_probe),
+    "kv_server": ("kv_server", None, lambda port: ask(port, b"SET k v\n", b"OK\n")),
+    "ws_chat_server": ("ws_chat_server", lambda c, k: ["--tls", c, k],
+                       lambda port: ask(port, UPGRADE, b"HTTP/1.1 101")),
+    "http_server": ("http_server", lambda c, k: ["--tls", c, k],
+                    lambda port: ask(port, b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", b"hello\n")),
+}
+
+
+def start(binary, *flags, low_limit=False):
+    env = dict(os.environ)
+    if SANITIZED and low_limit:
+        env["UBSAN_OPTIONS"] = "print_stacktrace=0:halt_on_error=0"  # see only_fd_exhaustion_reports
+    proc = subprocess.Popen([os.path.join(BUILD, "examples", binary), "--listen", "127.0.0.1:0", *flags],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=(lambda: __import__("resource").setrlimit(
+                                __import__("resource").RLIMIT_NOFILE, (64, 64))) if low_limit else None)
+    line = proc.stdout.readline()
+    assert line.startswith("listening on 127.0.0.1:"), f"{binary}: first line {line!r}: {proc.stderr.read()}"
+    return proc, int(line.strip().rsplit(":", 1)[1])
+
+
+def stop(proc):
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.communicate()
+
+
+class DescriptorLimit(unittest.TestCase):
+    def check(self, name):
+        binary, _, probe = SERVERS[name]
+        proc, port = start(binary, low_limit=True)
+        try:
+            self.assertTrue(probe(port), f"{name}: not serving before the limit")
+            held = [connect(port) for _ in range(40)]  # within the limit
+            extra = [connect(port) for _ in range(60)]  # past it: the kernel's backlog holds them
+            time.sleep(0.5)
+            before = cpu_seconds(proc.pid)
+            time.sleep(2.0)
+            used = cpu_seconds(proc.pid) - before
+            self.assertLess(used, 0.5, f"{name} used {used:.2f} s of CPU in 2 s at the descriptor limit")
+            self.assertIsNone(proc.poll(), f"{name} exited at the descriptor limit")
+            for s in held + extra:
+                s.close()
+            served = False
+            deadline = time.monotonic() + 10
+            while not served and time.monotonic() < deadline:
+                served = probe(port)
+                if not served:
+                    time.sleep(0.2)
+            self.assertTrue(served, f"{name}: a fresh client is not served once descriptors are free")
+        finally:
+            out, err = stop(proc)
+        self.assertEqual(err.count("refusing new connections"), 1, f"{name}: {err}")
+        self.assertIn(f"{name}: accept: ", err)
+        self.assertIn("accepting again (", err)
+        self.assertTrue(only_fd_exhaustion_reports(err), err)
+        print(f"{name} at a descriptor limit of 64: {used:.3f} s CPU in 2 s")
+
+    def test_echo_server(self):
+        self.check("echo_server")
+
+    def test_chat_server(self):
+        self.check("chat_server")
+
+    def test_kv_server(self):
+        self.check("kv_server")
+
+    def test_ws_chat_server(self):
+        self.check("ws_chat_server")
+
+    def test_http_server(self):
+        self.check("http_server")
+
+
+class TlsPolicy(unittest.TestCase):
+    def test_every_tls_server_refuses_ffdhe_and_cbc(self):
+        with tempdir() as d:
+            cert, key = make_cert(d)
+            for name, (binary, tls, _) in SERVERS.items():
+                if tls is None:
+                    continue
+                proc, port = start(binary, *tls(cert, key))
+                try:
+                    self.assertIsNone(tls_cipher(port, "-tls1_3", "-groups", "ffdhe2048:ffdhe8192"), name)
+                    self.assertIsNone(tls_cipher(port, "-tls1_2", "-groups", "ffdhe2048:ffdhe8192"), name)
+                    self.assertIsNone(tls_cipher(port, "-tls1_2", "-cipher", "ECDHE-ECDSA-AES128-SHA"), name)  # CBC
+                    self.assertIsNotNone(tls_cipher(port, "-tls1_3", "-groups", "X25519"), name)
+                    self.assertEqual(tls_cipher(port, "-tls1_2", "-cipher", "ECDHE-ECDSA-AES128-GCM-SHA256"),
+                                     "ECDHE-ECDSA-AES128-GCM-SHA256", name)
+                finally:
+                    stop(proc)
+
+
+class Help(unittest.TestCase):
+    def test_every_server_answers_help(self):
+        for name, (binary, _, _) in SERVERS.items():
+            p = subprocess.run([os.path.join(BUILD, "examples", binary), "--help"], capture_output=True, text=True,
+                               timeout=10)
+            self.assertEqual(p.returncode, 0, (name, p.stderr))
+            self.assertIn("--listen", p.stdout, name)
+
+
+if __name__ == "__main__":
+    warnings.simplefilter("ignore", ResourceWarning)
+    side_by_side.main(__file__)

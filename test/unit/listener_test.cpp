@@ -1,0 +1,173 @@
+// listener_test.cpp — net::listener: at the descriptor limit it refuses what waits, rests between
+// tries (no busy loop), says so once per episode, and accepts again once descriptors free up; its
+// async_accept ends only when it is closed, on the acceptor's executor or another one.
+#include <boost/test/unit_test.hpp>
+
+#include <heartwheel/net/listener.hpp>
+
+#include "test_asio.hpp"
+
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <dirent.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace net = heartwheel::net;
+using tcp = asio::ip::tcp;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::size_t open_descriptors() {
+    std::size_t n = 0;
+    if (DIR* d = ::opendir("/proc/self/fd")) {
+        while (::readdir(d)) ++n;
+        ::closedir(d);
+        n -= 3; // ".", ".." and the directory's own descriptor
+    }
+    return n;
+}
+
+// Lowers the soft descriptor limit for one test, and puts it back.
+struct descriptor_limit {
+    rlimit saved{};
+    explicit descriptor_limit(std::size_t soft) {
+        ::getrlimit(RLIMIT_NOFILE, &saved);
+        rlimit low = saved;
+        low.rlim_cur = soft;
+        BOOST_REQUIRE(::setrlimit(RLIMIT_NOFILE, &low) == 0);
+    }
+    ~descriptor_limit() { ::setrlimit(RLIMIT_NOFILE, &saved); }
+};
+
+// Accepts into `held` until the listener is closed.
+struct accept_loop {
+    net::listener& l;
+    std::vector<tcp::socket>& held;
+    std::optional<error_code> ended;
+    void start() {
+        l.async_accept([this](error_code ec, tcp::socket s) {
+            if (ec) {
+                ended = ec;
+                return;
+            }
+            held.push_back(std::move(s));
+            start();
+        });
+    }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(at_the_descriptor_limit_it_refuses_rests_and_accepts_again) {
+    asio::io_context io;
+    std::vector<std::string> log;
+    net::listener_options o;
+    o.pause = 10ms;
+    o.refusal = "BYE busy\n";
+    o.raise_descriptor_limit = false;
+    o.log = [&](std::string_view line) { log.emplace_back(line); };
+    net::liveness_counters counters;
+    o.counters = &counters;
+    net::listener l(io.get_executor(), tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0), o);
+    // Twenty clients wait in the backlog before the limit drops; the server may then take three.
+    std::vector<tcp::socket> clients;
+    for (int i = 0; i < 20; ++i) {
+        clients.emplace_back(io);
+        clients.back().connect(l.local_endpoint());
+    }
+    std::vector<tcp::socket> held;
+    accept_loop loop{l, held, std::nullopt};
+    {
+        descriptor_limit limit(open_descriptors() + 3);
+        loop.start();
+        const auto began = std::chrono::steady_clock::now();
+        for (int i = 0; i < 150 && held.size() + l.refused() < 20u; ++i) io.run_for(20ms);
+        io.run_for(200ms); // resting meanwhile
+        const auto rested = std::chrono::steady_clock::now() - began;
+        // About three taken (the reactor may hold a descriptor more or less); every other one refused.
+        BOOST_TEST(held.size() >= 2u);
+        BOOST_TEST(held.size() <= 4u);
+        BOOST_TEST(held.size() + l.refused() == 20u);
+        BOOST_TEST(!loop.ended); // it did not stop accepting
+        BOOST_TEST(counters.snapshot().closes[static_cast<std::size_t>(net::busy_reason())] == l.refused());
+        // Resting, not spinning: at most one try per 10 ms pause, where a busy loop makes thousands.
+        BOOST_TEST(l.pauses() >= 5u);
+        BOOST_TEST(l.pauses() <= static_cast<std::size_t>(rested / 10ms) + 2u);
+        BOOST_REQUIRE(log.size() == 1u); // said once for the episode
+        BOOST_TEST(log[0].find("refusing new connections with BYE busy") != std::string::npos, log[0]);
+        // The refused clients read the refusal, then the end of stream.
+        std::size_t told = 0;
+        for (auto& c : clients) {
+            char buf[32];
+            error_code ec;
+            c.non_blocking(true);
+            const auto n = c.read_some(asio::buffer(buf), ec);
+            if (!ec && std::string(buf, n) == "BYE busy\n") ++told;
+        }
+        BOOST_TEST(told == l.refused());
+        // Descriptors free up: the next client is served, and the episode's end is said.
+        held.clear();
+        clients.clear();
+        tcp::socket fresh(io);
+        fresh.connect(l.local_endpoint());
+        io.restart();
+        const auto refused = l.refused();
+        for (int i = 0; i < 150 && held.empty(); ++i) io.run_for(20ms);
+        BOOST_TEST(held.size() == 1u);
+        BOOST_TEST(l.refused() == refused);
+    }
+    BOOST_REQUIRE(log.size() == 2u);
+    BOOST_TEST(log[1].find("accepting again (" + std::to_string(l.refused()) + " refused") == 0u, log[1]);
+    l.close();
+    io.restart();
+    io.run_for(100ms);
+    BOOST_REQUIRE(loop.ended.has_value());
+    BOOST_TEST(*loop.ended == asio::error::operation_aborted);
+}
+
+BOOST_AUTO_TEST_CASE(a_close_during_the_rest_ends_the_accept) {
+    asio::io_context io;
+    net::listener_options o;
+    o.pause = 10s;
+    o.raise_descriptor_limit = false;
+    o.log = [](std::string_view) {};
+    net::listener l(io.get_executor(), tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0), o);
+    tcp::socket client(io);
+    client.connect(l.local_endpoint());
+    std::vector<tcp::socket> held;
+    accept_loop loop{l, held, std::nullopt};
+    {
+        descriptor_limit limit(open_descriptors());
+        loop.start();
+        io.run_for(100ms); // refused, now resting for 10 s
+    }
+    BOOST_TEST(l.pauses() == 1u);
+    BOOST_TEST(!loop.ended);
+    l.close();
+    io.restart();
+    io.run_for(100ms);
+    BOOST_REQUIRE(loop.ended.has_value());
+    BOOST_TEST(*loop.ended == asio::error::operation_aborted);
+}
+
+BOOST_AUTO_TEST_CASE(the_socket_runs_on_the_executor_asked_for) {
+    asio::io_context io;
+    auto strand = asio::make_strand(io);
+    net::listener l(io.get_executor(), tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+    BOOST_TEST(l.local_address().rfind("127.0.0.1:", 0) == 0u);
+    tcp::socket client(io);
+    client.connect(l.local_endpoint());
+    bool got = false;
+    l.async_accept(strand, [&](error_code ec, asio::basic_stream_socket<tcp, decltype(strand)> s) {
+        got = !ec && s.is_open() && s.get_executor() == strand;
+    });
+    io.run_for(200ms);
+    BOOST_TEST(got);
+    BOOST_TEST(l.accepted() == 1u);
+}
