@@ -320,5 +320,63 @@ class WebSocketChat(unittest.TestCase):
             self.assertIn(needle, p.stderr)
 
 
+class ProcessStall(unittest.TestCase):
+    """README and docs/liveness.md promise that a process stall never closes a talking peer, for every
+    framing layer. 150 WebSocket clients each send a message a second (and read every broadcast); the
+    server (one thread) is stopped for 12 s, past its 10 s reader idle and its heartbeat's deadlines,
+    then resumed: no client may be closed, judged from the clients' side and the server's counts.
+    Beast reads with read_some: the bytes Asio's reactor took out of the kernel sat behind the wheel's
+    expiry when a write on the same socket completed in the same pass (16-23 of 150 clients closed
+    reader-idle before liveness_stream's read_some left them in the kernel until its turn)."""
+
+    def test_a_stall_closes_no_talking_client(self):
+        n = 150
+        config = '[idle]\nreader_idle = "10s"\n[heartbeat]\ninterval = "3s"\ntimeout = "2s"\nmisses = 2\n'
+        with ChatServer(config, "--io-threads", "1") as srv:
+            closed = []
+
+            async def client(i, stop):
+                ws = await connect(srv.port)
+
+                async def reader():
+                    try:
+                        async for _ in ws:
+                            pass
+                    except websockets.ConnectionClosed:
+                        pass
+                    if not stop.is_set():
+                        closed.append((i, ws.close_code, ws.close_reason))
+
+                r = asyncio.create_task(reader())
+                await asyncio.sleep(i / n)
+                while not stop.is_set():
+                    try:
+                        await ws.send(f"m {i}")
+                    except websockets.ConnectionClosed:
+                        break
+                    await asyncio.sleep(1.0)
+                await ws.close()
+                await r
+
+            async def scene():
+                stop = asyncio.Event()
+                tasks = [asyncio.create_task(client(i, stop)) for i in range(n)]
+                await asyncio.sleep(4)
+                os.kill(srv.proc.pid, signal.SIGSTOP)
+                try:
+                    await asyncio.sleep(12)
+                finally:
+                    os.kill(srv.proc.pid, signal.SIGCONT)
+                await asyncio.sleep(6)
+                stop.set()
+                await asyncio.gather(*tasks)
+
+            asyncio.run(asyncio.wait_for(scene(), 90))
+            closes, _ = srv.stop()
+        print(f"stall of 12 s: {len(closed)} of {n} talking clients closed; closes {closes}")
+        self.assertEqual(closed, [])
+        self.assertEqual(closes, {"peer-closed": n})
+
+
 if __name__ == "__main__":
     side_by_side.main(__file__)

@@ -17,6 +17,7 @@
 #include <asio/write.hpp>
 
 #include <memory>
+#include <array>
 #include <string>
 #include <thread>
 
@@ -213,6 +214,30 @@ BOOST_AUTO_TEST_CASE(a_pending_read_with_nothing_waiting_closes_on_time) {
     f.c->stream().async_receive([](std::error_code, read_chunk) {});
     f.svc.step_by(100ms);
     BOOST_TEST(f.c->closing());
+}
+
+BOOST_AUTO_TEST_CASE(a_read_some_leaves_the_bytes_in_the_kernel_until_its_handler_runs) {
+    // Beast reads with async_read_some. After a stall the handler's turn may come after the wheel's
+    // (here: its executor is another context, whose turn comes later): until then the bytes must
+    // still be where input_waiting() sees them, or a talking peer is judged idle.
+    socket_fixture f;
+    asio::io_context elsewhere;
+    std::array<char, 64> buf{};
+    std::size_t got = 0;
+    f.c->stream().async_read_some(asio::buffer(buf), asio::bind_executor(elsewhere, [&](std::error_code ec, std::size_t n) {
+        got = ec ? 0 : n;
+    }));
+    f.peer_sends("hello\n");
+    f.io.poll(); // the reactor sees the socket readable
+    BOOST_TEST(got == 0u);
+    f.svc.step_by(150ms); // the reader-idle deadline passes before the handler's turn
+    BOOST_TEST(!f.c->closing());
+    for (int i = 0; i < 100 && got == 0; ++i) {
+        elsewhere.poll();
+        f.io.poll();
+    }
+    BOOST_TEST(got == 6u);
+    BOOST_TEST(std::string(buf.data(), got) == "hello\n");
 }
 
 BOOST_AUTO_TEST_CASE(a_coroutine_style_read_until_counts_as_pending_and_messages_keep_it) {

@@ -8,6 +8,14 @@
 // pending operation would carry, and whose indirections each completion would pay). Asio's
 // associators reach the application's handler through it (the specialisation at the end).
 //
+// A read on a plain socket waits for readiness and reads in its own completion, as the receive does,
+// instead of letting Asio read in the reactor: the bytes stay in the kernel (where input_waiting()
+// sees them) until the turn that hands them to the application. Asio's reactor read would take them
+// out of the kernel and queue the completion, behind a wheel expiry when a write on the same socket
+// completed in the same pass — after a process stall, a talking WebSocket peer was then judged idle
+// with its messages read and not yet handed over. A read that filled its buffer reads again before
+// waiting (epoll is edge-triggered: bytes left behind would announce nothing).
+//
 // Invariants: every path ends in exactly one completion, on the handler's executor and never inside
 // the initiating call (a stream already closed completes on a later turn with the close's error);
 // reads are counted in flight from their start to their completion; the observer hears bytes only
@@ -16,6 +24,7 @@
 #define HEARTWHEEL_NET_DETAIL_IO_OP_HPP
 
 #include <heartwheel/net/detail/stream_core.hpp>
+#include <heartwheel/net/detail/tls_traits.hpp>
 
 #include <heartwheel/asio.hpp>
 
@@ -28,6 +37,8 @@ namespace heartwheel::net::detail {
 
 template <class NextLayer, class Buffers, bool Write, class Handler>
 class io_op {
+    static constexpr bool waits = !Write && waits_for_readiness<NextLayer> && !is_tls_socket<NextLayer>;
+
 public:
     template <class H>
     io_op(const stream_core_ref<NextLayer>& c, const Buffers& b, H&& h)
@@ -50,8 +61,36 @@ public:
                 return c_->next->async_write_some(buffers_, std::move(*this)); // alive: it started it
             } else {
                 ++c_->reads;
-                return c_->next->async_read_some(buffers_, std::move(*this));
+                if constexpr (waits) {
+                    // The last read filled its buffer, or this one reads nothing (async_read_until
+                    // asks for an empty read to complete a line it already holds): read on a later turn.
+                    if (c_->more_waiting || asio::buffer_size(buffers_) == 0) {
+                        step_ = step::waited;
+                        return asio::post(c_->next->get_executor(), std::move(*this));
+                    }
+                    step_ = step::waited;
+                    return c_->next->lowest_layer().async_wait(asio::socket_base::wait_read, std::move(*this));
+                } else {
+                    return c_->next->async_read_some(buffers_, std::move(*this));
+                }
             }
+        case step::waited:
+            if constexpr (waits) {
+                if (!ec && c_->observer == nullptr) ec = asio::error::operation_aborted; // the stream is gone
+                if (!ec) ec = c_->observer->close_error();                               // closed meanwhile
+                if (!ec) {
+                    if (!c_->next->non_blocking()) c_->next->non_blocking(true, ec);
+                    if (!ec) n = c_->next->read_some(buffers_, ec);
+                    if (ec == asio::error::would_block || ec == asio::error::try_again) {
+                        c_->more_waiting = false; // drained: the next bytes announce themselves
+                        return c_->next->lowest_layer().async_wait(asio::socket_base::wait_read, std::move(*this));
+                    }
+                    c_->more_waiting = !ec && n > 0 && n == asio::buffer_size(buffers_);
+                }
+                step_ = step::running;
+                break;
+            }
+            [[fallthrough]];
         case step::closed:
             // The close's error (it does not reopen), or operation_aborted once the stream is gone.
             if (c_->observer != nullptr) ec = c_->observer->close_error();
@@ -68,7 +107,7 @@ public:
     }
 
 private:
-    enum class step : std::uint8_t { start, closed, running };
+    enum class step : std::uint8_t { start, closed, running, waited };
     stream_core_ref<NextLayer> c_;
     Buffers buffers_;
     step step_ = step::start;
