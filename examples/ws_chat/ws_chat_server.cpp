@@ -49,7 +49,7 @@ struct options {
     std::string listen = "127.0.0.1:7300";
     unsigned io_threads = 2;
     net::liveness_config live;
-    std::size_t max_message = 64 * 1024;
+    ws::ws_options ws;
     std::optional<std::pair<std::string, std::string>> tls; // certificate, key
     bool help = false;
 };
@@ -79,7 +79,10 @@ public:
         for (auto it = members_.begin(); it != members_.end(); ++it)
             if (it->get() == m) return void(members_.erase(it));
     }
-    void broadcast(const member* from, const std::string& text) {
+    // One buffer for every recipient (ws::shared_message): counted against each one's output bound,
+    // copied for none.
+    void broadcast(const member* from, std::string text) {
+        const ws::shared_message message = ws::make_message(std::move(text));
         messages.fetch_add(1, std::memory_order_relaxed);
         std::vector<std::shared_ptr<member>> to;
         {
@@ -87,7 +90,7 @@ public:
             to.assign(members_.begin(), members_.end());
         }
         for (const auto& m : to)
-            if (m.get() != from) m->send(text);
+            if (m.get() != from) m->send(message);
     }
     std::vector<std::shared_ptr<member>> everyone() {
         const std::lock_guard<std::mutex> lock(mutex_);
@@ -112,9 +115,7 @@ struct leaves_room final : net::connection_handler {
 template <class Stream>
 asio::awaitable<void> session(Stream stream, const net::connection_context& ctx, const options& o, room<Stream>& r) {
     auto handler = std::make_shared<leaves_room<Stream>>(r);
-    ws::ws_options wo;
-    wo.max_message = o.max_message;
-    auto c = ws::ws_connection<Stream>::create(std::move(stream), ctx, handler, wo);
+    auto c = ws::ws_connection<Stream>::create(std::move(stream), ctx, handler, o.ws);
     handler->self = c.get();
     c->connection().apply_socket_options(o.live.keepalive);
     if constexpr (net::connection<Stream>::is_tls) {
@@ -204,7 +205,7 @@ options parse(int argc, char** argv) {
         if (a == "--listen" && has) o.listen = argv[++i];
         else if (a == "--io-threads" && has) o.io_threads = static_cast<unsigned>(net::parse_count(argv[++i], a, 1, 256));
         else if (a == "--config" && has) o.live = net::load_liveness_config(argv[++i], o.live); // over these defaults
-        else if (a == "--max-message" && has) o.max_message = net::parse_count(argv[++i], a, 16, 64ull << 20);
+        else if (a == "--max-message" && has) o.ws.max_message = net::parse_count(argv[++i], a, 16, 64ull << 20);
         else if (a == "--tls" && i + 2 < argc) {
             o.tls.emplace(argv[i + 1], argv[i + 2]);
             i += 2;
@@ -215,6 +216,7 @@ options parse(int argc, char** argv) {
                                         "--config FILE, --max-message BYTES, --tls CERT KEY, --help");
     }
     net::parse_endpoint(o.listen, "--listen"); // a bad address is a usage error (exit 2)
+    o.ws.validate(o.live.output);              // --max-message against the output's limits
     return o;
 }
 

@@ -249,6 +249,10 @@ private:
     void on_idle(net::idle_event e) override {
         if (app_) app_->on_idle(e);
     }
+    void on_detached() noexcept override {
+        parked_ = nullptr;
+        if (auto app = std::exchange(app_, nullptr)) app->on_detached();
+    }
 
     // --- reading a request ------------------------------------------------------------------------
     template <class Body, class Allocator>

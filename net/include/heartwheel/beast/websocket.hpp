@@ -23,15 +23,17 @@
 //    liveness_stream completes at once and leaves the socket to the close path;
 //  - a peer that breaks the protocol or sends a message over max_message is answered by Beast with a
 //    close frame (1002 / 1009) and closed protocol-error / message-too-big, counted once;
-//  - the output is bounded in messages and in bytes (the connection's output policy: the hard limit
-//    closes at once, the soft one after its time, slow-consumer); writable()/on_writable as the
-//    connection's.
+//  - the output is bounded in bytes, each message counted with message_overhead (the connection's
+//    output policy: the hard limit closes at once, the soft one after its time, slow-consumer), and
+//    in messages (max_queued_messages); writable()/on_writable as the connection's. A broadcast
+//    hands every recipient one shared_message (make_message): one buffer, no copy per recipient.
 // Beast's own timeouts (stream_base::timeout) stay off: the wheel times everything.
 //
 // Threads: as net::connection — it lives on its socket's executor (a thread's io_context or a strand
 // of a pool's); send() and close() may be called from anywhere and post themselves when away.
 // Invariants: one write (message or close frame) and one ping are in flight at most, as Beast
-// requires; after the close frame nothing else is written; the queue's bytes are counted in queued_.
+// requires; after the close frame nothing else is written; the queue's bytes (each message's size plus
+// message_overhead) are counted in queued_.
 #ifndef HEARTWHEEL_BEAST_WEBSOCKET_HPP
 #define HEARTWHEEL_BEAST_WEBSOCKET_HPP
 
@@ -89,10 +91,34 @@ inline websocket::close_code close_code_for(net::close_reason r) {
     return websocket::close_code::normal;
 }
 
+/// One message as every recipient of a broadcast holds it: made once, never copied, freed when the
+/// last queue holding it has written it.
+using shared_message = std::shared_ptr<const std::string>;
+inline shared_message make_message(std::string text) { return std::make_shared<const std::string>(std::move(text)); }
+
+/// What one queued message costs beyond its bytes (its queue entry and share of the buffer's block,
+/// Beast's frame header): counted against the output bound, so that a flood of tiny messages fills a
+/// slow reader's bound in proportion to what it holds, not at a message count.
+inline constexpr std::size_t message_overhead = 64;
+
 struct ws_options {
-    std::size_t max_message = 64 * 1024;    ///< a larger incoming message closes message-too-big
-    std::size_t max_queued_messages = 4096; ///< queued past this: slow-consumer (bytes: the output policy)
-    bool binary = false;                    ///< send() writes binary messages instead of text
+    std::size_t max_message = 64 * 1024;      ///< a larger incoming message closes message-too-big
+    std::size_t max_queued_messages = 65536;  ///< queued past this: slow-consumer (bytes: the output policy)
+    bool binary = false;                      ///< send() writes binary messages instead of text
+
+    /// Throws config_error naming the field: max_message 16..64 MiB and, with the output's hard
+    /// limit on, below it (one message would close every reader it went to); max_queued_messages
+    /// 1..2^24.
+    void validate(const net::output_policy& output, const std::string& prefix = "websocket") const {
+        if (max_message < 16 || max_message > (64u << 20))
+            throw net::config_error(prefix + ".max_message", std::to_string(max_message), "16..67108864 bytes");
+        if (output.hard_limit != 0 && max_message + message_overhead > output.hard_limit)
+            throw net::config_error(prefix + ".max_message", std::to_string(max_message),
+                                    "below the output's hard limit (" + std::to_string(output.hard_limit) +
+                                        " bytes): one such message would close every recipient slow-consumer");
+        if (max_queued_messages < 1 || max_queued_messages > (1u << 24))
+            throw net::config_error(prefix + ".max_queued_messages", std::to_string(max_queued_messages), "1..16777216");
+    }
 };
 
 template <class NextLayer>
@@ -111,6 +137,7 @@ public:
     static std::shared_ptr<ws_connection> create(NextLayer next_layer, const net::connection_context& ctx,
                                                  std::shared_ptr<net::connection_handler> handler = nullptr,
                                                  ws_options options = {}) {
+        options.validate(ctx.options.output);
         auto self = std::make_shared<ws_connection>(make_tag{}, ctx, std::move(handler), options);
         net::connection_options o = ctx.options;
         o.reads_are_idle_activity = false; // messages are activity (message_received), not bytes
@@ -151,14 +178,16 @@ public:
     /// Queues one message (text, or binary with ws_options::binary); written in order, one at a time,
     /// from the end of the upgrade on (a greeting may be sent before it). Ignored once closing. Bounded as the connection's output (see the top of this file). From
     /// outside the connection's strand it is copied and posted there.
-    void send(std::string_view message) { send(std::string(message)); }
-    void send(const char* message) { send(std::string(message)); }
-    void send(std::string&& message) {
+    void send(std::string_view message) { send(make_message(std::string(message))); }
+    void send(const char* message) { send(make_message(message)); }
+    void send(std::string&& message) { send(make_message(std::move(message))); }
+    /// A message shared with other recipients (a broadcast): queued by reference, never copied.
+    void send(shared_message message) {
         if (away()) return conn_->post([self = this->shared_from_this(), m = std::move(message)](connection_type&) mutable {
             self->send(std::move(m));
         });
         if (conn_->closing() || bound_.slow()) return;
-        queued_ += message.size();
+        queued_ += cost(*message);
         queue_.push_back(std::move(message));
         bound_output();
         if (!writing_ && !bound_.slow() && open_) write_next(); // before the upgrade: written once it is done
@@ -201,6 +230,9 @@ private:
     void on_idle(net::idle_event e) override {
         if (app_) app_->on_idle(e);
     }
+    void on_detached() noexcept override {
+        if (auto app = std::exchange(app_, nullptr)) app->on_detached();
+    }
 
     // --- the message queue -------------------------------------------------------------------------
     void write_next() {
@@ -208,19 +240,19 @@ private:
         current_ = std::move(queue_[head_]); // Beast writes from current_: the queue may grow meanwhile
         if (++head_ == queue_.size()) {      // drained: an idle connection holds no queue at all
             head_ = 0;
-            std::vector<std::string>().swap(queue_);
+            std::vector<shared_message>().swap(queue_);
         } else if (head_ >= 64 && head_ * 2 >= queue_.size()) { // the written (empty) front goes
             queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(head_));
             head_ = 0;
         }
-        ws_->async_write(asio::buffer(current_), [self = this->shared_from_this()](error_code ec, std::size_t) {
+        ws_->async_write(asio::buffer(*current_), [self = this->shared_from_this()](error_code ec, std::size_t) {
             self->on_written(ec);
         });
     }
     void on_written(error_code ec) {
         writing_ = false;
-        queued_ -= current_.size();
-        std::string().swap(current_);
+        queued_ -= cost(*current_);
+        current_.reset();
         if (ec) return conn_->abort(net::close_reason::io_error); // while closing: ends the close
         if (conn_->closing()) return;
         if (pending() > 0) return write_next();
@@ -228,8 +260,8 @@ private:
     }
     // Everything not yet being written goes (Beast is writing from current_).
     void drop_queue() {
-        for (std::size_t i = head_; i < queue_.size(); ++i) queued_ -= queue_[i].size();
-        std::vector<std::string>().swap(queue_);
+        for (std::size_t i = head_; i < queue_.size(); ++i) queued_ -= cost(*queue_[i]);
+        std::vector<shared_message>().swap(queue_);
         head_ = 0;
     }
     void bound_output() {
@@ -303,8 +335,9 @@ private:
     std::optional<websocket_type> ws_;
     // The messages not yet written, oldest at head_ (a vector, not a deque: an empty one allocates
     // nothing), and the one being written.
-    std::vector<std::string> queue_;
-    std::string current_;
+    std::vector<shared_message> queue_;
+    shared_message current_;
+    static std::size_t cost(const std::string& m) noexcept { return m.size() + message_overhead; }
     std::size_t head_ = 0;
     std::size_t pending() const noexcept { return queue_.size() - head_; }
     std::size_t queued_ = 0;

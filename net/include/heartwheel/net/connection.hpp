@@ -312,6 +312,7 @@ private:
     // The io_context shuts down with this connection open: break a session <-> connection cycle.
     void on_context_shutdown() noexcept override {
         const auto handler = std::exchange(handler_, nullptr); // may destroy *this as it goes
+        if (handler) handler->on_detached();
     }
     bool input_waiting() override { return !closing_ && stream_.input_waiting(); }
 

@@ -25,6 +25,10 @@ public:
     virtual void on_close(close_reason) {}    ///< closed: the lowest layer is closed; once
     virtual void on_writable() {}             ///< the output drained below its low-water mark
     virtual void on_idle(idle_event) {}       ///< every idle event (they close unless told not to)
+    /// The connection's execution context shut down with the connection still open (io.stop(), no
+    /// close): the connection has let its handler go; a framing layer lets its application's go too,
+    /// so that a session owning its layer and being its handler is no cycle that outlives the context.
+    virtual void on_detached() noexcept {}
 };
 
 /// A connection_handler made of lambdas (each optional), for small programs and tests:

@@ -1,0 +1,166 @@
+// ws_test — heartwheel/beast/websocket.hpp against Beast's own client, on real sockets: a broadcast
+// shares one buffer among its recipients (queued by reference, freed when the last has written it); a
+// session that owns its ws_connection and is its handler is freed by io.stop(); ws_options are
+// validated against the output bound they will be queued under.
+#include <heartwheel/asio_wheel.hpp>
+#include <heartwheel/beast/websocket.hpp>
+
+#define BOOST_TEST_MODULE ws
+#include <boost/test/unit_test.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/buffers_to_string.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/websocket.hpp>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace asio = boost::asio;
+namespace net = heartwheel::net;
+namespace ws = heartwheel::ws;
+namespace websocket = boost::beast::websocket;
+using tcp = asio::ip::tcp;
+using namespace std::chrono_literals;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+namespace {
+
+struct fixture {
+    asio::io_context io;
+    std::unique_ptr<heartwheel::asio_wheel> wheel = std::make_unique<heartwheel::asio_wheel>(io.get_executor());
+    net::liveness_counters counters;
+    net::connection_context ctx{*wheel, net::liveness_config{}, &counters};
+    tcp::acceptor acceptor{io, {asio::ip::make_address("127.0.0.1"), 0}};
+
+    /// A client that upgrades and keeps every message it reads.
+    struct client {
+        websocket::stream<tcp::socket> s;
+        std::vector<std::string> got;
+        explicit client(asio::io_context& io) : s(io) {}
+    };
+    std::shared_ptr<client> connect_client() {
+        auto c = std::make_shared<client>(io);
+        c->s.next_layer().connect(acceptor.local_endpoint());
+        asio::co_spawn(io, [c]() -> asio::awaitable<void> {
+            if (auto [ec] = co_await c->s.async_handshake("localhost", "/", use_tuple); ec) co_return;
+            for (;;) {
+                boost::beast::flat_buffer b;
+                auto [ec, n] = co_await c->s.async_read(b, use_tuple);
+                if (ec) co_return;
+                c->got.push_back(boost::beast::buffers_to_string(b.data()));
+            }
+        }, asio::detached);
+        return c;
+    }
+    template <class F>
+    void run_until(F done) {
+        for (int i = 0; i < 300 && !done(); ++i) io.run_for(10ms);
+    }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_broadcast_shares_one_buffer_among_its_recipients) {
+    fixture f;
+    std::vector<std::shared_ptr<fixture::client>> clients;
+    std::vector<std::shared_ptr<ws::ws_connection<tcp::socket>>> members;
+    for (int i = 0; i < 3; ++i) {
+        clients.push_back(f.connect_client());
+        auto m = ws::ws_connection<tcp::socket>::create(f.acceptor.accept(), f.ctx);
+        asio::co_spawn(f.io, [m]() -> asio::awaitable<void> { co_await m->async_accept(use_tuple); }, asio::detached);
+        members.push_back(m);
+    }
+    const ws::shared_message message = ws::make_message(std::string(1000, 'x'));
+    for (auto& m : members) m->send(message);
+    BOOST_TEST(message.use_count() == 4); // queued by reference: no copy per recipient
+    for (auto& m : members) BOOST_TEST(m->queued() == 1000u + ws::message_overhead);
+    f.run_until([&] {
+        for (auto& c : clients)
+            if (c->got.empty()) return false;
+        return true;
+    });
+    for (auto& c : clients) {
+        BOOST_REQUIRE(c->got.size() == 1u);
+        BOOST_TEST(c->got[0] == *message);
+    }
+    BOOST_TEST(message.use_count() == 1); // every queue let it go once written
+    for (auto& m : members) BOOST_TEST(m->queued() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_flood_of_tiny_messages_fills_the_bound_by_what_it_holds) {
+    // 20,000 one-byte messages to a reader that never reads: 20 KB of text, ~1.3 MB held. Counted
+    // with their overhead they pass a 1 MiB hard limit: slow-consumer.
+    fixture f;
+    net::connection_options o;
+    o.output.hard_limit = 1 << 20;
+    o.output.soft_limit = 0;
+    o.output.high_water = 512 << 10;
+    o.output.low_water = 256 << 10;
+    net::connection_context ctx(*f.wheel, net::liveness_config{}, &f.counters, nullptr, o);
+    auto c = f.connect_client();
+    auto m = ws::ws_connection<tcp::socket>::create(f.acceptor.accept(), ctx);
+    for (int i = 0; i < 20000; ++i) m->send(std::string_view("x"));
+    f.run_until([&] { return m->connection().closing(); });
+    BOOST_TEST(m->connection().closing());
+    BOOST_TEST(f.counters.snapshot().closes[static_cast<std::size_t>(net::close_reason::slow_consumer)] == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(options_are_validated_against_the_output_bound) {
+    net::output_policy out;
+    out.hard_limit = 1 << 20;
+    ws::ws_options o;
+    o.max_message = 2 << 20; // one such message would close every reader it went to
+    try {
+        o.validate(out);
+        BOOST_FAIL("no error");
+    } catch (const net::config_error& e) {
+        BOOST_TEST(e.field() == "websocket.max_message");
+        BOOST_TEST(std::string(e.what()).find("hard limit") != std::string::npos, e.what());
+    }
+    o.max_message = 64 << 10;
+    o.validate(out);
+    o.max_queued_messages = 0;
+    BOOST_CHECK_THROW(o.validate(out), net::config_error);
+}
+
+// A session that owns its ws_connection and is its handler: a cycle until the connection closes.
+// An application that leaves with io.stop() must not leak it (LeakSanitizer checks in the ASan build).
+namespace {
+struct session final : net::connection_handler {
+    explicit session(bool& gone) : gone(gone) {}
+    ~session() override { gone = true; }
+    std::shared_ptr<ws::ws_connection<tcp::socket>> ws;
+    bool& gone;
+};
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_session_owning_its_ws_connection_is_freed_by_io_stop) {
+    bool gone[2] = {false, false};
+    {
+        fixture f;
+        std::vector<std::shared_ptr<fixture::client>> clients;
+        for (bool& g : gone) {
+            clients.push_back(f.connect_client());
+            auto s = std::make_shared<session>(g);
+            s->ws = ws::ws_connection<tcp::socket>::create(f.acceptor.accept(), f.ctx, s);
+            asio::co_spawn(f.io, [w = s->ws]() -> asio::awaitable<void> {
+                if (auto [ec] = co_await w->async_accept(use_tuple); ec) co_return;
+                boost::beast::flat_buffer b;
+                co_await w->async_read(b, use_tuple); // pending when the context stops
+            }, asio::detached);
+        }
+        f.io.run_for(100ms);
+        for (bool g : gone) BOOST_TEST_REQUIRE(!g); // open: held by the cycle and the pending read
+        f.io.stop();
+        clients.clear();
+        f.wheel.reset(); // the wheel before the io_context, as an application tears down
+    }
+    for (bool g : gone) BOOST_TEST(g);
+}
