@@ -158,9 +158,10 @@ struct worker {
         return c;
     }
 
-    /// This thread's share of the handshake limits: each split evenly between the threads (rounded up).
+    /// This thread's share of the handshake limits (at most half of --max-connections in progress):
+    /// each split evenly between the threads (rounded up).
     static heartwheel::net::handshake_limits share_of_handshakes(const server_options& o) {
-        heartwheel::net::handshake_limits l = o.handshakes;
+        heartwheel::net::handshake_limits l = heartwheel::net::bounded_by_connections(o.handshakes, o.max_connections);
         const auto share = [n = o.workers()](auto v) { return static_cast<decltype(v)>((v + n - 1) / n); };
         l.max_pending = share(l.max_pending);
         l.max_pending_per_source = share(l.max_pending_per_source);

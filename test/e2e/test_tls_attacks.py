@@ -171,6 +171,11 @@ class HandshakeFloods(unittest.TestCase):
         self.assertEqual(served, 50)
         self.assertGreaterEqual(final["closes"].get("handshake-shed", 0), 800, final)
         self.assertEqual(int(final["accepted"]), sum(final["closes"].values()), final)
+        # The defaults protect too: 1,024 pending never engaged under --max-connections 1000 (0 of 50
+        # served); the gate now admits at most half the connection limit in handshakes.
+        alive, served, final = self.flood_against()
+        print(f"the same flood, default --max-handshakes: established echoing {alive}/5; healthy new served {served}/50")
+        self.assertEqual((alive, served), (5, 50))
         # The control: the gate off, the same flood takes every place (the lock-out the gate prevents).
         alive, served, final = self.flood_against("--max-handshakes", "0")
         print(f"the same flood, --max-handshakes 0 (off): established echoing {alive}/5; healthy new served {served}/50")

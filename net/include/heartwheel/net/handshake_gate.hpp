@@ -42,6 +42,16 @@ struct handshake_limits {
     std::size_t max_sources = 65536;         ///< sources remembered at once (their buckets); the idle ones go first (0 = no bound)
 };
 
+/// `limits` for a server that holds at most `max_connections`: handshakes in progress at most half of
+/// them (at least one), so that with any connection limit the gate engages before half-open
+/// handshakes hold every place (1,024 pending never engaged under a limit of 1,000: 1,000 silent
+/// connections locked every healthy client out). max_pending 0 (off) stays off.
+inline handshake_limits bounded_by_connections(handshake_limits limits, std::size_t max_connections) noexcept {
+    const std::size_t half = max_connections / 2 > 0 ? max_connections / 2 : 1;
+    if (limits.max_pending > half) limits.max_pending = half;
+    return limits;
+}
+
 class handshake_gate {
 public:
     using clock = std::chrono::steady_clock;
