@@ -84,7 +84,8 @@ std::string knob_table() {
     defaults.for_each_policy([&](const policy_description& d, const void* p) {
         for (const auto& f : d.fields) {
             const double v = f.get(p);
-            std::string def = f.kind == field_kind::choice ? "`" + field_text(f, v) + "`" : field_text(f, v);
+            std::string def = field_text(f, v);
+            if (f.kind == field_kind::choice) def = '`' + std::move(def) + '`'; // (not "`" + s: GCC 12's -O3 -Wrestrict)
             if (v == 0 && f.kind != field_kind::flag && f.kind != field_kind::choice) def = f.zero_is_off ? "0 (off)" : "0";
             os << "| `" << d.table << '.' << f.name << "` | " << def << " | " << range_of(f) << " | " << f.help << " |\n";
             if (f.scalable())

@@ -17,9 +17,9 @@ namespace {
 std::string toml_value(const field_description& f, double v) {
     switch (f.kind) {
     case field_kind::duration:
-    case field_kind::seconds: return v == 0 ? "0" : "\"" + field_text(f, v) + "\""; // a TOML string carries its unit
+    case field_kind::seconds: return v == 0 ? "0" : '"' + field_text(f, v) + '"'; // a TOML string carries its unit
     case field_kind::size:
-    case field_kind::choice: return "\"" + field_text(f, v) + "\"";
+    case field_kind::choice: return '"' + field_text(f, v) + '"';
     case field_kind::number: {
         std::ostringstream os;
         os.precision(17);
