@@ -7,6 +7,7 @@ from the client's own clock against the policy's time: never early, and within a
 The server's final line must count every close once, with its reason."""
 import http.client
 import os
+import signal
 import socket
 import ssl
 import subprocess
@@ -450,6 +451,61 @@ class BadInput(unittest.TestCase):
             for s in idle:
                 self.assertEqual(read_to_end(s)[0], b"")
         self.assertEqual((closes, requests), ({"shutdown": 5}, 5))
+
+
+class ProcessStall(unittest.TestCase):
+    """A process stall never closes a talking peer, in HTTP too: 300 keep-alive clients each send a
+    request a second on one connection; the server is stopped for 5 s, past its 2 s keep-alive and
+    header timeouts, with requests arriving meanwhile. Every request must be answered on its own
+    connection (the phase deadline waits while a request waits unread in the kernel; before, the
+    connections past the first reactor pass of 128 ready sockets were closed keepalive-timeout with
+    their requests unanswered)."""
+
+    def test_a_stall_loses_no_request(self):
+        n = 300
+        with HttpServer("--keepalive-timeout", "2000", "--header-timeout", "2000") as srv:
+            failures = []
+            answered = [0] * n
+            stop = threading.Event()
+
+            def client(i):
+                s = raw(srv.port)
+                s.settimeout(20)
+                time.sleep(i / n)
+                try:
+                    while not stop.is_set():
+                        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                        got = b""
+                        while not got.endswith(b"hello\n"):
+                            chunk = s.recv(4096)
+                            if not chunk:
+                                raise ConnectionError(f"closed after {answered[i]} answers")
+                            got += chunk
+                        answered[i] += 1
+                        time.sleep(1.0)
+                except OSError as e:
+                    failures.append((i, str(e)))
+                finally:
+                    s.close()
+
+            threads = [threading.Thread(target=client, args=(i,)) for i in range(n)]
+            for t in threads:
+                t.start()
+            time.sleep(3)
+            os.kill(srv.proc.pid, signal.SIGSTOP)
+            try:
+                time.sleep(5)
+            finally:
+                os.kill(srv.proc.pid, signal.SIGCONT)
+            time.sleep(3)
+            stop.set()
+            for t in threads:
+                t.join(30)
+            closes, requests = srv.stop()
+        print(f"HTTP, a 5 s stall: {len(failures)} of {n} keep-alive clients lost a request; closes {closes}")
+        self.assertEqual(failures, [])
+        self.assertEqual(closes, {"peer-closed": n})
+        self.assertEqual(requests, sum(answered))
 
 
 if __name__ == "__main__":

@@ -240,6 +240,25 @@ BOOST_AUTO_TEST_CASE(a_read_some_leaves_the_bytes_in_the_kernel_until_its_handle
     BOOST_TEST(std::string(buf.data(), got) == "hello\n");
 }
 
+BOOST_AUTO_TEST_CASE(a_phase_deadline_waits_for_bytes_waiting_unread) {
+    // An HTTP keep-alive wait (expires_after) whose next request arrived during a stall: the request
+    // is in the kernel, not late. The deadline looks again once it is read; with nothing waiting it
+    // closes at its time.
+    socket_fixture f;
+    const auto keepalive = define_close_reason("keepalive-timeout");
+    f.c->expires_after(50ms, keepalive);
+    bool read = false;
+    f.c->stream().async_receive([&](std::error_code ec, read_chunk chunk) { read = !ec && chunk.size() == 4; });
+    f.peer_sends("GET\n");
+    f.svc.step_by(60ms); // the deadline passed before the reactor ran
+    BOOST_TEST(!f.c->closing());
+    f.io.poll();
+    BOOST_TEST(read);
+    f.svc.step_by(20ms); // nothing waits now, and nothing moved the deadline: it closes
+    BOOST_TEST(f.c->closing());
+    BOOST_TEST((*f.c->reason() == keepalive));
+}
+
 BOOST_AUTO_TEST_CASE(a_coroutine_style_read_until_counts_as_pending_and_messages_keep_it) {
     // The shape of a coroutine server: async_read_until on stream(), message_received() per line.
     connection_options opts;

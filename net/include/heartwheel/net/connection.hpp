@@ -235,7 +235,9 @@ public:
     /// another expires_after() comes first, the connection closes with `why` — its last words
     /// included (a 408) — and pending operations complete with errc::timed_out. One deadline at a
     /// time; its timer is made at the first call and re-armed by later ones (no allocation per
-    /// phase). On the connection's executor only.
+    /// phase). Like the policies' judgements of silence it waits while the peer's bytes wait unread
+    /// for a pending read (a process stall: the next request is in the kernel, not late), looking
+    /// again unread_input_recheck later. On the connection's executor only.
     void expires_after(std::chrono::milliseconds d, close_reason why) {
         if (closing_) return;
         deadline_reason_ = why;
@@ -243,6 +245,10 @@ public:
             deadline_ = heartwheel::timer_handle([weak = this->weak_from_this()] {
                 auto self = weak.lock();
                 if (!self || self->closing_) return;
+                if (self->input_waiting()) {
+                    timer_scheduler& svc = self->live_.scheduler();
+                    return svc.schedule(self->deadline_.node(), saturating_add(svc.now(), unread_input_recheck));
+                }
                 self->deadline_fired_ = true;
                 self->begin_close(self->deadline_reason_, self->handshake_done_);
             });
