@@ -163,6 +163,35 @@ class TlsPolicy(unittest.TestCase):
                     stop(proc)
 
 
+class Promises(unittest.TestCase):
+    """README and docs/liveness.md promise that a process stall never closes a talking peer. Each
+    framing layer (lines over connection::stream(); every layer under net/include/heartwheel/beast/)
+    must have its stall test: a new layer without one, or a stall test removed, fails here."""
+
+    STALL_TESTS = {  # framing layer: (suite, test class)
+        "lines": ("test_stall_at_scale.py", "StallAtScale"),
+        "websocket.hpp": ("test_ws_chat.py", "ProcessStall"),
+        "http.hpp": ("test_http_keepalive.py", "ProcessStall"),
+    }
+
+    def test_the_stall_guard_is_tested_for_every_framing_layer(self):
+        import ast
+        here = os.path.dirname(os.path.abspath(__file__))
+        layers = os.path.join(here, "..", "..", "net", "include", "heartwheel", "beast")
+        for header in sorted(os.listdir(layers)):
+            self.assertIn(header, self.STALL_TESTS, f"framing layer {header} has no process-stall test")
+        for layer, (suite, cls) in self.STALL_TESTS.items():
+            with open(os.path.join(here, suite)) as f:
+                tree = ast.parse(f.read())
+            classes = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+            self.assertIn(cls, classes, f"{layer}: {suite} has no class {cls}")
+            tests = [n.name for n in ast.walk(classes[cls]) if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]
+            if not tests:  # a mixin (StallAtScale): its concrete subclasses carry the tests
+                tests = [n.name for c in classes.values() if any(getattr(b, "id", None) == cls for b in c.bases)
+                         for n in ast.walk(c) if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]
+            self.assertTrue(tests, f"{layer}: {suite} {cls} has no test")
+
+
 class Help(unittest.TestCase):
     def test_every_server_answers_help(self):
         for name, (binary, _, _) in SERVERS.items():
