@@ -295,7 +295,8 @@ class Https(unittest.TestCase):
         other = tempdir()
         _, other_key = make_cert(other.name)
         for args, needle in ((["--tls", "/nonexistent.pem", self.key], "--tls: cannot load the certificate chain /nonexistent.pem"),
-                             (["--tls", self.cert, other_key], "--tls: cannot load the private key " + other_key + ": key values mismatch")):
+                             (["--tls", self.cert, other_key],
+                              "--tls: the private key " + other_key + " does not match the certificate " + self.cert)):
             p = subprocess.run([SERVER, *args], capture_output=True, text=True, timeout=10)
             self.assertEqual(p.returncode, 2, (args, p.stderr))
             self.assertIn(needle, p.stderr)
