@@ -73,6 +73,11 @@ using system_error = ::boost::system::system_error;
 inline constexpr bool uses_boost_asio = true;
 } // namespace heartwheel
 #else
+#if defined(BOOST_ASIO_DETAIL_CONFIG_HPP) // any Boost.Asio header includes its configuration
+// Boost.Asio is in this translation unit, and heartwheel's standalone-Asio flavour was chosen: its
+// types would not be Boost's (template errors far from the cause). Name the target to link instead.
+#error "heartwheel: this program uses Boost.Asio; link heartwheel::boost_net (heartwheel::boost_driver, heartwheel::boost_tls, heartwheel::beast), which define HEARTWHEEL_BOOST_ASIO, instead of heartwheel::net / heartwheel::driver / heartwheel::tls"
+#endif
 #include <asio/any_io_executor.hpp>
 #include <asio/associated_cancellation_slot.hpp>
 #include <asio/associator.hpp>
