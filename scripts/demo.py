@@ -6,7 +6,8 @@ closed for reader-idle, a client that stops answering pings closed for heartbeat
 that times out, a client reconnecting with growing backoff while the server is restarted, and an
 overload moment: a flood of idle connections near --max-connections shed at the scaled reader-idle
 timeout while healthy clients keep working, and a WebSocket chat on Boost.Beast whose idle and
-unresponsive clients get close frames naming the reason (demo_ws.py). Prints a summary, then stops
+unresponsive clients get close frames naming the reason (demo_ws.py), HTTP keep-alive, and a server
+out of descriptors refusing, resting and serving again (net::listener). Prints a summary, then stops
 everything it started."""
 import json
 import os
@@ -201,6 +202,55 @@ def http_scene():
     return ok and bool(final) and "header-timeout:1" in final[0] and "keepalive-timeout:1" in final[0]
 
 
+def descriptor_scene():
+    """Out of descriptors (a hard limit of 64) in kv_server: net::listener refuses what waits with
+    BYE busy, rests instead of spinning, says so once, and serves again once descriptors free up."""
+    say("scene", "descriptor limit 64 in kv_server: 40 clients held, 60 more knock; then all leave")
+    import resource
+
+    def low_limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+
+    server = subprocess.Popen([os.path.join(BUILD, "examples", "kv_server"), "--listen", "127.0.0.1:0"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=low_limit)
+    PROCS.append(server)
+    port = int(server.stdout.readline().strip().rsplit(":", 1)[1])
+    threading.Thread(target=relay, args=(server.stderr, "kv_server"), daemon=True).start()
+
+    def ask():
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as c:
+            c.sendall(b"SET demo yes\n")
+            try:
+                return c.recv(100).decode(errors="replace").strip()
+            except OSError as e:
+                return str(e)
+
+    held = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(40)]
+    extra = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(60)]
+    time.sleep(0.5)
+    with open(f"/proc/{server.pid}/stat") as f:
+        before = sum(int(x) for x in f.read().rsplit(")", 1)[1].split()[11:13])
+    time.sleep(2)
+    with open(f"/proc/{server.pid}/stat") as f:
+        used = (sum(int(x) for x in f.read().rsplit(")", 1)[1].split()[11:13]) - before) / os.sysconf("SC_CLK_TCK")
+    told = 0
+    for e in extra:
+        e.settimeout(0.05)
+        try:
+            told += e.recv(100) == b"BYE busy\n"
+        except OSError:
+            pass
+    say("kv_server", f"at the limit: {told} of 60 extra clients told BYE busy, {used:.2f} s of CPU in 2 s (no busy loop)")
+    for c in held + extra:
+        c.close()
+    time.sleep(0.3)
+    answer = ask()
+    say("fresh", f"descriptors free again: SET answered {answer!r}")
+    server.send_signal(signal.SIGTERM)
+    server.wait(timeout=10)
+    return answer == "OK" and used < 0.5 and told > 0
+
+
 def main():
     print("heartwheel demo: echo/heartbeat server with idle detection, heartbeats, request timeouts and backoff\n")
     server, port, server_lines = start_server()
@@ -265,6 +315,7 @@ def main():
     ok = overload_scene() and ok
     ok = websocket_scene() and ok
     ok = http_scene() and ok
+    ok = descriptor_scene() and ok
     print("\ndemo", "finished: every behaviour shown" if ok else "finished, but a scene did not go as scripted")
     return 0 if ok else 1
 
