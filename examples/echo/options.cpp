@@ -310,9 +310,9 @@ server_options parse_server_options(int argc, const char* const* argv) {
         switch_opt("tls", "serve TLS (needs --cert and --key)", o.tls),
         text_opt("cert", "PEM certificate chain for --tls", o.cert),
         text_opt("key", "PEM private key for --tls", o.key),
-        text_opt("tls-ciphers", "TLS 1.2 cipher suites, OpenSSL syntax (TLS 1.2 or later only)", o.tls_ciphers),
+        text_opt("tls-ciphers", "TLS 1.2 cipher suites, OpenSSL syntax (TLS 1.2 or later only)", o.tls_policy.ciphers),
         text_opt("tls-groups", "key-exchange groups, OpenSSL syntax (no finite-field groups by default: they cost the server "
-                               "hundreds of times more CPU per handshake)", o.tls_groups),
+                               "hundreds of times more CPU per handshake)", o.tls_policy.groups),
         live("handshake-timeout", "limits.handshake_timeout", "TLS handshake must finish within this (0 = off)", l),
         own_count("max-handshakes", "TLS handshakes in progress at once, at most half of --max-connections; beyond, the oldest is "
                   "closed handshake-shed (0 = off)",

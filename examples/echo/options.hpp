@@ -10,6 +10,7 @@
 
 #include <heartwheel/net/handshake_gate.hpp>
 #include <heartwheel/net/liveness_config.hpp>
+#include <heartwheel/net/tls_socket.hpp>
 
 #include <cstdint>
 #include <optional>
@@ -50,12 +51,9 @@ struct server_options {
     std::size_t max_connections = 100000;
     bool tls = false;
     std::string cert, key;
-    /// TLS 1.2 cipher suites (OpenSSL names): forward-secret AEAD only by default. TLS 1.3's suites
-    /// are all forward-secret AEAD and left to OpenSSL.
-    std::string tls_ciphers = "ECDHE+AESGCM:ECDHE+CHACHA20";
-    /// Key-exchange groups (TLS 1.2 and 1.3). No finite-field groups: an ffdhe8192 key share costs
-    /// the server ~125 ms of CPU per replayed ClientHello (x25519: ~0.4 ms).
-    std::string tls_groups = "X25519:P-256:P-384";
+    /// TLS 1.2 suites and key-exchange groups: the library's server policy (net::tls_policy: AEAD
+    /// suites, elliptic-curve groups only) unless --tls-ciphers / --tls-groups say otherwise.
+    heartwheel::net::tls_policy tls_policy;
     /// Handshakes in progress (oldest evicted beyond max_pending), per source, started per second per
     /// source (net::handshake_gate); split evenly between the --threads.
     heartwheel::net::handshake_limits handshakes;

@@ -52,7 +52,7 @@ server::server(const server_options& options)
         // docs/echo_server.md); --tls-ciphers and --tls-groups override its lists.
         try {
             tls_.emplace(heartwheel::net::server_tls_context(options_.cert, options_.key, "--tls",
-                                                             {options_.tls_ciphers, options_.tls_groups}));
+                                                             options_.tls_policy));
         } catch (const heartwheel::net::config_error& e) {
             throw startup_error(e.what());
         }
