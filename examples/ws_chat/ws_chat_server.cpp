@@ -79,10 +79,11 @@ public:
         for (auto it = members_.begin(); it != members_.end(); ++it)
             if (it->get() == m) return void(members_.erase(it));
     }
-    // One buffer for every recipient (ws::shared_message): counted against each one's output bound,
-    // copied for none.
-    void broadcast(const member* from, std::string text) {
-        const ws::shared_message message = ws::make_message(std::move(text));
+    // One buffer for every recipient (made by the sender's connection: counted against each one's
+    // output bound, copied for none, and against the sender's producer budget while any holds it —
+    // a flooding sender waits for its readers instead of filling their queues).
+    void broadcast(member& from, std::string text) {
+        const ws::shared_message message = from.make_message(std::move(text));
         messages.fetch_add(1, std::memory_order_relaxed);
         std::vector<std::shared_ptr<member>> to;
         {
@@ -90,7 +91,7 @@ public:
             to.assign(members_.begin(), members_.end());
         }
         for (const auto& m : to)
-            if (m.get() != from) m->send(message);
+            if (m.get() != &from) m->send(message);
     }
     std::vector<std::shared_ptr<member>> everyone() {
         const std::lock_guard<std::mutex> lock(mutex_);
@@ -128,7 +129,7 @@ asio::awaitable<void> session(Stream stream, const net::connection_context& ctx,
     for (;;) {
         auto [ec, n] = co_await c->async_read(in, use_tuple);
         if (ec) co_return; // the connection closed itself with the reason
-        r.broadcast(c.get(), boost::beast::buffers_to_string(in.data()));
+        r.broadcast(*c, boost::beast::buffers_to_string(in.data()));
         in.consume(n);
     }
 }

@@ -13,6 +13,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -318,6 +319,97 @@ class WebSocketChat(unittest.TestCase):
             p = subprocess.run([SERVER, *args], capture_output=True, text=True, timeout=10)
             self.assertEqual(p.returncode, 2, (args, p.stderr))
             self.assertIn(needle, p.stderr)
+
+
+def raw_client(port):
+    """A WebSocket client on a plain socket (no library between the test and the bytes): upgraded,
+    blocking, for the flood below where Python's own client could neither send nor read fast enough."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    s.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+              b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = s.recv(1)
+        assert chunk, "closed during the upgrade"
+        head += chunk
+    assert head.startswith(b"HTTP/1.1 101"), head
+    return s
+
+
+def one_byte_frame(c):
+    """A client's text frame of one byte (masked, with a zero mask: the payload goes as it is)."""
+    return bytes([0x81, 0x81, 0, 0, 0, 0, c])
+
+
+class Flood(unittest.TestCase):
+    """One member floods a room of healthy readers with one-byte messages as fast as TCP takes them.
+    Before producer budgets, Beast wrote one frame per message per reader while the flood was read
+    in 64 KiB gulps, so every reader's queue passed its bound and all were closed 1008 slow-consumer
+    while the flooder went on. Now the flooder's messages count against its budget until its readers
+    have written them: over it, the server stops reading the flooder, so its TCP window closes and it
+    goes at the speed its readers take. Judged from the readers' side: every one gets every message,
+    in order, and nobody is closed."""
+
+    def test_a_flooding_member_is_slowed_and_no_reader_is_closed(self):
+        n, readers = (20_000 if SANITIZED else 100_000), 5
+        config = ('[idle]\nreader_idle = "30s"\n[output]\nhigh_water = 65536\nlow_water = 16384\n'
+                  'hard_limit = 1048576\nsoft_limit = 262144\nsoft_limit_time = "2s"\n')
+        with ChatServer(config) as srv:
+            flooder = raw_client(srv.port)
+            socks = [raw_client(srv.port) for _ in range(readers)]
+            expected = bytes(97 + i % 26 for i in range(n))
+            got = [bytearray() for _ in socks]
+            joined = [threading.Event() for _ in socks]
+            errors = []
+
+            def read(k):
+                s, buf = socks[k], bytearray()
+                try:
+                    while len(got[k]) < n:
+                        chunk = s.recv(1 << 16)
+                        if not chunk:
+                            return errors.append(f"reader {k} closed after {len(got[k])} messages: {bytes(buf[:8])!r}")
+                        buf += chunk
+                        whole = len(buf) // 3 * 3
+                        frames, buf = buf[:whole], buf[whole:]
+                        if frames[0::3].count(0x81) * 3 != whole or frames[1::3].count(1) * 3 != whole:
+                            return errors.append(f"reader {k}: not a one-byte text frame: {bytes(frames[:12])!r}")
+                        payload = frames[2::3]
+                        if not got[k]:  # the join probes ('J') come first
+                            if payload.lstrip(b"J") != payload:
+                                joined[k].set()
+                            payload = payload.lstrip(b"J")
+                        got[k] += payload
+                except OSError as e:
+                    errors.append(f"reader {k}: {e}")
+
+            threads = [threading.Thread(target=read, args=(k,)) for k in range(readers)]
+            for t in threads:
+                t.start()
+            probes = 0
+            while not all(j.is_set() for j in joined) and probes < 200:  # everyone is in the room
+                flooder.sendall(one_byte_frame(ord("J")))
+                probes += 1
+                time.sleep(0.05)
+            self.assertTrue(all(j.is_set() for j in joined), "the readers never were all in the room")
+            start = time.monotonic()
+            flooder.sendall(b"".join(one_byte_frame(c) for c in expected))
+            sent = time.monotonic() - start
+            for t in threads:
+                t.join(60)
+            took = time.monotonic() - start
+            self.assertEqual(errors, [])
+            for k in range(readers):
+                self.assertEqual(bytes(got[k]), expected, f"reader {k}")
+            print(f"flood of {n} one-byte messages to {readers} readers: sent in {sent:.2f} s, "
+                  f"all delivered in {took:.2f} s")
+            for s in (flooder, *socks):
+                s.close()
+            closes, messages = srv.stop()
+            self.assertEqual(messages, n + probes)
+            # Each side's close (or, if SIGTERM comes first, the server's): counted once, none slow.
+            self.assertLessEqual(set(closes), {"peer-closed", "shutdown"})
+            self.assertEqual(sum(closes.values()), readers + 1)
 
 
 class ProcessStall(unittest.TestCase):

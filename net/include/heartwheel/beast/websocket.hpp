@@ -26,7 +26,11 @@
 //  - the output is bounded in bytes, each message counted with message_overhead (the connection's
 //    output policy: the hard limit closes at once, the soft one after its time, slow-consumer), and
 //    in messages (max_queued_messages); writable()/on_writable as the connection's. A broadcast
-//    hands every recipient one shared_message (make_message): one buffer, no copy per recipient.
+//    hands every recipient one shared_message (make_message): one buffer, no copy per recipient;
+//  - the producer is slowed, not its readers closed: the messages a connection's peer sends to others
+//    (this connection's make_message) count against its producer budget while any recipient holds
+//    them; over it, async_read waits before reading on (the peer's TCP window closes), at most
+//    producer_wait at a time (net/producer_budget.hpp says why the wait is bounded).
 // Beast's own timeouts (stream_base::timeout) stay off: the wheel times everything.
 //
 // Threads: as net::connection — it lives on its socket's executor (a thread's io_context or a strand
@@ -44,11 +48,13 @@
 #include <heartwheel/net/connection.hpp>
 #include <heartwheel/net/framed_output.hpp>
 #include <heartwheel/net/output_bound.hpp>
+#include <heartwheel/net/producer_budget.hpp>
 #include <heartwheel/net/detail/home_executor.hpp>
 
 #include <boost/beast/core/bind_handler.hpp>
 #include <boost/beast/websocket.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <vector>
 #include <memory>
@@ -92,8 +98,10 @@ inline websocket::close_code close_code_for(net::close_reason r) {
 }
 
 /// One message as every recipient of a broadcast holds it: made once, never copied, freed when the
-/// last queue holding it has written it.
-using shared_message = std::shared_ptr<const std::string>;
+/// last queue holding it has written it. A broadcast's messages are best made by their producer's
+/// connection (ws_connection::make_message: counted against its producer budget); this one counts
+/// against nothing (a server's own announcement).
+using shared_message = net::shared_message;
 inline shared_message make_message(std::string text) { return std::make_shared<const std::string>(std::move(text)); }
 
 /// What one queued message costs beyond its bytes (its queue entry and share of the buffer's block,
@@ -105,11 +113,36 @@ struct ws_options {
     std::size_t max_message = 64 * 1024;      ///< a larger incoming message closes message-too-big
     std::size_t max_queued_messages = 65536;  ///< queued past this: slow-consumer (bytes: the output policy)
     bool binary = false;                      ///< send() writes binary messages instead of text
+    /// The bytes of a connection's own messages (make_message) that recipients may hold before it
+    /// stops reading (net::producer_budget); derived_budget: half the output's soft limit (or, with
+    /// it off, of the hard limit): a flood held there never reaches a healthy reader's bound. 0: off.
+    std::size_t producer_budget = derived_budget;
+    /// The longest a producer waits for its budget (a recipient that reads nothing holds it): 1 ms..60 s.
+    std::chrono::milliseconds producer_wait{1000};
+    static constexpr std::size_t derived_budget = static_cast<std::size_t>(-1);
+
+    /// The producer budget in bytes under `output` (derived_budget resolved; 0: none).
+    std::size_t budget_under(const net::output_policy& output) const noexcept {
+        if (producer_budget != derived_budget) return producer_budget;
+        const std::size_t bound = output.soft_limit != 0 ? output.soft_limit : output.hard_limit;
+        return bound / 2;
+    }
 
     /// Throws config_error naming the field: max_message 16..64 MiB and, with the output's hard
     /// limit on, below it (one message would close every reader it went to); max_queued_messages
-    /// 1..2^24.
+    /// 1..2^24; producer_budget 0 or 1 KiB..4 GiB, below the hard limit (a producer's own messages
+    /// would close a healthy reader); producer_wait 1 ms..60 s.
     void validate(const net::output_policy& output, const std::string& prefix = "websocket") const {
+        if (producer_budget != derived_budget && producer_budget != 0) {
+            if (producer_budget < 1024 || producer_budget > 0xffffffffu)
+                throw net::config_error(prefix + ".producer_budget", std::to_string(producer_budget), "0 (off) or 1024..4294967295 bytes");
+            if (output.hard_limit != 0 && producer_budget >= output.hard_limit)
+                throw net::config_error(prefix + ".producer_budget", std::to_string(producer_budget),
+                                        "below the output's hard limit (" + std::to_string(output.hard_limit) +
+                                            " bytes): one producer's messages would close a healthy reader");
+        }
+        if (producer_wait.count() < 1 || producer_wait.count() > 60000)
+            throw net::config_error(prefix + ".producer_wait", std::to_string(producer_wait.count()) + "ms", "1ms..60s");
         if (max_message < 16 || max_message > (64u << 20))
             throw net::config_error(prefix + ".max_message", std::to_string(max_message), "16..67108864 bytes");
         if (output.hard_limit != 0 && max_message + message_overhead > output.hard_limit)
@@ -155,7 +188,8 @@ public:
 
     ws_connection(make_tag, const net::connection_context& ctx, std::shared_ptr<net::connection_handler> handler,
                   ws_options options)
-        : timers_(ctx.timers), app_(std::move(handler)), options_(options), bound_(ctx.options.output) {
+        : timers_(ctx.timers), app_(std::move(handler)), options_(options), bound_(ctx.options.output),
+          budget_(options.budget_under(ctx.options.output), message_overhead, options.producer_wait) {
     }
 
     /// The WebSocket upgrade in the server role, timed by the handshake timeout; a bad request is
@@ -165,7 +199,9 @@ public:
         return asio::async_compose<Token, void(error_code)>(accept_op{this->shared_from_this()}, token, conn_->stream());
     }
 
-    /// Reads one whole message into `buffer` (a DynamicBuffer): reader activity. An error closes the
+    /// Reads one whole message into `buffer` (a DynamicBuffer): reader activity. First, while this
+    /// connection's messages held by recipients are over its producer budget, it waits (the peer's
+    /// silence meanwhile is not judged: hold_reads). An error closes the
     /// connection with what it means (peer-closed for the peer's close frame or end of stream,
     /// protocol-error, message-too-big, io-error); after a close, the close's error. Completion:
     /// void(error_code, std::size_t).
@@ -181,6 +217,10 @@ public:
     void send(std::string_view message) { send(make_message(std::string(message))); }
     void send(const char* message) { send(make_message(message)); }
     void send(std::string&& message) { send(make_message(std::move(message))); }
+    /// A message of this connection's peer for others (a broadcast's), counted against this
+    /// connection's producer budget while any recipient holds it: over it, async_read waits before
+    /// it reads the next message (see net/producer_budget.hpp). On the connection's executor.
+    shared_message make_message(std::string text) { return budget_.make_message(std::move(text)); }
     /// A message shared with other recipients (a broadcast): queued by reference, never copied.
     void send(shared_message message) {
         if (away()) return conn_->post([self = this->shared_from_this(), m = std::move(message)](connection_type&) mutable {
@@ -225,12 +265,14 @@ private:
     void on_close(net::close_reason why) override {
         drop_queue();
         bound_.stop();
+        budget_.cancel(); // a read waiting for the budget completes, with the close's error
         if (auto app = std::exchange(app_, nullptr)) app->on_close(why);
     }
     void on_idle(net::idle_event e) override {
         if (app_) app_->on_idle(e);
     }
     void on_detached() noexcept override {
+        budget_.drop(); // a read waiting for the budget holds this connection: the cycle goes
         if (auto app = std::exchange(app_, nullptr)) app->on_detached();
     }
 
@@ -305,11 +347,18 @@ private:
     struct read_op {
         std::shared_ptr<ws_connection> c;
         DynamicBuffer& buffer;
-        bool started = false;
+        enum { start, waited, reading } stage = start;
         template <class Self>
         void operator()(Self& self, error_code ec = {}, std::size_t n = 0) {
-            if (!started) {
-                started = true;
+            if (stage == start && c->budget_.over() && !c->conn_->closing()) {
+                stage = waited;
+                c->conn_->hold_reads(true);
+                return c->budget_.async_wait(c->timers_, c->get_executor(), std::move(self));
+            }
+            if (stage != reading) {
+                if (stage == waited) c->conn_->hold_reads(false);
+                if (c->conn_->closing()) return self.complete(error_code(net::errc::connection_closed), 0);
+                stage = reading;
                 return c->ws_->async_read(buffer, std::move(self));
             }
             if (ec) c->read_failed(ec);
@@ -331,6 +380,7 @@ private:
     std::shared_ptr<net::connection_handler> app_;
     ws_options options_;
     net::output_bound bound_; ///< the slow-consumer bound and the water marks of the message queue
+    net::producer_budget budget_; ///< this peer's messages that others still hold (make_message)
     std::shared_ptr<connection_type> conn_;
     std::optional<websocket_type> ws_;
     // The messages not yet written, oldest at head_ (a vector, not a deque: an empty one allocates

@@ -135,7 +135,7 @@ public:
           close_on_idle_(options.close_on_idle), stream_(*this, made_at_home(next_layer)),
           handler_(std::move(handler)), live_(make_liveness(static_cast<liveness_handler&>(*this))),
           linger_ms_(static_cast<std::uint32_t>(options.linger.count())), handshake_done_(!is_tls), closing_(false), closed_(false),
-          in_last_words_(false), half_closed_(false), deadline_fired_(false) {
+          in_last_words_(false), half_closed_(false), deadline_fired_(false), reads_held_(false) {
         detail::teardown_registry::of(stream_.get_executor()).add(*this);
     }
     /// Virtual: make_connection_with's block derives from the connection (nothing else should).
@@ -260,6 +260,11 @@ public:
 
     /// The peer answered our ping (the protocol's pong): a round-trip sample for the heartbeat.
     void pong_received() { live_.on_pong(); }
+    /// The application holds its reads back (true) or reads again (false): a producer waiting for its
+    /// recipients (producer_budget). Meanwhile the peer's silence is ours, not its own: the liveness
+    /// judgements and phase deadlines wait, as they do while a stall leaves bytes unread. On the
+    /// connection's executor only.
+    void hold_reads(bool held) noexcept { reads_held_ = held; }
     /// The connection's tracked requests (wheel liveness): track(id, [timeout,] token), complete(id).
     decltype(auto) requests() { return live_.requests(); }
 
@@ -320,7 +325,7 @@ private:
         const auto handler = std::exchange(handler_, nullptr); // may destroy *this as it goes
         if (handler) handler->on_detached();
     }
-    bool input_waiting() override { return !closing_ && stream_.input_waiting(); }
+    bool input_waiting() override { return !closing_ && (reads_held_ || stream_.input_waiting()); }
 
     void begin_close(close_reason why, bool last_words) {
         if (closing_) return;
@@ -438,6 +443,7 @@ private:
     bool handshake_done_ : 1;
     bool closing_ : 1, closed_ : 1, in_last_words_ : 1, half_closed_ : 1;
     bool deadline_fired_ : 1;  ///< closed by expires_after's deadline: operations get timed_out
+    bool reads_held_ : 1;      ///< hold_reads(true): the application, not the peer, is silent
     /// Whether the connection lives on a strand (the thread-pool model): only then do send(), close(),
     /// abort() and complete_request() look whether they run inside it (asked once, here). Read from
     /// any thread: a byte of its own, not one of the bit-fields the connection's executor writes.
