@@ -206,6 +206,19 @@ class WebSocketChat(unittest.TestCase):
             closes, _ = srv.stop()
             self.assertEqual(closes, {"protocol-error": 1})
 
+    def test_a_close_code_rfc_6455_does_not_define_is_answered_1002(self):
+        # 5000 and up are not close codes (RFC 6455 7.4.2): Beast would echo the peer's 5000.
+        with ChatServer("[idle]\nreader_idle = \"10s\"\n") as srv:
+            s = raw_client(srv.port)
+            s.sendall(bytes([0x88, 0x82, 0, 0, 0, 0, 5000 >> 8, 5000 & 0xFF]))  # masked, zero mask
+            answer = b""
+            while chunk := s.recv(64):
+                answer += chunk
+            s.close()
+            self.assertEqual(answer, bytes([0x88, 0x02, 0x03, 0xEA]))  # close 1002 and the FIN
+            closes, _ = srv.stop()
+            self.assertEqual(closes, {"protocol-error": 1})
+
     def test_oversized_message_is_closed_1009(self):
         with ChatServer("[idle]\nreader_idle = \"10s\"\n", "--max-message", "1024") as srv:
             async def go():

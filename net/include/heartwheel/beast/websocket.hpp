@@ -22,7 +22,8 @@
 //    by its linger, then sends its FIN. Beast's own teardown is the connection's: async_teardown on a
 //    liveness_stream completes at once and leaves the socket to the close path;
 //  - a peer that breaks the protocol or sends a message over max_message is answered by Beast with a
-//    close frame (1002 / 1009) and closed protocol-error / message-too-big, counted once;
+//    close frame (1002 / 1009) and closed protocol-error / message-too-big, counted once; a close
+//    frame with an undefined code (5000 and up), which Beast would echo, is answered 1002 here;
 //  - the output is bounded in bytes, each message counted with message_overhead (the connection's
 //    output policy: the hard limit closes at once, the soft one after its time, slow-consumer), and
 //    in messages (max_queued_messages); writable()/on_writable as the connection's. A broadcast
@@ -182,6 +183,7 @@ public:
         self->ws_->binary(options.binary);
         self->ws_->control_callback([raw = self.get()](websocket::frame_type kind, boost::beast::string_view) {
             if (kind == websocket::frame_type::pong) raw->conn_->pong_received();
+            else if (kind == websocket::frame_type::close) raw->refuse_undefined_close_code();
         });
         return self;
     }
@@ -367,7 +369,25 @@ private:
         }
     };
 
+    // RFC 6455 7.4.2: close codes from 5000 on are not defined, and a peer that sends one fails the
+    // connection (1002). Beast accepts them and echoes the peer's code, from a local copy no hook can
+    // change: so, before it writes, this layer says 1002 itself (plain sockets with no write of
+    // Beast's in flight: the frame cannot land inside another) and ends its side, so Beast's echo
+    // fails; read_failed counts the close protocol-error.
+    void refuse_undefined_close_code() {
+        if (ws_->reason().code < 5000) return;
+        undefined_close_code_ = true;
+        auto& socket = conn_->stream().lowest_layer();
+        error_code ec;
+        if constexpr (!connection_type::is_tls) {
+            static constexpr unsigned char protocol_error_frame[] = {0x88, 0x02, 0x03, 0xEA};
+            if (!writing_ && !pinging_) conn_->stream().next_layer().write_some(asio::buffer(protocol_error_frame), ec);
+        }
+        socket.shutdown(asio::socket_base::shutdown_send, ec);
+    }
+
     void read_failed(error_code ec) {
+        if (undefined_close_code_) return conn_->abort(protocol_error);
         // The peer's close frame (Beast answered it): the close handshake is over.
         if (ec == websocket::error::closed) return conn_->abort(net::close_reason::peer_closed);
         if (conn_->closing()) return conn_->read_failed(ec); // ended by our own close
@@ -391,7 +411,7 @@ private:
     std::size_t head_ = 0;
     std::size_t pending() const noexcept { return queue_.size() - head_; }
     std::size_t queued_ = 0;
-    bool open_ = false, writing_ = false, pinging_ = false;
+    bool open_ = false, writing_ = false, pinging_ = false, undefined_close_code_ = false;
     bool on_strand_ = false; ///< the connection lives on a strand: send() looks whether it runs inside it
 };
 
