@@ -56,7 +56,6 @@ public:
         unlink();
         w_.counters.active.fetch_sub(1, std::memory_order_relaxed);
         w_.population_changed();
-        w_.session_gone();
     }
 
     /// Takes over `stream`, timed by the wheel's liveness as `ctx` (the worker's context) says: the

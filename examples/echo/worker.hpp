@@ -139,16 +139,6 @@ struct worker {
     }
     std::function<void()> on_population_change;
 
-    /// Called by a session's destructor.
-    void session_gone() {
-        if (!sessions.alone() || closing || trim.pending()) return;
-        trim = wheel.schedule_after(std::chrono::seconds(1), [] {
-#if defined(__GLIBC__)
-            ::malloc_trim(0);
-#endif
-        });
-    }
-
     /// The echo sessions' connection options: a data line is activity, a PONG is not (the session says
     /// message_received()); slow consumers bounded by --output-*.
     static heartwheel::net::connection_options session_options(const server_options& o) {
@@ -196,7 +186,6 @@ struct worker {
     std::optional<heartwheel::net::source_share> shares;
     std::atomic<std::size_t> excess{0};
     heartwheel::timer_handle mirror; ///< keeps wheel_size current (only with stats or metrics)
-    heartwheel::timer_handle trim;   ///< malloc_trim once idle
     std::atomic<std::size_t> wheel_size{0};
     /// The driver's figures, mirrored with wheel_size for other threads (metrics).
     std::atomic<std::uint64_t> wakeups{0};

@@ -140,7 +140,7 @@ public:
     }
     /// Virtual: make_connection_with's block derives from the connection (nothing else should).
     virtual ~connection() {
-        detail::teardown_registry::of(stream_.get_executor()).remove(*this);
+        detail::teardown_registry::of(stream_.get_executor()).remove(*this, stream_.get_executor());
         live_.close();
     }
     connection(const connection&) = delete;

@@ -8,6 +8,12 @@
 // pending operation is destroyed: this service is made after the sockets' own) tells every connection
 // still registered to let go of its handler, and the cycle is gone with the pending operations.
 //
+// The registry also sees a context's population: when the last of many connections (trim_after
+// since the last time) has gone, the memory they freed goes back to the system (glibc's malloc_trim:
+// free() alone returns only the top of an arena, and a server after a load peak would keep it all).
+// Once per such episode, on the last connection's executor once it is gone, with nobody left on it
+// to delay.
+//
 // Invariants: an entry is linked while registered; shutdown() unlinks each entry before calling it
 // (so a connection destroyed by the call, or later, finds itself unlinked) and never calls out with
 // the mutex held (the context may run on several threads).
@@ -19,6 +25,10 @@
 #include <heartwheel/asio.hpp>
 
 #include <mutex>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 namespace heartwheel::net::detail {
 
@@ -43,13 +53,28 @@ public:
         return asio::use_service<teardown_registry>(asio::query(ex, asio::execution::context));
     }
 
+    /// Connections to have come and gone before the last one's leaving returns freed memory.
+    static constexpr unsigned trim_after = 256;
+
     void add(entry& e) {
         const std::lock_guard<std::mutex> lock(mutex_);
-        if (!closed_) list_.push_back(e);
+        if (closed_) return;
+        list_.push_back(e);
+        if (since_trim_ < trim_after) ++since_trim_;
     }
-    void remove(entry& e) noexcept {
-        const std::lock_guard<std::mutex> lock(mutex_);
-        if (e.linked()) e.unlink();
+    /// `ex`: where the trim runs, after the rest of the leaving session is freed.
+    template <class Executor>
+    void remove(entry& e, const Executor& ex) noexcept {
+        bool trim = false;
+        {
+            const std::lock_guard<std::mutex> lock(mutex_);
+            if (e.linked()) e.unlink();
+            if (list_.empty() && since_trim_ >= trim_after && !closed_) {
+                since_trim_ = 0;
+                trim = true;
+            }
+        }
+        if (trim) asio::post(ex, [] { return_freed_memory(); });
     }
 
 private:
@@ -67,8 +92,15 @@ private:
         }
     }
 
+    static void return_freed_memory() noexcept {
+#if defined(__GLIBC__)
+        ::malloc_trim(0);
+#endif
+    }
+
     std::mutex mutex_;
     list_head list_;
+    unsigned since_trim_ = 0; ///< connections added since the last trim (saturating at trim_after)
     bool closed_ = false;
 };
 
