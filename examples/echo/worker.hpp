@@ -28,10 +28,6 @@
 #include <asio/io_context.hpp>
 #include <asio/ip/tcp.hpp>
 
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
-
 #include <array>
 #include <atomic>
 #include <functional>
@@ -106,11 +102,9 @@ struct worker {
           wheel(shard.wheel()), scale(shard.scale()), context(shard.context()), handshakes(share_of_handshakes(o)) {
         if (o.source_share != 0) shares.emplace((o.source_share + o.workers() - 1) / o.workers()); // this worker's part
     }
-    /// Before the shards shut down: sessions destroyed with their io_context's queued handlers must
-    /// not touch the wheel, and those still open (the shutdown grace ran out) close now, so each
-    /// connection lets go of its session.
+    /// Before the shards shut down: the sessions still open (the shutdown grace ran out) close now,
+    /// so each connection lets go of its session.
     void close_all() {
-        closing = true;
         for_each_session(&session_base::abort);
     }
 
@@ -168,7 +162,6 @@ struct worker {
 
     session_link sessions; ///< the head of the ring of this worker's sessions (each links itself in)
     session_link cursor;   ///< for_each_session's place in that ring while it walks
-    bool closing = false;
     const server_options& options;
     heartwheel::net::liveness_counters& live_counters;
     server_counters& counters;
