@@ -87,6 +87,7 @@ counters_snapshot liveness_counters::snapshot() const noexcept {
     s.reconnect_attempts = ld(reconnect_attempts_);
     s.reconnect_failures = ld(reconnect_failures_);
     s.closes_while_scaled = ld(closes_while_scaled_);
+    for (std::size_t i = 0; i < slow_bounds; ++i) s.slow_consumers[i] = ld(slow_consumers_[i]);
     return s;
 }
 

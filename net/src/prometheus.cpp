@@ -38,6 +38,10 @@ void prometheus_writer::liveness(const counters_snapshot& c) {
            c.deaths_judged_late);
     metric("heartwheel_closes_while_scaled_total", "counter", "Closes by a scaled timeout while it was scaled.",
            c.closes_while_scaled);
+    head("heartwheel_slow_consumer_closes_total", "counter", "Slow-consumer closes, by the output bound that fired.");
+    for (std::size_t i = 0; i < slow_bounds; ++i)
+        os_ << "heartwheel_slow_consumer_closes_total{bound=\"" << to_string(static_cast<slow_bound>(i)) << "\"} "
+            << c.slow_consumers[i] << '\n';
 }
 
 void prometheus_writer::wheels(std::size_t pending_timers, const driver_stats& summed) {

@@ -449,6 +449,7 @@ BOOST_FIXTURE_TEST_CASE(hard_limit_closes_a_slow_consumer_outside_send, fixture)
     BOOST_TEST((c->reason() == net::close_reason::slow_consumer));
     BOOST_TEST((words == std::vector<std::string>{"slow-consumer"}));
     BOOST_TEST(closes(net::close_reason::slow_consumer) == 1u);
+    BOOST_TEST(counters.snapshot().slow_consumers[static_cast<std::size_t>(net::slow_bound::hard_limit)] == 1u);
     BOOST_TEST(sent < (2u << 20)); // stopped near the hard limit, not after 64 MiB
 }
 
@@ -494,6 +495,9 @@ BOOST_FIXTURE_TEST_CASE(soft_limit_held_too_long_closes_drained_in_time_does_not
         }
     }
     BOOST_TEST(closes(net::close_reason::slow_consumer) == 1u);
+    const auto by_bound = counters.snapshot().slow_consumers; // the operator is told which bound fired
+    BOOST_TEST(by_bound[static_cast<std::size_t>(net::slow_bound::soft_limit)] == 1u);
+    BOOST_TEST(by_bound[static_cast<std::size_t>(net::slow_bound::hard_limit)] == 0u);
 }
 
 // A soft limit below the high-water mark is judged all the same (the bound starts at the lower of

@@ -110,6 +110,22 @@ BOOST_AUTO_TEST_CASE(a_flood_of_tiny_messages_fills_the_bound_by_what_it_holds) 
     f.run_until([&] { return m->connection().closing(); });
     BOOST_TEST(m->connection().closing());
     BOOST_TEST(f.counters.snapshot().closes[static_cast<std::size_t>(net::close_reason::slow_consumer)] == 1u);
+    BOOST_TEST(f.counters.snapshot().slow_consumers[static_cast<std::size_t>(net::slow_bound::hard_limit)] == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_count_bound_says_so) {
+    // 100 queued messages against max_queued_messages 50: slow-consumer, counted as the count's.
+    fixture f;
+    net::connection_context ctx(*f.wheel, net::liveness_config{}, &f.counters);
+    auto c = f.connect_client();
+    ws::ws_options o;
+    o.max_queued_messages = 50;
+    auto m = ws::ws_connection<tcp::socket>::create(f.acceptor.accept(), ctx, nullptr, o);
+    for (int i = 0; i < 100; ++i) m->send(std::string_view("x"));
+    f.run_until([&] { return m->connection().closing(); });
+    const auto by_bound = f.counters.snapshot().slow_consumers;
+    BOOST_TEST(by_bound[static_cast<std::size_t>(net::slow_bound::message_count)] == 1u);
+    BOOST_TEST(by_bound[static_cast<std::size_t>(net::slow_bound::hard_limit)] == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(options_are_validated_against_the_output_bound) {

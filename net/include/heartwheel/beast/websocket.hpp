@@ -313,12 +313,13 @@ private:
         const auto on_soft_time = [this] {
             return [weak = this->weak_from_this()] {
                 auto self = weak.lock();
-                if (self && self->bound_.soft_time_up(self->queued_)) self->conn_->close(net::close_reason::slow_consumer);
+                if (self && self->bound_.soft_time_up(self->queued_)) self->conn_->close_slow_consumer(net::slow_bound::soft_limit);
             };
         };
         if (bound_.grew(queued_, timers_, on_soft_time, over_count)) {
             drop_queue(); // the memory goes now; the close follows on the next turn (a broadcast loop stays valid)
-            conn_->post([](connection_type& c) { c.close(net::close_reason::slow_consumer); });
+            const auto which = over_count ? net::slow_bound::message_count : net::slow_bound::hard_limit;
+            conn_->post([which](connection_type& c) { c.close_slow_consumer(which); });
         }
     }
 

@@ -74,7 +74,7 @@ public:
         out_.append(parts, count);
         if (!c.in_last_words_ && bound_.grew(out_.queued(), c.live_.scheduler(), [this] { return soft_time_callback(); })) {
             out_.drop_pending(); // the memory goes now, not after the close
-            return c.post([](Connection& posted) { posted.close(close_reason::slow_consumer); });
+            return c.post([](Connection& posted) { posted.close_slow_consumer(slow_bound::hard_limit); });
         }
         if (!writing_) write();
     }
@@ -143,7 +143,7 @@ private:
     std::function<void()> soft_time_callback() {
         return [weak = self().weak_from_this()] {
             auto c = weak.lock();
-            if (c && c->bound_.soft_time_up(c->out_.queued())) c->close(close_reason::slow_consumer);
+            if (c && c->bound_.soft_time_up(c->out_.queued())) c->close_slow_consumer(slow_bound::soft_limit);
         };
     }
 

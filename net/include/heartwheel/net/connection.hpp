@@ -258,6 +258,14 @@ public:
     /// No phase deadline (after expires_after): the application is not waiting for the peer.
     void expires_never() noexcept { deadline_.cancel(); }
 
+    /// Closes slow-consumer (an output bound fired: `which` is counted beside the close, for the
+    /// operator who must tell a too-small bound from a peer that does not read). On the connection's
+    /// executor only.
+    void close_slow_consumer(slow_bound which) {
+        if (closing_) return;
+        if (liveness_counters* n = live_.counters()) n->slow_consumer(which);
+        close(close_reason::slow_consumer);
+    }
     /// The peer answered our ping (the protocol's pong): a round-trip sample for the heartbeat.
     void pong_received() { live_.on_pong(); }
     /// The application holds its reads back (true) or reads again (false): a producer waiting for its

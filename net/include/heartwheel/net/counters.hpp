@@ -28,6 +28,14 @@ inline constexpr std::array<double, 12> rtt_bucket_bounds = {0.0001, 0.00025, 0.
 inline constexpr std::array<double, 14> death_lateness_bucket_bounds = {
     0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.012, 0.015, 0.02, 0.05, 0.1, 0.25, 1.0};
 
+/// Which bound closed a slow consumer: the output's hard limit, its soft limit held past its time, or
+/// a framing layer's count of queued messages (ws_options::max_queued_messages).
+enum class slow_bound : std::uint8_t { hard_limit, soft_limit, message_count };
+inline constexpr std::size_t slow_bounds = 3;
+constexpr const char* to_string(slow_bound b) noexcept {
+    return b == slow_bound::hard_limit ? "hard-limit" : b == slow_bound::soft_limit ? "soft-limit" : "message-count";
+}
+
 struct counters_snapshot {
     std::array<std::uint64_t, rtt_bucket_bounds.size() + 1> rtt_buckets{}; ///< not cumulative
     std::uint64_t reader_idle = 0, writer_idle = 0, all_idle = 0;
@@ -45,6 +53,7 @@ struct counters_snapshot {
     std::uint64_t requests = 0, request_timeouts = 0, requests_failed_on_close = 0;
     std::uint64_t reconnect_attempts = 0, reconnect_failures = 0;
     std::uint64_t closes_while_scaled = 0; ///< closes by a scaled timeout while its scale was below 1
+    std::array<std::uint64_t, slow_bounds> slow_consumers{}; ///< slow-consumer closes by the bound that fired
 };
 
 class liveness_counters {
@@ -64,6 +73,8 @@ public:
     void reconnect_attempt() noexcept { bump(reconnect_attempts_); }
     void reconnect_failure() noexcept { bump(reconnect_failures_); }
     void closed_while_scaled() noexcept { bump(closes_while_scaled_); }
+    /// A slow-consumer close (also counted by closed()): which bound fired.
+    void slow_consumer(slow_bound b) noexcept { bump(slow_consumers_[static_cast<std::size_t>(b)]); }
 
     counters_snapshot snapshot() const noexcept;
 
@@ -84,6 +95,7 @@ private:
     counter requests_{0}, request_timeouts_{0}, failed_on_close_{0};
     counter reconnect_attempts_{0}, reconnect_failures_{0};
     counter closes_while_scaled_{0};
+    std::array<counter, slow_bounds> slow_consumers_{};
 };
 
 } // namespace heartwheel::net
