@@ -6,7 +6,8 @@ closed for reader-idle, a client that stops answering pings closed for heartbeat
 that times out, a client reconnecting with growing backoff while the server is restarted, and an
 overload moment: a flood of idle connections near --max-connections shed at the scaled reader-idle
 timeout while healthy clients keep working, and a WebSocket chat on Boost.Beast whose idle and
-unresponsive clients get close frames naming the reason (demo_ws.py), HTTP keep-alive, and a server
+unresponsive clients get close frames naming the reason and whose flooding member is slowed to its
+readers' pace (demo_ws.py), HTTP keep-alive, and a server
 out of descriptors refusing, resting and serving again (net::listener). Prints a summary, then stops
 everything it started."""
 import json

@@ -2,10 +2,14 @@
 """demo_ws.py — the demo's WebSocket scene: ws_chat_server (Boost.Beast on heartwheel, one io_context on
 two threads) with real WebSocket clients (Python's websockets): two clients chat, one that answers the
 server's ping frames but says nothing is closed 1001 "reader-idle", one that stops answering pings is
-closed 1001 "heartbeat-timeout". Run by demo.py (exit 0 when the scene went as scripted)."""
+closed 1001 "heartbeat-timeout". Then a flood: one member sends 20,000 one-byte messages as fast as TCP
+takes them; the server slows it to what its two readers take (its producer budget), so both readers get
+every message and nobody is closed slow-consumer. Run by demo.py (exit 0 when the scenes went as
+scripted)."""
 import asyncio
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -22,6 +26,9 @@ BUILD = os.environ.get("HEARTWHEEL_BUILD", os.path.join(os.path.dirname(os.path.
 SERVER = os.path.join(BUILD, "examples", "ws_chat_server")
 T0 = float(os.environ.get("DEMO_T0", time.time()))
 CONFIG = '[idle]\nreader_idle = "3s"\n[heartbeat]\ninterval = "500ms"\ntimeout = "400ms"\nmisses = 3\n'
+# Small output bounds: a flood that were not slowed would close the readers within a second.
+FLOOD_CONFIG = ('[output]\nhigh_water = 65536\nlow_water = 16384\nhard_limit = 1048576\nsoft_limit = 262144\n'
+                'soft_limit_time = "2s"\n')
 
 
 def say(who, what):
@@ -62,15 +69,58 @@ async def scene(port):
     return results
 
 
-def main():
+def raw_flooder(port):
+    """A WebSocket client on a plain socket: Python's own client could not flood fast enough."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    s.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+              b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += s.recv(1)
+    return s
+
+
+def one_byte_frame(c):
+    return bytes([0x81, 0x81, 0, 0, 0, 0, c])  # a client's text frame, masked with a zero mask
+
+
+async def flood_scene(port, n=20_000):
+    url = f"ws://127.0.0.1:{port}"
+    readers = {name: await websockets.connect(url, ping_interval=None, max_queue=None) for name in ("carol", "dave")}
+    flooder = raw_flooder(port)
+    got = {}
+
+    async def read(name, ws):
+        count = 0
+        while count < n:
+            if await ws.recv() != "J":  # the join probe comes first
+                count += 1
+        got[name] = count
+    tasks = [asyncio.create_task(read(name, ws)) for name, ws in readers.items()]
+    await asyncio.sleep(0.3)  # everyone in the room
+    flooder.sendall(one_byte_frame(ord("J")))
+    say("ws-flood", f"a member sends {n:,} one-byte messages at once; carol and dave read at Python's pace")
+    start = time.monotonic()
+    flooder.sendall(b"".join(one_byte_frame(97 + i % 26) for i in range(n)))
+    await asyncio.wait_for(asyncio.gather(*tasks), 60)
+    say("ws-flood", f"carol got {got['carol']:,}, dave got {got['dave']:,} in {time.monotonic() - start:.1f} s: "
+                    "the flooder waited for them (its producer budget), nobody was closed")
+    flooder.close()
+    for ws in readers.values():
+        await ws.close()
+    return got
+
+
+def run_server(config, scene_fn):
     with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
-        f.write(CONFIG)
+        f.write(config)
     proc = subprocess.Popen([SERVER, "--listen", "127.0.0.1:0", "--config", f.name], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
+    out = ""
     try:
         first = proc.stdout.readline().strip()
         say("ws-server", first)
-        results = asyncio.run(scene(int(first.rsplit(":", 1)[1])))
+        results = asyncio.run(scene_fn(int(first.rsplit(":", 1)[1])))
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=10)
         for line in out.splitlines():
@@ -79,9 +129,15 @@ def main():
         if proc.poll() is None:
             proc.kill()
         os.unlink(f.name)
+    return results, out
+
+
+def main():
+    results, _ = run_server(CONFIG, scene)
     ok = (results.get("quiet") == (1001, "reader-idle") and results.get("mute") == (1001, "heartbeat-timeout")
           and results.get("bob") == (1000, ""))  # bob closed itself, healthy to the end: the server answered 1000
-    return 0 if ok else 1
+    got, out = run_server(FLOOD_CONFIG, flood_scene)
+    return 0 if ok and got == {"carol": 20_000, "dave": 20_000} and "slow-consumer" not in out else 1
 
 
 if __name__ == "__main__":
