@@ -55,8 +55,10 @@
 #include <boost/beast/core/bind_handler.hpp>
 #include <boost/beast/websocket.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <thread>
 #include <vector>
 #include <memory>
 #include <string>
@@ -215,7 +217,7 @@ public:
 
     /// Queues one message (text, or binary with ws_options::binary); written in order, one at a time,
     /// from the end of the upgrade on (a greeting may be sent before it). Ignored once closing. Bounded as the connection's output (see the top of this file). From
-    /// outside the connection's strand it is copied and posted there.
+    /// outside the connection's strand it goes through an inbox: one post takes all that arrived.
     void send(std::string_view message) { send(make_message(std::string(message))); }
     void send(const char* message) { send(make_message(message)); }
     void send(std::string&& message) { send(make_message(std::move(message))); }
@@ -225,12 +227,10 @@ public:
     shared_message make_message(std::string text) { return budget_.make_message(std::move(text)); }
     /// A message shared with other recipients (a broadcast): queued by reference, never copied.
     void send(shared_message message) {
-        if (away()) return conn_->post([self = this->shared_from_this(), m = std::move(message)](connection_type&) mutable {
-            self->send(std::move(m));
-        });
+        if (away()) return send_from_away(std::move(message));
         if (conn_->closing() || bound_.slow()) return;
         queued_ += cost(*message);
-        queue_.push_back(std::move(message));
+        push(std::move(message));
         bound_output();
         if (!writing_ && !bound_.slow() && open_) write_next(); // before the upgrade: written once it is done
     }
@@ -278,17 +278,42 @@ private:
         if (auto app = std::exchange(app_, nullptr)) app->on_detached();
     }
 
+    // --- sends from other strands: one inbox, one post --------------------------------------------
+    // A broadcast from another shard reaches this connection through its inbox: the messages wait
+    // there (16 bytes each) and one post takes them all to the strand, where a post per message held
+    // a handler each (~100 bytes) while the server was behind — most of what a busy room held.
+    void send_from_away(shared_message m) {
+        {
+            const inbox_lock lock(inbox_busy_);
+            inbox_.push_back(std::move(m));
+            if (inbox_posted_) return;
+            inbox_posted_ = true;
+        }
+        conn_->post([self = this->shared_from_this()](connection_type&) { self->take_inbox(); });
+    }
+    void take_inbox() {
+        std::vector<shared_message> arrived;
+        {
+            const inbox_lock lock(inbox_busy_);
+            arrived.swap(inbox_);
+            inbox_posted_ = false;
+        }
+        for (auto& m : arrived) send(std::move(m));
+    }
+    // A spin lock (one byte; held for a push_back): the inbox is touched by producers on other
+    // threads and once per post by the strand.
+    struct inbox_lock {
+        explicit inbox_lock(std::atomic_flag& f) noexcept : flag(f) {
+            while (flag.test_and_set(std::memory_order_acquire)) std::this_thread::yield();
+        }
+        ~inbox_lock() { flag.clear(std::memory_order_release); }
+        std::atomic_flag& flag;
+    };
+
     // --- the message queue -------------------------------------------------------------------------
     void write_next() {
         writing_ = true;
-        current_ = std::move(queue_[head_]); // Beast writes from current_: the queue may grow meanwhile
-        if (++head_ == queue_.size()) {      // drained: an idle connection holds no queue at all
-            head_ = 0;
-            std::vector<shared_message>().swap(queue_);
-        } else if (head_ >= 64 && head_ * 2 >= queue_.size()) { // the written (empty) front goes
-            queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(head_));
-            head_ = 0;
-        }
+        current_ = pop(); // Beast writes from current_: the queue may grow meanwhile
         ws_->async_write(asio::buffer(*current_), [self = this->shared_from_this()](error_code ec, std::size_t) {
             self->on_written(ec);
         });
@@ -304,9 +329,29 @@ private:
     }
     // Everything not yet being written goes (Beast is writing from current_).
     void drop_queue() {
-        for (std::size_t i = head_; i < queue_.size(); ++i) queued_ -= cost(*queue_[i]);
-        std::vector<shared_message>().swap(queue_);
-        head_ = 0;
+        for (std::size_t i = 0; i < count_; ++i) queued_ -= cost(*ring_[(head_ + i) % ring_.size()]);
+        std::vector<shared_message>().swap(ring_);
+        head_ = count_ = 0;
+    }
+    // The queue is a ring over a vector: at most twice the most it held (a vector with its written
+    // front erased now and then held up to four times), nothing at all once drained.
+    void push(shared_message m) {
+        if (count_ == ring_.size()) {
+            std::vector<shared_message> bigger(ring_.empty() ? 8 : ring_.size() * 2);
+            for (std::size_t i = 0; i < count_; ++i) bigger[i] = std::move(ring_[(head_ + i) % ring_.size()]);
+            ring_.swap(bigger);
+            head_ = 0;
+        }
+        ring_[(head_ + count_++) % ring_.size()] = std::move(m);
+    }
+    shared_message pop() {
+        shared_message m = std::move(ring_[head_]);
+        head_ = (head_ + 1) % ring_.size();
+        if (--count_ == 0) { // drained: an idle connection holds no queue at all
+            std::vector<shared_message>().swap(ring_);
+            head_ = 0;
+        }
+        return m;
     }
     void bound_output() {
         const bool over_count = pending() + (writing_ ? 1u : 0u) > options_.max_queued_messages;
@@ -404,13 +449,16 @@ private:
     net::producer_budget budget_; ///< this peer's messages that others still hold (make_message)
     std::shared_ptr<connection_type> conn_;
     std::optional<websocket_type> ws_;
-    // The messages not yet written, oldest at head_ (a vector, not a deque: an empty one allocates
+    // The messages not yet written, oldest at ring_[head_] (a vector, not a deque: an empty one allocates
     // nothing), and the one being written.
-    std::vector<shared_message> queue_;
+    std::vector<shared_message> ring_;
+    std::vector<shared_message> inbox_; ///< sent from other strands, not yet taken (under inbox_busy_)
+    std::atomic_flag inbox_busy_ = ATOMIC_FLAG_INIT;
+    bool inbox_posted_ = false;         ///< a take_inbox is on its way (under inbox_busy_)
     shared_message current_;
     static std::size_t cost(const std::string& m) noexcept { return m.size() + message_overhead; }
-    std::size_t head_ = 0;
-    std::size_t pending() const noexcept { return queue_.size() - head_; }
+    std::size_t head_ = 0, count_ = 0;
+    std::size_t pending() const noexcept { return count_; }
     std::size_t queued_ = 0;
     bool open_ = false, writing_ = false, pinging_ = false, undefined_close_code_ = false;
     bool on_strand_ = false; ///< the connection lives on a strand: send() looks whether it runs inside it
