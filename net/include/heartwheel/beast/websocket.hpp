@@ -58,6 +58,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <deque>
 #include <thread>
 #include <vector>
 #include <memory>
@@ -329,28 +330,21 @@ private:
     }
     // Everything not yet being written goes (Beast is writing from current_).
     void drop_queue() {
-        for (std::size_t i = 0; i < count_; ++i) queued_ -= cost(*ring_[(head_ + i) % ring_.size()]);
-        std::vector<shared_message>().swap(ring_);
-        head_ = count_ = 0;
+        if (!queue_) return;
+        for (const auto& m : *queue_) queued_ -= cost(*m);
+        queue_.reset();
     }
-    // The queue is a ring over a vector: at most twice the most it held (a vector with its written
-    // front erased now and then held up to four times), nothing at all once drained.
+    // The queue is a deque made at the first message and freed once drained: memory in proportion to
+    // what it holds (its blocks of 32 entries come and go; a vector's capacity doubled to twice its
+    // peak), nothing at all while idle (an empty libstdc++ deque already holds ~600 bytes).
     void push(shared_message m) {
-        if (count_ == ring_.size()) {
-            std::vector<shared_message> bigger(ring_.empty() ? 8 : ring_.size() * 2);
-            for (std::size_t i = 0; i < count_; ++i) bigger[i] = std::move(ring_[(head_ + i) % ring_.size()]);
-            ring_.swap(bigger);
-            head_ = 0;
-        }
-        ring_[(head_ + count_++) % ring_.size()] = std::move(m);
+        if (!queue_) queue_ = std::make_unique<std::deque<shared_message>>();
+        queue_->push_back(std::move(m));
     }
     shared_message pop() {
-        shared_message m = std::move(ring_[head_]);
-        head_ = (head_ + 1) % ring_.size();
-        if (--count_ == 0) { // drained: an idle connection holds no queue at all
-            std::vector<shared_message>().swap(ring_);
-            head_ = 0;
-        }
+        shared_message m = std::move(queue_->front());
+        queue_->pop_front();
+        if (queue_->empty()) queue_.reset();
         return m;
     }
     void bound_output() {
@@ -449,16 +443,14 @@ private:
     net::producer_budget budget_; ///< this peer's messages that others still hold (make_message)
     std::shared_ptr<connection_type> conn_;
     std::optional<websocket_type> ws_;
-    // The messages not yet written, oldest at ring_[head_] (a vector, not a deque: an empty one allocates
-    // nothing), and the one being written.
-    std::vector<shared_message> ring_;
+    // The messages not yet written (oldest first), and the one being written.
+    std::unique_ptr<std::deque<shared_message>> queue_;
     std::vector<shared_message> inbox_; ///< sent from other strands, not yet taken (under inbox_busy_)
     std::atomic_flag inbox_busy_ = ATOMIC_FLAG_INIT;
     bool inbox_posted_ = false;         ///< a take_inbox is on its way (under inbox_busy_)
     shared_message current_;
     static std::size_t cost(const std::string& m) noexcept { return m.size() + message_overhead; }
-    std::size_t head_ = 0, count_ = 0;
-    std::size_t pending() const noexcept { return count_; }
+    std::size_t pending() const noexcept { return queue_ ? queue_->size() : 0; }
     std::size_t queued_ = 0;
     bool open_ = false, writing_ = false, pinging_ = false, undefined_close_code_ = false;
     bool on_strand_ = false; ///< the connection lives on a strand: send() looks whether it runs inside it
