@@ -10,8 +10,9 @@
 // whose messages its readers have not taken (producer budget). A healthy client must lose nothing.
 //
 // One run of a mode prints one JSON line: messages sent, expected (each sent message × the others),
-// delivered, lost, clients closed by the server, delivery latency p50 / p99 / max (ms, from the
-// sender's clock: same machine), the server's peak and final RSS (MiB, above its start) and CPU.
+// delivered, lost (not delivered within 60 s of the end), clients closed by the server, delivery
+// latency p50 / p99 / max (ms, from the sender's clock: same machine), the server's peak and final RSS
+// (MiB, above its start) and CPU.
 // Usage: ws_fanout --mode heartwheel|beast [--clients N] [--rate R] [--seconds S] [--threads T]
 #include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/beast/websocket.hpp>

@@ -9,7 +9,7 @@ from side_by_side import report  # noqa: E402
 report("ws_fanout", sys.argv[1], sys.argv[2],
        [("peak_rss_mib", "server peak RSS above its start, MiB", "{:.1f}"),
         ("end_rss_mib", "server RSS once delivered, MiB", "{:.1f}"),
-        ("lost", "messages lost (of those sent × the other members)", "{:.0f}"),
+        ("lost", "messages not delivered within 60 s of the end (of those sent × the other members)", "{:.0f}"),
         ("closed", "healthy clients closed", "{:.0f}"),
         ("latency_p50_ms", "delivery latency p50, ms", "{:.0f}"),
         ("latency_p99_ms", "delivery latency p99, ms", "{:.0f}"),
