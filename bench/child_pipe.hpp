@@ -58,6 +58,17 @@ inline std::string read_line(int fd) {
     return s;
 }
 
+/// In the clients' process: the server's next line, running `io` (the clients' connections) in
+/// slices of 20 ms while it waits.
+template <class IoContext>
+std::string next_word(IoContext& io, int from_parent) {
+    for (;;) {
+        io.run_for(std::chrono::milliseconds(20));
+        pollfd p{from_parent, POLLIN, 0};
+        if (::poll(&p, 1, 0) > 0) return read_line(from_parent);
+    }
+}
+
 /// The clients' process, forked before anything of Asio exists in the server's (an epoll set shared
 /// across a fork would let one side's deregistrations remove the other's). The child waits for the
 /// server's port (give_port), runs clients(port, to_server_fd, from_server_fd) and exits with its

@@ -60,7 +60,6 @@ namespace {
 using bench::cpu_seconds;
 using bench::forked_clients;
 using bench::raise_fd_limit;
-using bench::read_line;
 using bench::rss_kib;
 using bench::write_all;
 
@@ -127,15 +126,7 @@ int run_clients(unsigned short port, int n, int rate, int to_parent, int from_pa
     write_all(to_parent, "up\n");
     // "stop": stop sending; "count": report what arrived so far (the parent asks until it settles).
     for (;;) {
-        std::string word;
-        for (;;) {
-            io.run_for(20ms);
-            pollfd p{from_parent, POLLIN, 0};
-            if (::poll(&p, 1, 0) > 0) {
-                word = read_line(from_parent);
-                break;
-            }
-        }
+        const std::string word = bench::next_word(io, from_parent); // the connections served meanwhile
         if (word == "stop") {
             t.sending = false;
             write_all(to_parent, "ok\n");

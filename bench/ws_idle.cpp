@@ -61,7 +61,6 @@ namespace {
 using bench::cpu_seconds;
 using bench::forked_clients;
 using bench::raise_fd_limit;
-using bench::read_line;
 using bench::rss_kib;
 using bench::voluntary_switches;
 using bench::write_all;
@@ -133,16 +132,7 @@ int run_clients(unsigned short port, int n, int to_parent, int from_parent) {
     write_all(to_parent, "up\n");
     // "count": report pings so far; "stop": stop answering, then report the deaths.
     for (;;) {
-        // Serve the connections while waiting for the parent's word.
-        std::string word;
-        for (;;) {
-            io.run_for(20ms);
-            pollfd p{from_parent, POLLIN, 0};
-            if (::poll(&p, 1, 0) > 0) {
-                word = read_line(from_parent);
-                break;
-            }
-        }
+        const std::string word = bench::next_word(io, from_parent); // the connections served meanwhile
         if (word == "count") {
             write_all(to_parent, std::to_string(pings) + "\n");
         } else if (word == "stop") {
