@@ -209,6 +209,20 @@ BOOST_AUTO_TEST_CASE(bytes_no_read_is_waiting_for_do_not_keep_a_connection) {
     BOOST_TEST(f.c->closing());
 }
 
+BOOST_AUTO_TEST_CASE(reads_held_by_the_application_are_not_the_peers_silence) {
+    // A producer over its budget stops reading (hold_reads): the peer's silence meanwhile is ours.
+    // Reader idle and a phase deadline wait while held; released, the peer is judged again.
+    socket_fixture f;
+    const auto phase = define_close_reason("phase-deadline");
+    f.c->expires_after(50ms, phase);
+    f.c->hold_reads(true);
+    f.svc.step_by(300ms); // past both deadlines, no read pending, nothing waiting
+    BOOST_TEST(!f.c->closing());
+    f.c->hold_reads(false);
+    f.svc.step_by(20ms); // the next look finds the connection silent of its own
+    BOOST_TEST(f.c->closing());
+}
+
 BOOST_AUTO_TEST_CASE(a_pending_read_with_nothing_waiting_closes_on_time) {
     socket_fixture f;
     f.c->stream().async_receive([](std::error_code, read_chunk) {});

@@ -52,7 +52,7 @@ struct budget_waiter {
 
 template <class Handler, class Executor>
 struct budget_waiter_for final : budget_waiter {
-    budget_waiter_for(Handler&& h, const Executor& io) : handler(std::move(h)), io(io) {}
+    budget_waiter_for(Handler&& h, const Executor& fallback) : handler(std::move(h)), io(fallback) {}
     void complete(error_code ec) override {
         const auto ex = asio::get_associated_executor(handler, io);
         asio::post(ex, [h = std::move(handler), ec]() mutable { std::move(h)(ec); });
