@@ -412,8 +412,9 @@ private:
     // RFC 6455 7.4.2: close codes from 5000 on are not defined, and a peer that sends one fails the
     // connection (1002). Beast accepts them and echoes the peer's code, from a local copy no hook can
     // change: so, before it writes, this layer says 1002 itself (plain sockets with no write of
-    // Beast's in flight: the frame cannot land inside another) and ends its side, so Beast's echo
-    // fails; read_failed counts the close protocol-error.
+    // Beast's in flight: the frame cannot land inside another), ends its side and closes the
+    // connection protocol-error at once (the peer's close frame is read: nothing unread to reset
+    // it); Beast's echo then fails on the closed socket.
     void refuse_undefined_close_code() {
         if (ws_->reason().code < 5000) return;
         undefined_close_code_ = true;
@@ -424,6 +425,7 @@ private:
             if (!writing_ && !pinging_) conn_->stream().next_layer().write_some(asio::buffer(protocol_error_frame), ec);
         }
         socket.shutdown(asio::socket_base::shutdown_send, ec);
+        conn_->abort(protocol_error);
     }
 
     void read_failed(error_code ec) {
