@@ -8,7 +8,7 @@
 //   idle, heartbeat, timeouts: from --config FILE (net's liveness tables) or the defaults below;
 //   the server says "BYE <reason>" before it closes.
 //
-// Usage: kv_server [--listen HOST:PORT] [--config FILE]; prints "listening on HOST:PORT" first.
+// Usage: kv_server [--listen HOST:PORT] [--max-connections N] [--config FILE]; prints "listening on HOST:PORT" first.
 #include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/net/connection.hpp>
 #include <heartwheel/net/liveness_config.hpp>
@@ -120,14 +120,16 @@ asio::awaitable<void> listen(net::listener& listener, const net::connection_cont
 } // namespace
 
 constexpr const char* usage =
-    "usage: kv_server [--listen HOST:PORT] [--config FILE]\n"
+    "usage: kv_server [--listen HOST:PORT] [--max-connections N] [--config FILE]\n"
     "  --listen HOST:PORT  where to listen (default 127.0.0.1:7100; port 0 picks one)\n"
+    "  --max-connections N open at once, 1..10000000 (default 100000); beyond, newcomers wait in the backlog\n"
     "  --config FILE       liveness tables ([idle], [heartbeat], [request], [output], ...) over the\n"
     "                      defaults: reader idle 60 s, a PING every 20 s";
 
 int main(int argc, char** argv) {
     std::string listen_on = "127.0.0.1:7100";
     asio::ip::tcp::endpoint endpoint;
+    std::size_t max_connections = 100'000;
     net::liveness_config cfg;
     cfg.idle.reader_idle = std::chrono::seconds(60);
     cfg.heartbeat.interval = std::chrono::seconds(20);
@@ -135,11 +137,13 @@ int main(int argc, char** argv) {
         for (int i = 1; i < argc; ++i) {
             const std::string a = argv[i];
             if (a == "--listen" && i + 1 < argc) listen_on = argv[++i];
+            else if (a == "--max-connections" && i + 1 < argc) max_connections = net::parse_count(argv[++i], a, 1, 10'000'000);
             else if (a == "--config" && i + 1 < argc) cfg = net::load_liveness_config(argv[++i], cfg); // over these defaults
             else if (a == "--help" || a == "-h") {
                 std::cout << usage << '\n';
                 return 0;
-            } else throw std::invalid_argument("unknown argument '" + a + "': accepted --listen HOST:PORT, --config FILE, --help");
+            } else throw std::invalid_argument("unknown argument '" + a + "': accepted --listen HOST:PORT, --max-connections N, "
+                                                  "--config FILE, --help");
         }
         endpoint = net::parse_endpoint(listen_on, "--listen");
     } catch (const std::exception& e) {
@@ -157,6 +161,7 @@ int main(int argc, char** argv) {
     lo.name = "kv_server";
     lo.refusal = "BYE busy\n";
     lo.counters = &counters;
+    lo.admission.max_connections = max_connections; // beyond: accepting waits for a place
     std::optional<net::listener> listener;
     try {
         listener.emplace(io.get_executor(), endpoint, lo);

@@ -11,7 +11,7 @@
 //   idle, heartbeat, output limits: from --config FILE (net's liveness tables: [idle], [heartbeat],
 //   [output], ...) or the defaults below.
 //
-// Usage: chat_server [--listen HOST:PORT] [--config FILE]; prints "listening on HOST:PORT" first, and
+// Usage: chat_server [--listen HOST:PORT] [--max-connections N] [--config FILE]; prints "listening on HOST:PORT" first, and
 // on SIGINT/SIGTERM "final closes=<reason>:<n>,... lines=<n>" and exits 0.
 #include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/net/connection.hpp>
@@ -95,14 +95,16 @@ asio::awaitable<void> listen(net::listener& listener, const net::connection_cont
 } // namespace
 
 constexpr const char* usage =
-    "usage: chat_server [--listen HOST:PORT] [--config FILE]\n"
+    "usage: chat_server [--listen HOST:PORT] [--max-connections N] [--config FILE]\n"
     "  --listen HOST:PORT  where to listen (default 127.0.0.1:7200; port 0 picks one)\n"
+    "  --max-connections N open at once, 1..10000000 (default 100000); beyond, newcomers wait in the backlog\n"
     "  --config FILE       liveness tables ([idle], [heartbeat], [output], ...) over the defaults:\n"
     "                      reader idle 5 min, a PING every 30 s answered within 10 s";
 
 int main(int argc, char** argv) {
     std::string listen_on = "127.0.0.1:7200";
     asio::ip::tcp::endpoint endpoint;
+    std::size_t max_connections = 100'000;
     net::liveness_config cfg;
     cfg.idle.reader_idle = std::chrono::minutes(5);
     cfg.heartbeat.interval = std::chrono::seconds(30);
@@ -111,11 +113,13 @@ int main(int argc, char** argv) {
         for (int i = 1; i < argc; ++i) {
             const std::string a = argv[i];
             if (a == "--listen" && i + 1 < argc) listen_on = argv[++i];
+            else if (a == "--max-connections" && i + 1 < argc) max_connections = net::parse_count(argv[++i], a, 1, 10'000'000);
             else if (a == "--config" && i + 1 < argc) cfg = net::load_liveness_config(argv[++i], cfg); // over these defaults
             else if (a == "--help" || a == "-h") {
                 std::cout << usage << '\n';
                 return 0;
-            } else throw std::invalid_argument("unknown argument '" + a + "': accepted --listen HOST:PORT, --config FILE, --help");
+            } else throw std::invalid_argument("unknown argument '" + a + "': accepted --listen HOST:PORT, --max-connections N, "
+                                                  "--config FILE, --help");
         }
         endpoint = net::parse_endpoint(listen_on, "--listen");
     } catch (const std::exception& e) {
@@ -134,6 +138,7 @@ int main(int argc, char** argv) {
     lo.name = "chat_server";
     lo.refusal = "BYE busy\n";
     lo.counters = &counters;
+    lo.admission.max_connections = max_connections; // beyond: accepting waits for a place
     std::optional<net::listener> listener;
     try {
         listener.emplace(io.get_executor(), endpoint, lo);

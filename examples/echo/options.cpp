@@ -314,9 +314,10 @@ server_options parse_server_options(int argc, const char* const* argv) {
         text_opt("tls-groups", "key-exchange groups, OpenSSL syntax (no finite-field groups by default: they cost the server "
                                "hundreds of times more CPU per handshake)", o.tls_policy.groups),
         live("handshake-timeout", "limits.handshake_timeout", "TLS handshake must finish within this (0 = off)", l),
-        own_count("max-handshakes", "TLS handshakes in progress at once, at most half of --max-connections; beyond, the oldest is "
-                  "closed handshake-shed (0 = off)",
-                  o.handshakes.max_pending, 0, 10'000'000),
+        own_count("max-handshakes", "TLS handshakes in progress at once, at most half of --max-connections; beyond, new "
+                  "connections wait in the backlog (0 = off)", o.max_handshakes, 0, 10'000'000),
+        own_ms("handshake-stall", "while connections wait for a handshake place, one this old with no ClientHello read "
+               "and nothing unread is closed handshake-shed", o.handshake_stall_ms, 1, 60'000),
         own_count("max-handshakes-per-source", "TLS handshakes in progress at once from one address; beyond, a new one is "
                   "closed busy (0 = off)", o.handshakes.max_pending_per_source, 0, 10'000'000),
         own_count("handshake-rate-per-source", "TLS handshakes one address may start per second (a second's burst); beyond, "

@@ -8,6 +8,7 @@
 #ifndef HEARTWHEEL_ECHO_OPTIONS_HPP
 #define HEARTWHEEL_ECHO_OPTIONS_HPP
 
+#include <heartwheel/net/admission.hpp>
 #include <heartwheel/net/handshake_gate.hpp>
 #include <heartwheel/net/liveness_config.hpp>
 #include <heartwheel/net/tls_socket.hpp>
@@ -54,8 +55,12 @@ struct server_options {
     /// TLS 1.2 suites and key-exchange groups: the library's server policy (net::tls_policy: AEAD
     /// suites, elliptic-curve groups only) unless --tls-ciphers / --tls-groups say otherwise.
     heartwheel::net::tls_policy tls_policy;
-    /// Handshakes in progress (oldest evicted beyond max_pending), per source, started per second per
-    /// source (net::handshake_gate); split evenly between the --threads.
+    /// TLS handshakes in progress at once (the listener's admission: beyond, accepting waits, and a
+    /// handshake stalled for handshake_stall_ms meanwhile is shed).
+    std::size_t max_handshakes = heartwheel::net::admission_limits{}.max_handshakes;
+    std::int64_t handshake_stall_ms = heartwheel::net::admission_limits{}.handshake_stall.count();
+    /// Handshakes in progress per source, started per second per source (net::handshake_gate); split
+    /// evenly between the --threads.
     heartwheel::net::handshake_limits handshakes;
     /// Connections one address holds before the rest is its excess (net::source_share; 0 = off):
     /// the excess does not count towards overload pressure, and at --max-connections a newcomer from

@@ -62,6 +62,13 @@ server::server(const server_options& options)
     lo.name = "echo_server";
     lo.refusal = tls_ ? "" : "BYE busy\n"; // a TLS client could not read it
     lo.counters = &live_counters_;          // each refusal: a close "busy"
+    // Handshakes at once: at most half of --max-connections (admission_limits says how); the
+    // connections themselves echo counts (BYE busy, --source-share's displacement at the limit).
+    heartwheel::net::admission_limits bound;
+    bound.max_connections = options_.max_connections;
+    bound.max_handshakes = options_.max_handshakes;
+    lo.admission.max_handshakes = bound.effective_max_handshakes();
+    lo.admission.handshake_stall = std::chrono::milliseconds(options_.handshake_stall_ms);
     lo.on_refused = [this] {
         counters_.accepted.fetch_add(1, std::memory_order_relaxed);
         counters_.busy.fetch_add(1, std::memory_order_relaxed);

@@ -6,9 +6,10 @@
 // with the application's own reason `line-too-long`. The connection records all I/O (any byte proves
 // liveness to the heartbeat), queues and coalesces the replies, stops this session's reading while
 // the peer does not take them (on_writable resumes it), and owns the close: BYE <reason> as last
-// words, a linger, one count per close. Admission is the worker's: a TLS session holds a place in
-// its handshake gate until the handshake ends, and with --source-share every session is counted
-// under its peer's address (either may close it: handshake-shed, busy, over-share).
+// words, a linger, one count per close. How many connect at once is the listener's admission; per
+// source it is the worker's: with a per-source handshake limit a TLS session holds a place in the
+// worker's handshake gate until its handshake ends, and with --source-share every session is counted
+// under its peer's address (either may close it: busy, over-share).
 #ifndef HEARTWHEEL_ECHO_SESSION_HPP
 #define HEARTWHEEL_ECHO_SESSION_HPP
 
@@ -31,8 +32,6 @@ namespace echo {
 /// The echo server's own close reasons (net/ knows nothing of them).
 inline const heartwheel::net::close_reason line_too_long = heartwheel::net::define_close_reason("line-too-long");
 inline const heartwheel::net::close_reason busy = heartwheel::net::define_close_reason("busy");
-/// A TLS handshake still in progress when --max-handshakes newer ones needed its place.
-inline const heartwheel::net::close_reason handshake_shed = heartwheel::net::define_close_reason("handshake-shed");
 /// Displaced at --max-connections by a newcomer: its address held the most beyond --source-share.
 inline const heartwheel::net::close_reason over_share = heartwheel::net::define_close_reason("over-share");
 
@@ -106,7 +105,7 @@ private:
         if constexpr (connection_type::is_tls) {
             if (!admit_handshake(peer)) return;
             conn_.async_handshake(asio::ssl::stream_base::server, [self = ref()](std::error_code ec) {
-                self->place_.reset(); // done, failed or shed: its place in the gate is free
+                self->place_.reset(); // done, failed or shed: its source's place is free
                 if (!ec) self->pump(); // a failure or timeout closed (and counted) it already
             });
         } else {
@@ -114,12 +113,8 @@ private:
         }
     }
 
-    /// The session's place among the handshakes in progress (TLS, until its handshake ends).
-    struct handshake_place final : heartwheel::net::handshake_gate::waiter {
-        explicit handshake_place(session& s) : owner(s) {}
-        void evicted() override { owner.conn_.abort(handshake_shed); }
-        session& owner;
-    };
+    /// The session's place among its source's handshakes in progress (TLS, until its handshake ends).
+    using handshake_place = heartwheel::net::handshake_gate::waiter;
 
     /// The session counted under its source (--source-share).
     struct share_place final : heartwheel::net::source_share::member {
@@ -137,10 +132,12 @@ private:
         session& owner;
     };
 
-    /// Takes a place in the worker's handshake gate, or closes the connection busy (its source is
-    /// at its limit); the gate may shed the oldest handshake in progress to make room.
+    /// Takes a place in the worker's handshake gate (with per-source limits), or closes the
+    /// connection busy (its source is at its limit).
     bool admit_handshake(const asio::ip::address& peer) {
-        place_ = std::make_unique<handshake_place>(*this);
+        const auto& l = w_.handshakes.limits();
+        if (l.max_pending_per_source == 0 && l.per_source_rate == 0) return true;
+        place_ = std::make_unique<handshake_place>();
         using verdict = heartwheel::net::handshake_gate::verdict;
         if (w_.handshakes.admit(*place_, peer, heartwheel::net::handshake_gate::clock::now()) == verdict::admitted) return true;
         place_.reset();

@@ -142,12 +142,11 @@ struct worker {
         return c;
     }
 
-    /// This thread's share of the handshake limits (at most half of --max-connections in progress):
-    /// each split evenly between the threads (rounded up).
+    /// This thread's share of the per-source handshake limits: each split evenly between the threads
+    /// (rounded up).
     static heartwheel::net::handshake_limits share_of_handshakes(const server_options& o) {
-        heartwheel::net::handshake_limits l = heartwheel::net::bounded_by_connections(o.handshakes, o.max_connections);
+        heartwheel::net::handshake_limits l = o.handshakes;
         const auto share = [n = o.workers()](auto v) { return static_cast<decltype(v)>((v + n - 1) / n); };
-        l.max_pending = share(l.max_pending);
         l.max_pending_per_source = share(l.max_pending_per_source);
         l.per_source_rate = share(l.per_source_rate);
         return l;
@@ -173,7 +172,7 @@ struct worker {
     heartwheel::net::timeout_scale& scale;
     /// What every connection of this worker shares: the wheel, the policies, the counters, the scale.
     const heartwheel::net::connection_context& context;
-    /// TLS handshakes in progress on this thread, bounded in all and per source.
+    /// TLS handshakes in progress on this thread, bounded per source.
     heartwheel::net::handshake_gate handshakes;
     /// Connections by source address (--source-share), and its excess mirrored for other threads.
     std::optional<heartwheel::net::source_share> shares;

@@ -50,6 +50,7 @@ struct options {
     std::string listen = "127.0.0.1:7400";
     http::http_policy http;
     net::liveness_config live;
+    net::admission_limits admission{100'000};
     std::optional<std::pair<std::string, std::string>> tls; // certificate, key
     bool help = false;
 };
@@ -57,7 +58,8 @@ struct options {
 constexpr const char* usage =
     "usage: http_server [--listen HOST:PORT] [--keepalive-timeout MS] [--header-timeout MS]\n"
     "                   [--body-timeout MS] [--body-deadline MS] [--max-requests N] [--max-age MS]\n"
-    "                   [--header-limit BYTES] [--body-limit BYTES] [--config FILE] [--tls CERT KEY]\n"
+    "                   [--header-limit BYTES] [--body-limit BYTES] [--max-connections N] [--max-handshakes N]\n"
+    "                   [--config FILE] [--tls CERT KEY]\n"
     "  --listen HOST:PORT        where to listen (default 127.0.0.1:7400; port 0 picks one)\n"
     "  --keepalive-timeout MS    an idle kept-alive connection closes silently after this (0: at once)\n"
     "  --header-timeout MS       a request head must be whole within this (else 408)\n"
@@ -67,6 +69,9 @@ constexpr const char* usage =
     "  --max-age MS              no new request on a connection older than this (0: none)\n"
     "  --header-limit BYTES      a larger request head is answered 431\n"
     "  --body-limit BYTES        a larger body is answered 413\n"
+    "  --max-connections N       open at once (default 100000); beyond, newcomers wait in the backlog\n"
+    "  --max-handshakes N        TLS handshakes in progress at once, at most half of --max-connections (default\n"
+    "                            1024; 0 = off); beyond, newcomers wait and stalled handshakes are shed\n"
     "  --config FILE             the library's tables ([timeouts], [output], [keepalive], ...)\n"
     "  --tls CERT KEY            serve HTTPS with this certificate chain and key (PEM)";
 
@@ -138,6 +143,7 @@ int serve(const options& o, asio::ssl::context* tls) {
     net::listener_options lo;
     lo.name = "http_server";
     lo.counters = &counters;
+    lo.admission = o.admission;
     std::optional<net::listener> listener;
     try {
         listener.emplace(io.get_executor(), net::parse_endpoint(o.listen, "--listen"), lo);
@@ -195,6 +201,8 @@ options parse(int argc, char** argv) {
         else if (a == "--max-requests" && has) o.http.max_requests = static_cast<std::uint32_t>(net::parse_count(argv[++i], a, 1, 1'000'000'000));
         else if (a == "--header-limit" && has) o.http.header_limit = static_cast<std::uint32_t>(net::parse_count(argv[++i], a, 256, 1u << 20));
         else if (a == "--body-limit" && has) o.http.body_limit = net::parse_count(argv[++i], a, 0, 1ull << 32);
+        else if (a == "--max-connections" && has) o.admission.max_connections = net::parse_count(argv[++i], a, 1, 10'000'000);
+        else if (a == "--max-handshakes" && has) o.admission.max_handshakes = net::parse_count(argv[++i], a, 0, 10'000'000);
         else if (a == "--config" && has) o.live = net::load_liveness_config(argv[++i], o.live); // over these defaults
         else if (a == "--tls" && i + 2 < argc) {
             o.tls.emplace(argv[i + 1], argv[i + 2]);
@@ -204,7 +212,8 @@ options parse(int argc, char** argv) {
         } else
             throw std::invalid_argument("unknown argument '" + a + "': accepted --listen HOST:PORT, --keepalive-timeout MS, "
                                         "--header-timeout MS, --body-timeout MS, --body-deadline MS, --max-requests N, --max-age MS, "
-                                        "--header-limit BYTES, --body-limit BYTES, --config FILE, --tls CERT KEY, --help");
+                                        "--header-limit BYTES, --body-limit BYTES, --max-connections N, --max-handshakes N, "
+                                        "--config FILE, --tls CERT KEY, --help");
     }
     o.http.validate(); // the flags' ranges are the policy's: this only confirms them
     net::parse_endpoint(o.listen, "--listen"); // a bad address is a usage error (exit 2)

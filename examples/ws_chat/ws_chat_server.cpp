@@ -8,7 +8,9 @@
 // Every close is a close frame naming its reason (reader-idle and heartbeat-timeout: 1001), counted once.
 //
 // Usage: ws_chat_server [--listen HOST:PORT] [--io-threads N] [--config FILE] [--max-message BYTES]
-//                       [--tls CERT KEY]
+//                       [--max-connections N] [--max-handshakes N] [--tls CERT KEY]
+// At --max-connections (or --max-handshakes TLS handshakes in progress) the listener stops accepting
+// until a place frees: newcomers wait in the kernel's backlog (net::listener's admission).
 // Prints "listening on HOST:PORT" first; on SIGINT/SIGTERM closes every client (1001 "shutdown"),
 // prints "final closes=<reason>:<n>,... messages=<n>" and exits 0. Bad flags exit 2.
 #include <heartwheel/asio_ssl.hpp>
@@ -50,18 +52,22 @@ struct options {
     unsigned io_threads = 2;
     net::liveness_config live;
     ws::ws_options ws;
+    net::admission_limits admission{100'000};
     std::optional<std::pair<std::string, std::string>> tls; // certificate, key
     bool help = false;
 };
 
 constexpr const char* usage =
     "usage: ws_chat_server [--listen HOST:PORT] [--io-threads N] [--config FILE] [--max-message BYTES]\n"
-    "                      [--tls CERT KEY]\n"
+    "                      [--max-connections N] [--max-handshakes N] [--tls CERT KEY]\n"
     "  --listen HOST:PORT   where to listen (default 127.0.0.1:7300; port 0 picks one)\n"
     "  --io-threads N       threads running the one io_context, 1..256 (default 2)\n"
     "  --config FILE        liveness tables ([idle], [heartbeat], [output], ...) over the defaults:\n"
     "                       reader idle 5 min, a ping every 30 s answered within 10 s\n"
     "  --max-message BYTES  a larger incoming message closes message-too-big, 16..64 MiB (default 65536)\n"
+    "  --max-connections N  open at once, 1..10000000 (default 100000); beyond, newcomers wait in the backlog\n"
+    "  --max-handshakes N   TLS handshakes in progress at once, 0..10000000, at most half of --max-connections\n"
+    "                       (default 1024; 0 = off); beyond, newcomers wait and stalled handshakes are shed\n"
     "  --tls CERT KEY       serve wss:// with this certificate chain and key (PEM)";
 
 // The clients of every shard. Members are added and removed on their own strands; a broadcast
@@ -152,6 +158,7 @@ int serve(const options& o, asio::ssl::context* tls) {
     net::listener_options lo;
     lo.name = "ws_chat_server";
     lo.counters = &counters;
+    lo.admission = o.admission;
     std::optional<net::listener> listener;
     try {
         listener.emplace(home, net::parse_endpoint(o.listen, "--listen"), lo);
@@ -207,6 +214,8 @@ options parse(int argc, char** argv) {
         else if (a == "--io-threads" && has) o.io_threads = static_cast<unsigned>(net::parse_count(argv[++i], a, 1, 256));
         else if (a == "--config" && has) o.live = net::load_liveness_config(argv[++i], o.live); // over these defaults
         else if (a == "--max-message" && has) o.ws.max_message = net::parse_count(argv[++i], a, 16, 64ull << 20);
+        else if (a == "--max-connections" && has) o.admission.max_connections = net::parse_count(argv[++i], a, 1, 10'000'000);
+        else if (a == "--max-handshakes" && has) o.admission.max_handshakes = net::parse_count(argv[++i], a, 0, 10'000'000);
         else if (a == "--tls" && i + 2 < argc) {
             o.tls.emplace(argv[i + 1], argv[i + 2]);
             i += 2;
@@ -214,7 +223,8 @@ options parse(int argc, char** argv) {
             o.help = true;
         } else
             throw std::invalid_argument("unknown argument '" + a + "': accepted --listen HOST:PORT, --io-threads N, "
-                                        "--config FILE, --max-message BYTES, --tls CERT KEY, --help");
+                                        "--config FILE, --max-message BYTES, --max-connections N, --max-handshakes N, "
+                                        "--tls CERT KEY, --help");
     }
     net::parse_endpoint(o.listen, "--listen"); // a bad address is a usage error (exit 2)
     o.ws.validate(o.live.output);              // --max-message against the output's limits

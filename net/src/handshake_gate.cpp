@@ -1,4 +1,4 @@
-// handshake_gate.cpp — the pending list, the sources' counts and buckets; see handshake_gate.hpp.
+// handshake_gate.cpp — the sources' counts and buckets; see handshake_gate.hpp.
 #include <heartwheel/net/handshake_gate.hpp>
 
 #include <algorithm>
@@ -10,7 +10,7 @@ handshake_gate::waiter::~waiter() {
 }
 
 handshake_gate::~handshake_gate() {
-    while (oldest_ != nullptr) unlink(*oldest_); // waiters outliving the gate hold no pointer to it
+    while (first_ != nullptr) unlink(*first_); // waiters outliving the gate hold no pointer to it
 }
 
 void handshake_gate::refill(source& s, clock::time_point now) const {
@@ -68,18 +68,12 @@ handshake_gate::verdict handshake_gate::admit(waiter& w, const asio::ip::address
             src->tokens -= 1.0;
         }
     }
-    if (limits_.max_pending != 0 && pending_ >= limits_.max_pending && oldest_ != nullptr) {
-        waiter& victim = *oldest_;
-        unlink(victim);
-        ++evictions_;
-        victim.evicted();
-    }
     w.gate_ = this;
     w.source_ = src;
-    w.prev_ = newest_;
-    w.next_ = nullptr;
-    (newest_ ? newest_->next_ : oldest_) = &w;
-    newest_ = &w;
+    w.prev_ = nullptr;
+    w.next_ = first_;
+    if (first_) first_->prev_ = &w;
+    first_ = &w;
     ++pending_;
     if (src) ++src->pending;
     return verdict::admitted;
@@ -90,8 +84,8 @@ void handshake_gate::release(waiter& w) noexcept {
 }
 
 void handshake_gate::unlink(waiter& w) noexcept {
-    (w.prev_ ? w.prev_->next_ : oldest_) = w.next_;
-    (w.next_ ? w.next_->prev_ : newest_) = w.prev_;
+    (w.prev_ ? w.prev_->next_ : first_) = w.next_;
+    if (w.next_) w.next_->prev_ = w.prev_;
     if (w.source_) --static_cast<source*>(w.source_)->pending;
     w.gate_ = nullptr;
     w.prev_ = w.next_ = nullptr;

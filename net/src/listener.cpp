@@ -1,5 +1,6 @@
 // listener.cpp — see listener.hpp.
 #include <heartwheel/net/listener.hpp>
+#include <heartwheel/net/policies.hpp>
 
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -43,6 +44,9 @@ listener::listener(const asio::any_io_executor& ex, const asio::ip::tcp::endpoin
 
 listener::listener(asio::ip::tcp::acceptor acceptor, listener_options options)
     : options_(std::move(options)), acceptor_(std::move(acceptor)), pause_(acceptor_.get_executor()) {
+    if (options_.admission_poll.count() < 1 || options_.admission_poll.count() > 1000)
+        throw config_error("admission_poll", std::to_string(options_.admission_poll.count()) + "ms", "1ms to 1s");
+    if (options_.admission.enabled()) admission_ = std::make_shared<admission>(options_.admission); // validates
     if (options_.raise_descriptor_limit) raise_descriptor_limit();
     spare_ = open_spare();
 }
@@ -104,6 +108,32 @@ listener::outcome listener::judge(const error_code& ec) {
     }
     if (exhausted) refuse_waiting();
     return exhausted ? outcome::exhausted : outcome::failed;
+}
+
+bool listener::must_wait() {
+    if (!admission_ || !acceptor_.is_open()) return false;
+    const bool connections = !admission_->limits().refuse_at_limit && !admission_->room_for_connection();
+    const bool handshakes = !admission_->room_for_handshake();
+    if (!connections && !handshakes) {
+        waiting_ = false;
+        return false;
+    }
+    if (!waiting_) {
+        waiting_ = true;
+        waits_.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (handshakes) admission_->check_stalled(admission::clock::now());
+    return true;
+}
+
+void listener::refuse(int fd) {
+    if (!options_.refusal.empty()) {
+        const ssize_t sent = ::send(fd, options_.refusal.data(), options_.refusal.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        (void)sent;
+    }
+    refused_at_limit_.fetch_add(1, std::memory_order_relaxed);
+    if (options_.counters) options_.counters->closed(busy_reason());
+    if (options_.on_refused) options_.on_refused();
 }
 
 // The backlog's connections, one at a time on the spare descriptor: accepted, told, closed. Bounded

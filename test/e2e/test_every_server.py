@@ -7,13 +7,19 @@ through net::listener and makes its TLS context with net::server_tls_context, so
    up (chat_server and kv_server used to stop accepting for good; http_server and ws_chat_server spun
    at 62-89 % CPU);
  - with TLS, refuse ffdhe-only ClientHellos (~110 ms of CPU each for ffdhe8192) and TLS 1.2 CBC suites;
+ - at --max-connections, stop accepting (newcomers wait in the kernel's backlog, none refused) and
+   serve the waiting client once a place frees; with TLS, shed handshakes that never sent a
+   ClientHello while healthy ones wait for a --max-handshakes place (the library's admission);
  - answer --help with its usage, exit 0.
 What is judged is what a client sees, and the server's CPU from /proc."""
 import os
+import re
 import signal
 import socket
+import ssl
 import subprocess
 import sys
+import threading
 import time
 import unittest
 import warnings
@@ -142,6 +148,76 @@ class DescriptorLimit(unittest.TestCase):
 
     def test_http_server(self):
         self.check("http_server")
+
+
+def closes(out):
+    """The final line's closes=reason:n,... as a dict."""
+    m = re.search(r"final closes=(\S*)", out)
+    assert m, out
+    return {k: int(v) for k, v in (kv.split(":") for kv in m.group(1).split(",") if kv)}
+
+
+class Admission(unittest.TestCase):
+    """The listener's admission, wired by each server's --max-connections / --max-handshakes. (echo_server
+    keeps its own BYE busy at --max-connections: test_echo_server.py; chat_server's probe needs two
+    places at once, its admission is kv_server's code path.)"""
+
+    def check_waits_then_serves(self, name):
+        binary, _, probe = SERVERS[name]
+        proc, port = start(binary, "--max-connections", "3")
+        try:
+            held = [connect(port) for _ in range(3)]
+            result = []
+            waiting = threading.Thread(target=lambda: result.append(probe(port)))
+            waiting.start()
+            waiting.join(1.0)
+            self.assertTrue(waiting.is_alive(), f"{name}: served past --max-connections 3 ({result})")
+            held[0].close()  # a place frees: the waiting client is taken from the backlog
+            waiting.join(10)
+            self.assertEqual(result, [True], f"{name}: the waiting client was not served once a place freed")
+            for s in held[1:]:
+                s.close()
+        finally:
+            out, err = stop(proc)
+        if "final closes=" in out:  # kv_server says only how many it closed
+            self.assertNotIn("busy", closes(out), f"{name}: {out}")  # waited, never refused
+
+    def test_kv_server(self):
+        self.check_waits_then_serves("kv_server")
+
+    def test_ws_chat_server(self):
+        self.check_waits_then_serves("ws_chat_server")
+
+    def test_http_server(self):
+        self.check_waits_then_serves("http_server")
+
+    def test_tls_servers_shed_silent_handshakes_and_serve_healthy_ones(self):
+        """300 connections that never send a ClientHello against --max-handshakes 50: the silent ones
+        are shed as they stall, a healthy TLS client behind them in the backlog is served."""
+        with tempdir() as d:
+            cert, key = make_cert(d)
+            ctx = ssl.create_default_context(cafile=cert)
+            for name in ("ws_chat_server", "http_server"):
+                binary, tls, _ = SERVERS[name]
+                proc, port = start(binary, *tls(cert, key), "--max-handshakes", "50")
+                try:
+                    silent = [connect(port) for _ in range(300)]
+                    time.sleep(0.2)
+                    began = time.monotonic()
+                    raw = socket.create_connection(("127.0.0.1", port), timeout=10)
+                    with ctx.wrap_socket(raw, server_hostname="localhost") as s:
+                        took = time.monotonic() - began
+                        s.sendall(UPGRADE if name == "ws_chat_server" else
+                                  b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                        self.assertIn(b"HTTP/1.1 10" if name == "ws_chat_server" else b"HTTP/1.1 200", s.recv(4096))
+                    for c in silent:
+                        c.close()
+                finally:
+                    out, _ = stop(proc)
+                shed = closes(out).get("handshake-shed", 0)
+                print(f"{name}: 300 silent connections, --max-handshakes 50: healthy handshake in {took:.2f} s; "
+                      f"{shed} shed")
+                self.assertGreaterEqual(shed, 200, out)
 
 
 class TlsPolicy(unittest.TestCase):

@@ -1,8 +1,12 @@
 // listener_test.cpp — net::listener: at the descriptor limit it refuses what waits, rests between
 // tries (no busy loop), says so once per episode, and accepts again once descriptors free up; its
-// async_accept ends only when it is closed, on the acceptor's executor or another one.
+// async_accept ends only when it is closed, on the acceptor's executor or another one; at an
+// admission limit it stops accepting (the backlog holds the newcomers) until a connection closes, or
+// refuses them when asked to.
 #include <boost/test/unit_test.hpp>
 
+#include <heartwheel/asio_wheel.hpp>
+#include <heartwheel/net/connection.hpp>
 #include <heartwheel/net/listener.hpp>
 
 #include "test_asio.hpp"
@@ -53,6 +57,19 @@ struct descriptor_limit {
     }
     ~descriptor_limit() { ::setrlimit(RLIMIT_NOFILE, &saved); }
 };
+
+// How many of the clients read the refusal "BYE busy\n" (without waiting).
+std::size_t told_busy(std::vector<tcp::socket>& clients) {
+    std::size_t told = 0;
+    for (auto& c : clients) {
+        char buf[32];
+        error_code ec;
+        c.non_blocking(true);
+        const auto n = c.read_some(asio::buffer(buf), ec);
+        if (!ec && std::string(buf, n) == "BYE busy\n") ++told;
+    }
+    return told;
+}
 
 // Accepts into `held` until the listener is closed.
 struct accept_loop {
@@ -111,15 +128,7 @@ BOOST_AUTO_TEST_CASE(at_the_descriptor_limit_it_refuses_rests_and_accepts_again)
         BOOST_REQUIRE(log.size() == 1u); // said once for the episode
         BOOST_TEST(log[0].find("refusing new connections with BYE busy") != std::string::npos, log[0]);
         // The refused clients read the refusal, then the end of stream.
-        std::size_t told = 0;
-        for (auto& c : clients) {
-            char buf[32];
-            error_code ec;
-            c.non_blocking(true);
-            const auto n = c.read_some(asio::buffer(buf), ec);
-            if (!ec && std::string(buf, n) == "BYE busy\n") ++told;
-        }
-        BOOST_TEST(told == l.refused());
+        BOOST_TEST(told_busy(clients) == l.refused());
         // Descriptors free up: the next client is served, and the episode's end is said.
         held.clear();
         clients.clear();
@@ -179,4 +188,84 @@ BOOST_AUTO_TEST_CASE(the_socket_runs_on_the_executor_asked_for) {
     io.run_for(200ms);
     BOOST_TEST(got);
     BOOST_TEST(l.accepted() == 1u);
+}
+
+namespace {
+
+// Makes every accepted socket a net::connection on the context (so the admission counts it), until
+// the listener is closed.
+struct connection_loop {
+    using conn = net::connection<tcp::socket>;
+    net::listener& l;
+    const net::connection_context& ctx;
+    std::vector<std::shared_ptr<conn>> held;
+    void start() {
+        l.async_accept([this](error_code ec, tcp::socket s) {
+            if (ec) return;
+            held.push_back(std::make_shared<conn>(std::move(s), ctx));
+            start();
+        });
+    }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(at_max_connections_accepting_waits_until_a_connection_closes) {
+    asio::io_context io;
+    heartwheel::asio_wheel wheel(io.get_executor());
+    const net::connection_context ctx(wheel);
+    net::listener_options o;
+    o.raise_descriptor_limit = false;
+    o.admission.max_connections = 2;
+    o.admission_poll = 5ms;
+    net::listener l(io.get_executor(), tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0), o);
+    std::vector<tcp::socket> clients;
+    for (int i = 0; i < 4; ++i) {
+        clients.emplace_back(io);
+        clients.back().connect(l.local_endpoint()); // the kernel completes it: the backlog holds it
+    }
+    connection_loop loop{l, ctx, {}};
+    loop.start();
+    io.run_for(200ms);
+    BOOST_TEST(loop.held.size() == 2u); // the other two wait in the backlog, not refused
+    BOOST_TEST(l.accepted() == 2u);
+    BOOST_TEST(l.waits() == 1u); // one episode, however many looks
+    BOOST_REQUIRE(l.admitted() != nullptr);
+    BOOST_TEST(l.admitted()->open() == 2u);
+    loop.held[0]->close(net::close_reason::shutdown); // its socket closes: a place frees
+    for (int i = 0; i < 50 && loop.held.size() < 3u; ++i) io.run_for(10ms);
+    BOOST_TEST(loop.held.size() == 3u);
+    io.run_for(50ms);
+    BOOST_TEST(loop.held.size() == 3u); // and only one
+    loop.held[1].reset(); // destroyed without a close: its place frees too
+    for (int i = 0; i < 50 && loop.held.size() < 4u; ++i) io.run_for(10ms);
+    BOOST_TEST(loop.held.size() == 4u);
+    BOOST_TEST(l.admitted()->open() == 2u);
+    BOOST_TEST(l.admitted()->reserved() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(at_max_connections_it_may_refuse_instead) {
+    asio::io_context io;
+    heartwheel::asio_wheel wheel(io.get_executor());
+    net::liveness_counters counters;
+    const net::connection_context ctx(wheel, {}, &counters);
+    net::listener_options o;
+    o.raise_descriptor_limit = false;
+    o.admission.max_connections = 1;
+    o.admission.refuse_at_limit = true;
+    o.refusal = "BYE busy\n";
+    o.counters = &counters;
+    net::listener l(io.get_executor(), tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0), o);
+    std::vector<tcp::socket> clients;
+    for (int i = 0; i < 3; ++i) {
+        clients.emplace_back(io);
+        clients.back().connect(l.local_endpoint());
+    }
+    connection_loop loop{l, ctx, {}};
+    loop.start();
+    io.run_for(200ms);
+    BOOST_TEST(loop.held.size() == 1u);
+    BOOST_TEST(l.refused_at_limit() == 2u);
+    BOOST_TEST(counters.snapshot().closes[static_cast<std::size_t>(net::busy_reason())] == 2u);
+    BOOST_TEST(told_busy(clients) == 2u);
 }

@@ -140,7 +140,7 @@ public:
     }
     /// Virtual: make_connection_with's block derives from the connection (nothing else should).
     virtual ~connection() {
-        detail::teardown_registry::of(stream_.get_executor()).remove(*this, stream_.get_executor());
+        detail::teardown_registry::of(stream_.get_executor()).remove(*this, stream_.get_executor(), !closed_);
         live_.close();
     }
     connection(const connection&) = delete;
@@ -173,7 +173,7 @@ public:
     template <class Token>
     auto async_handshake(asio::ssl::stream_base::handshake_type type, Token&& token) {
         static_assert(is_tls, "async_handshake needs a TLS stream (net::tls_socket or asio::ssl::stream)");
-        return asio::async_compose<Token, void(error_code)>(handshake_op{this->shared_from_this(), type},
+        return asio::async_compose<Token, void(error_code)>(handshake_op{this->shared_from_this(), type, false, nullptr, nullptr},
                                                                  token, stream_.next_layer());
     }
 
@@ -393,23 +393,30 @@ private:
         // half_close it is out already, and a second shutdown would only wake the reactor for nothing.
         if (!half_closed_) sock.shutdown(asio::socket_base::shutdown_both, ignored);
         sock.close(ignored);
+        detail::teardown_registry::of(stream_.get_executor()).connection_closed(); // its admission place
         // The handler (typically the application's session) goes now: a closed connection calls
         // nothing more, and a session that holds the connection is not kept alive by it.
         const auto handler = std::exchange(handler_, nullptr);
         if (handler) handler->on_close(*reason_);
     }
 
+    // A server-side handshake under a listener's admission holds a handshake place while it lasts;
+    // asked whether it is stalled (newcomers wait for places), it looks here, on its own executor.
     struct handshake_op {
         std::shared_ptr<connection> c;
         asio::ssl::stream_base::handshake_type type;
         bool started = false;
+        std::shared_ptr<admission> adm;           // before the place: outlives it
+        std::unique_ptr<admission::handshake_place> place;
         template <class Self>
         void operator()(Self& self, error_code ec = {}) {
             if (!started) {
                 started = true;
                 c->live_.handshake_started();
+                if (type == asio::ssl::stream_base::server) take_place();
                 return c->stream_.next_layer().async_handshake(type, std::move(self));
             }
+            place.reset();
             if (c->closing_) return self.complete(c->closed_ ? c->close_error() : error_code(errc::timed_out));
             if (ec) {
                 c->abort(close_reason::handshake_failed);
@@ -419,7 +426,25 @@ private:
             c->live_.handshake_done();
             self.complete(ec);
         }
+        void take_place() {
+            adm = detail::teardown_registry::of(c->get_executor()).admission_of();
+            if (!adm || adm->limits().effective_max_handshakes() == 0) return;
+            place = std::make_unique<admission::handshake_place>(*adm, [weak = c->weak_from_this(), ex = c->get_executor()] {
+                asio::post(ex, [weak] {
+                    if (auto self = weak.lock()) self->shed_if_stalled();
+                });
+            });
+        }
     };
+    /// Closes handshake-shed a handshake that has read no ClientHello and has nothing unread: the
+    /// peer's silence, not our slowness.
+    void shed_if_stalled() {
+        if (closing_ || handshake_done_) return;
+        if (detail::tls_traits<NextLayer>::hello_received(stream_.next_layer())) return;
+        error_code ec;
+        if (stream_.lowest_layer().available(ec) > 0 && !ec) return;
+        abort(handshake_shed_reason());
+    }
 
     /// The options' linger is checked before anything is made (the output's policy by the output
     /// itself): kept in 32 bits of milliseconds, it is 0 to 49 days, else config_error.

@@ -12,6 +12,11 @@
 //  - a connection that failed between the kernel's handshake and accept() (ECONNABORTED, EPROTO,
 //    the network errors accept(2) lists): retried at once;
 //  - anything else: logged once per episode and retried after `pause`.
+// And it admits (admission.hpp): at `admission.max_connections` open, or `max_handshakes` TLS
+// handshakes in progress, it stops accepting until a place frees (the kernel's backlog holds the
+// newcomers; a stalled handshake is shed meanwhile), looking again every `admission_poll`.
+// Connections are counted on the execution contexts it accepts into. By default handshakes are
+// bounded (1,024 at once) and connections are not.
 // Constructing a listener raises the process's soft descriptor limit to its hard one (Go's runtime
 // does the same at start): a server holding connections wants every descriptor it may have.
 //
@@ -20,8 +25,10 @@
 #ifndef HEARTWHEEL_NET_LISTENER_HPP
 #define HEARTWHEEL_NET_LISTENER_HPP
 
+#include <heartwheel/net/admission.hpp>
 #include <heartwheel/net/close_reason.hpp>
 #include <heartwheel/net/counters.hpp>
+#include <heartwheel/net/detail/teardown_registry.hpp>
 #include <heartwheel/net/listen.hpp>
 
 #include <heartwheel/asio.hpp>
@@ -30,6 +37,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -44,6 +52,8 @@ struct listener_options {
     liveness_counters* counters = nullptr;            ///< counts each refusal as a close "busy"
     std::function<void()> on_refused;                 ///< called once per refused connection (the listener's executor)
     bool raise_descriptor_limit = true;               ///< soft RLIMIT_NOFILE up to the hard one at construction
+    admission_limits admission;                       ///< connections and TLS handshakes at once (validated by the constructor)
+    std::chrono::milliseconds admission_poll{10};     ///< at a limit, how often accepting looks for a free place
 };
 
 /// The close reason a connection refused at the descriptor limit (or by a server at its limit) counts as.
@@ -89,6 +99,16 @@ public:
     std::uint64_t refused() const noexcept { return refused_.load(std::memory_order_relaxed); }
     /// Times accepting rested (each `pause`).
     std::uint64_t pauses() const noexcept { return pauses_.load(std::memory_order_relaxed); }
+    /// Times accepting stopped at an admission limit (each episode once).
+    std::uint64_t waits() const noexcept { return waits_.load(std::memory_order_relaxed); }
+    /// Refused at max_connections (refuse_at_limit).
+    std::uint64_t refused_at_limit() const noexcept { return refused_at_limit_.load(std::memory_order_relaxed); }
+    /// The admission (null when nothing is limited): its counts, and its limits.
+    const admission* admitted() const noexcept { return admission_.get(); }
+    /// A socket this listener accepted was dropped without becoming a net::connection: its place is free.
+    void dropped() noexcept {
+        if (admission_) admission_->unreserve();
+    }
 
 private:
     enum class outcome { accepted, closed, retry_now, exhausted, failed };
@@ -103,12 +123,22 @@ private:
 
         template <class Self>
         void operator()(Self& self) {
-            l->acceptor_.async_accept(ex, std::move(self));
+            accept_or_wait(self);
         }
         template <class Self>
         void operator()(Self& self, error_code ec, socket_type socket) {
             switch (l->judge(ec)) {
-            case outcome::accepted: return self.complete(ec, std::move(socket));
+            case outcome::accepted:
+                if (l->admission_) {
+                    if (l->at_connection_limit()) { // refuse_at_limit: accepted only to be told
+                        l->refuse(socket.native_handle());
+                        return accept_or_wait(self);
+                    }
+                    l->admission_->reserve();
+                    auto& registry = detail::teardown_registry::of(ex);
+                    if (!registry.attached_to(l->admission_.get())) registry.attach(l->admission_);
+                }
+                return self.complete(ec, std::move(socket));
             case outcome::closed: return self.complete(asio::error::operation_aborted, std::move(socket));
             case outcome::retry_now: return l->acceptor_.async_accept(ex, std::move(self));
             case outcome::exhausted:
@@ -120,11 +150,28 @@ private:
         }
         template <class Self>
         void operator()(Self& self, error_code) { // the pause is over (or close() cut it short: the
-            l->acceptor_.async_accept(ex, std::move(self)); // closed acceptor then says so at once)
+            accept_or_wait(self);                 // closed acceptor then says so at once)
+        }
+        // At an admission limit (and open): rest admission_poll and look again; else accept.
+        template <class Self>
+        void accept_or_wait(Self& self) {
+            if (l->must_wait()) {
+                l->pause_.expires_after(l->options_.admission_poll);
+                return l->pause_.async_wait(std::move(self));
+            }
+            l->acceptor_.async_accept(ex, std::move(self));
         }
     };
 
     void refuse_waiting();
+    /// Whether accepting waits for a place now (counting the episode, asking stalled handshakes to
+    /// look at themselves while handshake places are what is missing).
+    bool must_wait();
+    bool at_connection_limit() const noexcept {
+        return admission_->limits().refuse_at_limit && !admission_->room_for_connection();
+    }
+    /// Writes the refusal (best effort) to a socket about to be closed, and counts it busy.
+    void refuse(int fd);
 
     listener_options options_;
     asio::ip::tcp::acceptor acceptor_;
@@ -132,7 +179,9 @@ private:
     int spare_ = -1;          ///< a descriptor kept free to accept-and-refuse at the limit
     bool in_episode_ = false; ///< accepting failed and has not succeeded since
     std::uint64_t episode_refused_ = 0;
-    std::atomic<std::uint64_t> accepted_{0}, refused_{0}, pauses_{0};
+    bool waiting_ = false;   ///< accepting is stopped at an admission limit
+    std::shared_ptr<admission> admission_; ///< shared with the contexts it accepted into
+    std::atomic<std::uint64_t> accepted_{0}, refused_{0}, pauses_{0}, waits_{0}, refused_at_limit_{0};
 };
 
 } // namespace heartwheel::net

@@ -23,6 +23,7 @@ struct tls_traits<asio::ssl::stream<S>> {
     static constexpr bool is_tls = true;
     static bool has_pending(asio::ssl::stream<S>& s) noexcept { return ::SSL_pending(s.native_handle()) > 0; }
     static void say_goodbye(asio::ssl::stream<S>&) noexcept {}
+    static bool hello_received(asio::ssl::stream<S>& s) noexcept { return ::SSL_get_state(s.native_handle()) != TLS_ST_BEFORE; }
 };
 
 } // namespace heartwheel::net::detail

@@ -89,6 +89,8 @@ public:
     std::size_t read_ready(void* data, std::size_t size, want& w, error_code& ec);
     /// Whether OpenSSL holds bytes (decrypted or not) that no readiness of the socket will announce.
     bool has_pending() const noexcept { return ::SSL_has_pending(ssl_) == 1; }
+    /// Server side: whether the peer's ClientHello has been read whole (the handshake moved past it).
+    bool hello_received() const noexcept { return ::SSL_get_state(ssl_) != TLS_ST_BEFORE; }
     /// Says close_notify now, without waiting: the peer can tell this close from a cut connection.
     /// Best effort — not after a failed operation or before the handshake finished (OpenSSL forbids
     /// both), and a peer whose window is shut may not get it. Nothing may be written after it.
@@ -194,6 +196,7 @@ template <>
 struct tls_traits<tls_socket> {
     static constexpr bool is_tls = true;
     static bool has_pending(const tls_socket& s) noexcept { return s.has_pending(); }
+    static bool hello_received(const tls_socket& s) noexcept { return s.hello_received(); }
     /// It leaves with close_notify before the last words' FIN, so the peer can tell a goodbye from a cut.
     static void say_goodbye(tls_socket& s) noexcept { s.send_close_notify(); }
 };

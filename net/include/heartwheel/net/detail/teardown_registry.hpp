@@ -14,16 +14,22 @@
 // Once per such episode, on the last connection's executor once it is gone, with nobody left on it
 // to delay.
 //
+// And it carries the admission of the listener that accepts into this context (admission.hpp), so
+// that a connection is counted there without a pointer of its own: when it is made, and until its
+// socket closes (connection_closed(), or its removal if it never closed).
+//
 // Invariants: an entry is linked while registered; shutdown() unlinks each entry before calling it
 // (so a connection destroyed by the call, or later, finds itself unlinked) and never calls out with
 // the mutex held (the context may run on several threads).
 #ifndef HEARTWHEEL_NET_DETAIL_TEARDOWN_REGISTRY_HPP
 #define HEARTWHEEL_NET_DETAIL_TEARDOWN_REGISTRY_HPP
 
+#include <heartwheel/net/admission.hpp>
 #include <heartwheel/net/detail/list_hook.hpp>
 
 #include <heartwheel/asio.hpp>
 
+#include <memory>
 #include <mutex>
 
 #if defined(__GLIBC__)
@@ -58,16 +64,24 @@ public:
 
     void add(entry& e) {
         const std::lock_guard<std::mutex> lock(mutex_);
+        if (admission_) admission_->arrived();
         if (closed_) return;
         list_.push_back(e);
         if (since_trim_ < trim_after) ++since_trim_;
     }
-    /// `ex`: where the trim runs, after the rest of the leaving session is freed.
+    /// A registered connection's socket closed: its admission place is free.
+    void connection_closed() noexcept {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        if (admission_) admission_->left();
+    }
+    /// `ex`: where the trim runs, after the rest of the leaving session is freed. `still_open`: the
+    /// connection never closed its socket (connection_closed() was not called for it).
     template <class Executor>
-    void remove(entry& e, const Executor& ex) noexcept {
+    void remove(entry& e, const Executor& ex, bool still_open) noexcept {
         bool trim = false;
         {
             const std::lock_guard<std::mutex> lock(mutex_);
+            if (still_open && admission_) admission_->left();
             if (e.linked()) e.unlink();
             if (list_.empty() && since_trim_ >= trim_after && !closed_) {
                 since_trim_ = 0;
@@ -75,6 +89,21 @@ public:
             }
         }
         if (trim) asio::post(ex, [] { return_freed_memory(); });
+    }
+
+    /// The admission the connections of this context count in from now on (a listener's, set as it
+    /// accepts into the context; null: none).
+    void attach(std::shared_ptr<admission> a) {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        admission_ = std::move(a);
+    }
+    std::shared_ptr<admission> admission_of() {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        return admission_;
+    }
+    bool attached_to(const admission* a) {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        return admission_.get() == a;
     }
 
 private:
@@ -100,6 +129,7 @@ private:
 
     std::mutex mutex_;
     list_head list_;
+    std::shared_ptr<admission> admission_;
     unsigned since_trim_ = 0; ///< connections added since the last trim (saturating at trim_after)
     bool closed_ = false;
 };

@@ -28,7 +28,7 @@ namespace detail {
 
 /// Specialised by a TLS stream's header with: is_tls = true, has_pending(stream) (decrypted bytes
 /// that no socket readiness would announce), say_goodbye(stream) (what the close path sends before
-/// its FIN).
+/// its FIN), hello_received(stream) (server side: the peer's ClientHello was read whole).
 template <class T>
 struct tls_traits {
     static constexpr bool is_tls = false;

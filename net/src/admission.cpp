@@ -1,0 +1,86 @@
+// admission.cpp — the counts, the handshakes in progress and their stall checks; see admission.hpp.
+#include <heartwheel/net/admission.hpp>
+#include <heartwheel/net/policies.hpp>
+
+#include <string>
+
+namespace heartwheel::net {
+
+std::size_t admission_limits::effective_max_handshakes() const noexcept {
+    if (max_handshakes == 0 || max_connections == 0) return max_handshakes;
+    const std::size_t half = max_connections / 2 > 0 ? max_connections / 2 : 1;
+    return max_handshakes < half ? max_handshakes : half;
+}
+
+void admission_limits::validate() const {
+    if (handshake_stall.count() < 1 || handshake_stall.count() > 60'000)
+        throw config_error("handshake_stall", std::to_string(handshake_stall.count()) + "ms", "1ms to 60s");
+}
+
+close_reason handshake_shed_reason() {
+    static const close_reason r = define_close_reason("handshake-shed");
+    return r;
+}
+
+admission::handshake_place::handshake_place(admission& a, std::function<void()> check)
+    : a_(a), check_(std::move(check)) {
+    const std::lock_guard<std::mutex> lock(a_.mutex_);
+    next_check_ = clock::now() + a_.limits_.handshake_stall;
+    a_.pending_.push_back(*this);
+    a_.handshakes_.fetch_add(1, std::memory_order_relaxed);
+}
+
+admission::handshake_place::~handshake_place() {
+    const std::lock_guard<std::mutex> lock(a_.mutex_);
+    unlink();
+    saturating_decrement(a_.handshakes_);
+}
+
+admission::admission(const admission_limits& limits) : limits_(limits), max_handshakes_(limits.effective_max_handshakes()) {
+    limits_.validate();
+}
+
+bool admission::room_for_connection() const noexcept {
+    if (limits_.max_connections == 0) return true;
+    return open_.load(std::memory_order_relaxed) + reserved_.load(std::memory_order_relaxed) < limits_.max_connections;
+}
+
+bool admission::room_for_handshake() const noexcept {
+    if (max_handshakes_ == 0) return true;
+    // A reserved socket may be about to begin one: counted, so that a burst of accepts cannot overshoot.
+    return handshakes_.load(std::memory_order_relaxed) + reserved_.load(std::memory_order_relaxed) < max_handshakes_;
+}
+
+void admission::reserve() noexcept { reserved_.fetch_add(1, std::memory_order_relaxed); }
+
+void admission::unreserve() noexcept { saturating_decrement(reserved_); }
+
+void admission::arrived() noexcept {
+    saturating_decrement(reserved_);
+    open_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void admission::left() noexcept { saturating_decrement(open_); }
+
+void admission::saturating_decrement(std::atomic<std::size_t>& n) noexcept {
+    std::size_t v = n.load(std::memory_order_relaxed);
+    while (v != 0 && !n.compare_exchange_weak(v, v - 1, std::memory_order_relaxed)) {
+    }
+}
+
+std::size_t admission::check_stalled(clock::time_point now) {
+    std::size_t asked = 0;
+    const std::lock_guard<std::mutex> lock(mutex_);
+    // Oldest first; a place asked is asked again only a stall later (one whose hello arrived stays,
+    // and is looked at once per period, not once per poll).
+    for (detail::list_hook* h = pending_.front(); h != nullptr && h != &pending_; h = h->next) {
+        auto& p = static_cast<handshake_place&>(*h);
+        if (p.next_check_ > now) continue;
+        p.next_check_ = now + limits_.handshake_stall;
+        p.check_();
+        ++asked;
+    }
+    return asked;
+}
+
+} // namespace heartwheel::net
