@@ -7,8 +7,9 @@ that times out, a client reconnecting with growing backoff while the server is r
 overload moment: a flood of idle connections near --max-connections shed at the scaled reader-idle
 timeout while healthy clients keep working, and a WebSocket chat on Boost.Beast whose idle and
 unresponsive clients get close frames naming the reason and whose flooding member is slowed to its
-readers' pace (demo_ws.py), HTTP keep-alive, and a server
-out of descriptors refusing, resting and serving again (net::listener). Prints a summary, then stops
+readers' pace (demo_ws.py), HTTP keep-alive, a storm of TLS connects served past a handshake bound
+of 20 while connections that never send a ClientHello are shed (the listener's admission), and a
+server out of descriptors refusing, resting and serving again (net::listener). Prints a summary, then stops
 everything it started."""
 import json
 import os
@@ -203,6 +204,40 @@ def http_scene():
     return ok and bool(final) and "header-timeout:1" in final[0] and "keepalive-timeout:1" in final[0]
 
 
+def storm_scene():
+    """A TLS connect storm: 300 connections that never send a ClientHello, then 1,000 TLS clients at
+    once, against --max-handshakes 20. The listener stops accepting at the bound (the backlog holds
+    the storm), sheds the silent ones as they stall, and never sheds a handshake whose hello arrived."""
+    import resource
+    import tempfile
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)  # 1,300 sockets here and in the client
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4096)), hard))
+    say("scene", "TLS storm: 300 silent connections, then 1,000 TLS clients at once, --max-handshakes 20")
+    with tempfile.TemporaryDirectory() as d:
+        cert, key = os.path.join(d, "cert.pem"), os.path.join(d, "key.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                        "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=localhost",
+                        "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"], check=True, capture_output=True)
+        server, port, lines = start_server(flags=["--tls", "--cert", cert, "--key", key, "--max-handshakes", "20"])
+        silent = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(300)]
+        say("silent", "300 connections open, none sends a ClientHello")
+        start = time.monotonic()
+        storm, out = start_client("storm", "--connect", f"127.0.0.1:{port}", "--tls", "--ca", cert,
+                                  "--connections", "1000", "--send-interval", "1000", "--duration", "5000", "--quiet")
+        storm.wait(timeout=60)
+        time.sleep(0.2)
+        summary = next((json.loads(l) for l in reversed(out) if l.startswith("{")), {})
+        say("storm", f"{summary.get('connects')} of 1,000 connected, {summary.get('connect_failures')} failed, "
+                     f"{summary.get('responses')} echoes in {time.monotonic() - start:.1f}s")
+        for s in silent:
+            s.close()
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=10)
+    final = next((l for l in lines if l.startswith("final ")), "(no final line)")
+    print("echo_server:", final)
+    return summary.get("connects") == 1000 and summary.get("connect_failures") == 0 and "handshake-shed:300" in final
+
+
 def descriptor_scene():
     """Out of descriptors (a hard limit of 64) in kv_server: net::listener refuses what waits with
     BYE busy, rests instead of spinning, says so once, and serves again once descriptors free up."""
@@ -316,6 +351,7 @@ def main():
     ok = overload_scene() and ok
     ok = websocket_scene() and ok
     ok = http_scene() and ok
+    ok = storm_scene() and ok
     ok = descriptor_scene() and ok
     print("\ndemo", "finished: every behaviour shown" if ok else "finished, but a scene did not go as scripted")
     return 0 if ok else 1

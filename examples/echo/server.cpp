@@ -178,6 +178,7 @@ void server::at_the_limit(worker& w, Socket socket) {
 
 template <class Socket>
 void server::reject_busy(Socket socket) {
+    listener_->dropped(); // never a connection: its admission place is free
     counters_.busy.fetch_add(1, std::memory_order_relaxed);
     live_counters_.closed(busy); // the server's own reason: accepted, never a session
     static const std::string bye = "BYE busy\n";

@@ -122,7 +122,11 @@ bool listener::must_wait() {
         waiting_ = true;
         waits_.fetch_add(1, std::memory_order_relaxed);
     }
-    if (handshakes) admission_->check_stalled(admission::clock::now());
+    const auto now = admission::clock::now();
+    if (handshakes) admission_->check_stalled(now);
+    // Sockets accepted a second ago and still not connections were dropped without dropped():
+    // their places must not hold accepting up for good.
+    if (admission_->reserved() > 0 && now - last_reserved_ > std::chrono::seconds(1)) admission_->forget_reservations();
     return true;
 }
 

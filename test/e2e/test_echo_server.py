@@ -1094,9 +1094,11 @@ class Accounting(unittest.TestCase):
                     self.assertGreaterEqual(closes.get(reason, 0), n, (reason, closes))
                 self.assertEqual(total, sum(expected.values()) + 1, closes)
                 extra = [socket.create_connection(("127.0.0.1", srv.port)) for _ in range(6)]  # over the limit
-                time.sleep(0.3)
+                time.sleep(0.6)
                 accepted, live, closes = self.metrics(mport)
-                self.assertGreaterEqual(closes.get("busy", 0), 3, closes)
+                # TCP: BYE busy past the limit. TLS: at most 3 handshakes in progress (half the limit),
+                # so the silent extras wait for a place and are shed as they stall instead.
+                self.assertGreaterEqual(closes.get("busy", 0) + (closes.get("handshake-shed", 0) if tls else 0), 3, closes)
                 for e in extra:
                     e.close()
                 for c in held:

@@ -18,7 +18,8 @@
 // connection holds no pointer of its own); its server-side TLS handshake (connection::async_handshake)
 // holds a handshake place from its start to its end. Every net::connection of such a context counts,
 // so a context given to a listener with limits should hold that listener's connections only. A
-// socket accepted and then dropped without a connection must be given back: listener::dropped().
+// socket accepted and then dropped without a connection must be given back: listener::dropped()
+// (or the listener forgets reservations nothing took over within a second, at a limit).
 //
 // Thread-safe: counts are atomics, the handshakes in progress an intrusive list under a mutex (one
 // lock per handshake start and end). Memory: the limits, the counts, the list heads; a handshake
@@ -100,6 +101,9 @@ public:
     void reserve() noexcept;
     /// A reserved socket was dropped without becoming a connection.
     void unreserve() noexcept;
+    /// Forgets every reservation: the listener's safety net when nothing took them over for a while
+    /// (a socket dropped without unreserve() must not stop accepting for good).
+    void forget_reservations() noexcept { reserved_.store(0, std::memory_order_relaxed); }
     /// A connection was made (takes a reserved place over, or a new one) / its socket closed.
     void arrived() noexcept;
     void left() noexcept;

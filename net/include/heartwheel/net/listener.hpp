@@ -135,6 +135,7 @@ private:
                         return accept_or_wait(self);
                     }
                     l->admission_->reserve();
+                    l->last_reserved_ = std::chrono::steady_clock::now();
                     auto& registry = detail::teardown_registry::of(ex);
                     if (!registry.attached_to(l->admission_.get())) registry.attach(l->admission_);
                 }
@@ -180,6 +181,7 @@ private:
     bool in_episode_ = false; ///< accepting failed and has not succeeded since
     std::uint64_t episode_refused_ = 0;
     bool waiting_ = false;   ///< accepting is stopped at an admission limit
+    std::chrono::steady_clock::time_point last_reserved_{};
     std::shared_ptr<admission> admission_; ///< shared with the contexts it accepted into
     std::atomic<std::uint64_t> accepted_{0}, refused_{0}, pauses_{0}, waits_{0}, refused_at_limit_{0};
 };
