@@ -3,7 +3,8 @@
 
 Starts the server on a free port and shows, as they happen: healthy clients echoing, a silent client
 closed for reader-idle, a client that stops answering pings closed for heartbeat-timeout, a request
-that times out, a client reconnecting with growing backoff while the server is restarted, and an
+that times out, a client reconnecting with growing backoff while the server is restarted (a drain: each client asked
+to leave over 1.5 s), and an
 overload moment: a flood of idle connections near --max-connections shed at the scaled reader-idle
 timeout while healthy clients keep working, and a WebSocket chat on Boost.Beast whose idle and
 unresponsive clients get close frames naming the reason and whose flooding member is slowed to its
@@ -28,7 +29,7 @@ T0 = time.monotonic()
 LOCK = threading.Lock()
 PROCS = []
 SERVER_FLAGS = ["--reader-idle", "3000", "--heartbeat-interval", "500", "--heartbeat-timeout", "400",
-                "--heartbeat-misses", "3", "--stats-interval", "2000"]
+                "--heartbeat-misses", "3", "--stats-interval", "2000", "--drain-window", "1500"]
 
 
 def say(who, what):
@@ -323,7 +324,8 @@ def main():
     mute.close()
 
     time.sleep(0.5)
-    say("scene", "restarting the server: it says BYE shutdown, the reconnector backs off 200, 400, 800 ms ...")
+    say("scene", "restarting the server: it drains, asking each client to leave over 1.5 s (BYE draining 1500); "
+                 "the reconnector backs off 200, 400, 800 ms ...")
     server.send_signal(signal.SIGTERM)
     server.wait(timeout=10)
     say("server", f"exited with code {server.returncode}")

@@ -47,7 +47,7 @@ def proc_figures(pid):
 
 
 def start_server(mode, flags):
-    p = subprocess.Popen([SERVER, "--listen", "127.0.0.1:0", "--timers", mode, *flags],
+    p = subprocess.Popen([SERVER, "--listen", "127.0.0.1:0", "--timers", mode, "--drain-window", "0", *flags],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = p.stdout.readline()
     if not line.startswith("listening on "):

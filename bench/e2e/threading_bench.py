@@ -30,7 +30,7 @@ def child_cpu_s():
 
 def run(model, n, timers, conns, seconds):
     flags = ["--io-threads" if model == "pool" else "--threads", str(n), "--timers", timers, *LIVENESS]
-    server = subprocess.Popen([SERVER, "--listen", "127.0.0.1:0", *flags], stdout=subprocess.PIPE,
+    server = subprocess.Popen([SERVER, "--listen", "127.0.0.1:0", "--drain-window", "0", *flags], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
     line = server.stdout.readline()
     if not line.startswith("listening on "):

@@ -51,7 +51,7 @@ def command(name, policy):
     if policy.get("tls"):
         common += ["--tls", "--cert", policy["tls"][0], "--key", policy["tls"][1]]
     if name == "heartwheel":
-        return [os.path.join(BUILD, "examples", "echo_server"), *common,
+        return [os.path.join(BUILD, "examples", "echo_server"), "--drain-window", "0", *common,
                 "--heartbeat-timeout", str(policy["interval"]), *policy.get("heartwheel_flags", [])]
     if name == "go":
         return [os.path.join(OUT, "peer_go"), *common]

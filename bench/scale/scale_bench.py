@@ -67,7 +67,7 @@ def policy_flags(interval, timeout, tick, misses=1, jitter=JITTER):
 
 def start_server(flags, port=0):
     """An echo_server on 127.0.0.1:port (0: any): (process, port, metrics port), read off its first lines."""
-    p = subprocess.Popen([SERVER, "--listen", f"127.0.0.1:{port}", *flags], stdout=subprocess.PIPE,
+    p = subprocess.Popen([SERVER, "--listen", f"127.0.0.1:{port}", "--drain-window", "0", *flags], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     line = p.stdout.readline()
     if not line.startswith("listening on "):

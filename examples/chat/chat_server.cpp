@@ -11,12 +11,13 @@
 //   idle, heartbeat, output limits: from --config FILE (net's liveness tables: [idle], [heartbeat],
 //   [output], ...) or the defaults below.
 //
-// Usage: chat_server [--listen HOST:PORT] [--max-connections N] [--config FILE]; prints "listening on HOST:PORT" first, and
+// Usage: chat_server [--listen HOST:PORT] [--max-connections N] [--drain-window MS] [--config FILE]; prints "listening on HOST:PORT" first, and
 // on SIGINT/SIGTERM "final closes=<reason>:<n>,... lines=<n>" and exits 0.
 #include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/net/connection.hpp>
 #include <heartwheel/net/liveness_config.hpp>
 #include <heartwheel/net/liveness_toml.hpp>
+#include <heartwheel/net/drain.hpp>
 #include <heartwheel/net/listener.hpp>
 
 #include <asio/co_spawn.hpp>
@@ -95,9 +96,11 @@ asio::awaitable<void> listen(net::listener& listener, const net::connection_cont
 } // namespace
 
 constexpr const char* usage =
-    "usage: chat_server [--listen HOST:PORT] [--max-connections N] [--config FILE]\n"
+    "usage: chat_server [--listen HOST:PORT] [--max-connections N] [--drain-window MS] [--config FILE]\n"
     "  --listen HOST:PORT  where to listen (default 127.0.0.1:7200; port 0 picks one)\n"
     "  --max-connections N open at once, 1..10000000 (default 100000); beyond, newcomers wait in the backlog\n"
+    "  --drain-window MS   on SIGINT/SIGTERM, ask clients to leave (BYE draining) over this long, then stop\n"
+    "                      (default 10000; 0 = stop at once); a second signal stops at once\n"
     "  --config FILE       liveness tables ([idle], [heartbeat], [output], ...) over the defaults:\n"
     "                      reader idle 5 min, a PING every 30 s answered within 10 s";
 
@@ -105,6 +108,7 @@ int main(int argc, char** argv) {
     std::string listen_on = "127.0.0.1:7200";
     asio::ip::tcp::endpoint endpoint;
     std::size_t max_connections = 100'000;
+    std::chrono::milliseconds drain_window{10'000};
     net::liveness_config cfg;
     cfg.idle.reader_idle = std::chrono::minutes(5);
     cfg.heartbeat.interval = std::chrono::seconds(30);
@@ -114,12 +118,14 @@ int main(int argc, char** argv) {
             const std::string a = argv[i];
             if (a == "--listen" && i + 1 < argc) listen_on = argv[++i];
             else if (a == "--max-connections" && i + 1 < argc) max_connections = net::parse_count(argv[++i], a, 1, 10'000'000);
+            else if (a == "--drain-window" && i + 1 < argc)
+                drain_window = std::chrono::milliseconds(net::parse_count(argv[++i], a, 0, 600'000));
             else if (a == "--config" && i + 1 < argc) cfg = net::load_liveness_config(argv[++i], cfg); // over these defaults
             else if (a == "--help" || a == "-h") {
                 std::cout << usage << '\n';
                 return 0;
             } else throw std::invalid_argument("unknown argument '" + a + "': accepted --listen HOST:PORT, --max-connections N, "
-                                                  "--config FILE, --help");
+                                                  "--drain-window MS, --config FILE, --help");
         }
         endpoint = net::parse_endpoint(listen_on, "--listen");
     } catch (const std::exception& e) {
@@ -148,7 +154,8 @@ int main(int argc, char** argv) {
     }
     std::cout << "listening on " << listener->local_address() << std::endl;
     asio::signal_set signals(io, SIGINT, SIGTERM);
-    signals.async_wait([&](std::error_code, int) { io.stop(); });
+    // The first signal asks every client to leave (BYE draining) over --drain-window, then stops.
+    net::drain_on_signals(signals, *listener, io.get_executor(), drain_window, [&] { io.stop(); });
     asio::co_spawn(io, listen(*listener, ctx, r), asio::detached);
     io.run();
     std::cout << "final closes=" << counters.snapshot().closes_text() << " lines=" << r.lines << std::endl;

@@ -332,6 +332,8 @@ server_options parse_server_options(int argc, const char* const* argv) {
         live("max-age-min", "overload.max_age_min", "likewise for --max-age", l),
         own_ms("stats-interval", "print a line of counters this often (0 = off)", o.stats_interval_ms),
         text_opt("metrics", "serve Prometheus text at http://HOST:PORT/metrics", metrics),
+        own_ms("drain-window", "on the first SIGINT/SIGTERM, ask connections to leave (BYE draining <ms>) spread over this "
+               "long, then shut down; a second signal shuts down at once (0 = no drain)", o.drain_window_ms, 0, 600'000),
         own_ms("shutdown-grace", "on SIGINT/SIGTERM, how long connections get to say BYE", o.shutdown_grace_ms, 0, 60000),
         switch_opt("reuse-port", "SO_REUSEPORT: several server processes may listen on the same port", o.reuse_port),
     };

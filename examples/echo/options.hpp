@@ -69,6 +69,9 @@ struct server_options {
     std::int64_t stats_interval_ms = 0;
     std::optional<endpoint_spec> metrics;
     std::int64_t shutdown_grace_ms = 2000;
+    /// On the first SIGINT/SIGTERM, connections are asked to leave (BYE draining <ms>) spread over
+    /// this window (net/drain.hpp) before the shutdown; 0: straight to the shutdown.
+    std::int64_t drain_window_ms = 10'000;
     /// SO_REUSEPORT on the listening socket: several server processes share one port (the kernel
     /// spreads connections over them), to serve more connections than one process has descriptors.
     bool reuse_port = false;

@@ -4,6 +4,7 @@
 #include "metrics.hpp"
 #include "session.hpp"
 
+#include <heartwheel/net/drain.hpp>
 #include <heartwheel/net/listen.hpp>
 #include <heartwheel/net/prometheus.hpp>
 
@@ -16,6 +17,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -266,6 +268,8 @@ std::string server::prometheus_text() const {
     out.metric("heartwheel_overload_pressure", "gauge", "Connections or descriptors in use over their limit, the fuller.",
                pressure());
     out.metric("heartwheel_timeout_scale", "gauge", "Scaled timeouts at min + scale * (max - min); 1 = unscaled.", scale());
+    out.metric("heartwheel_draining", "gauge", "1 while connections are asked to leave (a drain), else 0.",
+               draining_.load() ? 1.0 : 0.0);
     rlimit lim{};
     ::getrlimit(RLIMIT_NOFILE, &lim);
     out.metric("process_open_fds", "gauge", "Open file descriptors.", open_descriptors());
@@ -321,6 +325,33 @@ void server::begin_shutdown() {
     }));
 }
 
+// The first signal drains (with a window), the next one shuts down at once.
+void server::await_signal() {
+    signals_.async_wait([this](std::error_code ec, int) {
+        if (ec) return;
+        if (!draining_ && !stopping_ && options_.drain_window_ms > 0) {
+            begin_drain();
+            return await_signal();
+        }
+        begin_shutdown();
+    });
+}
+
+void server::begin_drain() {
+    draining_ = true;
+    listener_->close(); // the metrics stay up: the draining gauge is what an operator watches
+    std::vector<asio::io_context*> contexts; // the pool model's workers share one
+    for (auto& w : workers_)
+        if (std::find(contexts.begin(), contexts.end(), &w->ioc) == contexts.end()) contexts.push_back(&w->ioc);
+    drains_left_ = contexts.size();
+    for (asio::io_context* ioc : contexts)
+        heartwheel::net::async_drain(ioc->get_executor(), std::chrono::milliseconds(options_.drain_window_ms),
+                                     [this](std::error_code, std::size_t) {
+                                         if (drains_left_.fetch_sub(1) == 1)
+                                             asio::post(workers_[0]->ex, [this] { begin_shutdown(); });
+                                     });
+}
+
 void server::for_each_session(void (session_base::*fn)()) {
     for (auto& w : workers_) {
         worker* wp = w.get();
@@ -368,9 +399,7 @@ int server::run(std::ostream& out) {
     }
     signals_.add(SIGINT);
     signals_.add(SIGTERM);
-    signals_.async_wait([this](std::error_code ec, int) {
-        if (!ec) begin_shutdown();
-    });
+    await_signal();
     fd_base_ = open_descriptors();
     if (options_.live.scales())
         for (auto& w : workers_) w->on_population_change = [this] { population_changed(); };

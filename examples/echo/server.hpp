@@ -59,6 +59,10 @@ private:
     void reject_busy(Socket socket);
     void check_descriptor_limit();
     void begin_shutdown();
+    /// The first signal with --drain-window: stop accepting, ask every connection to leave over the
+    /// window (each thread's execution context drained on its own), then begin_shutdown().
+    void begin_drain();
+    void await_signal();
     /// Posts `fn` to every session of every worker, each on its own thread.
     void for_each_session(void (session_base::*fn)());
     void start_metrics();
@@ -81,6 +85,8 @@ private:
     asio::signal_set signals_;
     std::size_t next_worker_ = 0;
     bool stopping_ = false;
+    std::atomic<bool> draining_{false};
+    std::atomic<std::size_t> drains_left_{0};
     std::vector<heartwheel::timer_handle> timers_;
     std::string limit_note_;                ///< --max-connections beyond the descriptor limit
     std::size_t fd_base_ = 0;                ///< descriptors open before any connection

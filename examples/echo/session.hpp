@@ -148,7 +148,11 @@ private:
 
     // --- connection_handler ------------------------------------------------------------------------
     void send_ping() override { send("PING " + std::to_string(++ping_seq_)); }
-    void last_words(close_reason r) override { send("BYE " + std::string(heartwheel::net::to_string(r))); }
+    void last_words(close_reason r) override {
+        if (r == heartwheel::net::draining_reason()) // the window the client may reconnect within
+            return send("BYE draining " + std::to_string(w_.options.drain_window_ms));
+        send("BYE " + std::string(heartwheel::net::to_string(r)));
+    }
     void on_writable() override { pump(); }
 
     // Handles the lines kept and lent, receives more unless the connection is closing or its write

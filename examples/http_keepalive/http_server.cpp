@@ -16,6 +16,7 @@
 #include <heartwheel/asio_ssl.hpp>
 #include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/beast/http.hpp>
+#include <heartwheel/net/drain.hpp>
 #include <heartwheel/net/listener.hpp>
 #include <heartwheel/net/liveness_config.hpp>
 #include <heartwheel/net/liveness_toml.hpp>
@@ -51,6 +52,7 @@ struct options {
     http::http_policy http;
     net::liveness_config live;
     net::admission_limits admission{100'000};
+    std::chrono::milliseconds drain_window{10'000};
     std::optional<std::pair<std::string, std::string>> tls; // certificate, key
     bool help = false;
 };
@@ -59,7 +61,7 @@ constexpr const char* usage =
     "usage: http_server [--listen HOST:PORT] [--keepalive-timeout MS] [--header-timeout MS]\n"
     "                   [--body-timeout MS] [--body-deadline MS] [--max-requests N] [--max-age MS]\n"
     "                   [--header-limit BYTES] [--body-limit BYTES] [--max-connections N] [--max-handshakes N]\n"
-    "                   [--config FILE] [--tls CERT KEY]\n"
+    "                   [--drain-window MS] [--config FILE] [--tls CERT KEY]\n"
     "  --listen HOST:PORT        where to listen (default 127.0.0.1:7400; port 0 picks one)\n"
     "  --keepalive-timeout MS    an idle kept-alive connection closes silently after this (0: at once)\n"
     "  --header-timeout MS       a request head must be whole within this (else 408)\n"
@@ -72,6 +74,9 @@ constexpr const char* usage =
     "  --max-connections N       open at once (default 100000); beyond, newcomers wait in the backlog\n"
     "  --max-handshakes N        TLS handshakes in progress at once, at most half of --max-connections (default\n"
     "                            1024; 0 = off); beyond, newcomers wait and stalled handshakes are shed\n"
+    "  --drain-window MS         on the first SIGINT/SIGTERM, ask connections to leave over this long (idle ones\n"
+    "                            at once, a request in progress answered Connection: close), 0..600000 (default\n"
+    "                            10000; 0 = close at once); a second signal closes at once\n"
     "  --config FILE             the library's tables ([timeouts], [output], [keepalive], ...)\n"
     "  --tls CERT KEY            serve HTTPS with this certificate chain and key (PEM)";
 
@@ -162,11 +167,14 @@ int serve(const options& o, asio::ssl::context* tls) {
         }
     }, asio::detached);
 
-    // SIGINT/SIGTERM: stop accepting, close every connection (shutdown: silent, as an idle close),
-    // and stop once all are gone (or after two seconds).
+    // The first SIGINT/SIGTERM drains: stop accepting, then every connection is asked to leave over
+    // --drain-window (net::async_drain: an idle kept-alive one closes at once, one mid-request answers
+    // it with Connection: close). Then, or at a second signal: close every connection left
+    // (shutdown: silent, as an idle close), and stop once all are gone (or after two seconds).
     asio::signal_set signals(io, SIGINT, SIGTERM);
-    signals.async_wait([&](boost::system::error_code ec, int) {
-        if (ec) return;
+    bool stopping = false;
+    const auto shutdown = [&] {
+        if (std::exchange(stopping, true)) return;
         listener->close();
         asio::co_spawn(io, [&]() -> asio::awaitable<void> {
             for (const auto& c : std::set(state.open)) c->close(net::close_reason::shutdown);
@@ -178,7 +186,8 @@ int serve(const options& o, asio::ssl::context* tls) {
             }
             io.stop();
         }, asio::detached);
-    });
+    };
+    net::drain_on_signals(signals, *listener, io.get_executor(), o.drain_window, shutdown);
     io.run();
     std::cout << "final closes=" << counters.snapshot().closes_text() << " requests=" << state.requests << std::endl;
     return 0;
@@ -203,6 +212,7 @@ options parse(int argc, char** argv) {
         else if (a == "--body-limit" && has) o.http.body_limit = net::parse_count(argv[++i], a, 0, 1ull << 32);
         else if (a == "--max-connections" && has) o.admission.max_connections = net::parse_count(argv[++i], a, 1, 10'000'000);
         else if (a == "--max-handshakes" && has) o.admission.max_handshakes = net::parse_count(argv[++i], a, 0, 10'000'000);
+        else if (a == "--drain-window" && has) o.drain_window = std::chrono::milliseconds(net::parse_count(argv[++i], a, 0, 600'000));
         else if (a == "--config" && has) o.live = net::load_liveness_config(argv[++i], o.live); // over these defaults
         else if (a == "--tls" && i + 2 < argc) {
             o.tls.emplace(argv[i + 1], argv[i + 2]);
@@ -213,7 +223,7 @@ options parse(int argc, char** argv) {
             throw std::invalid_argument("unknown argument '" + a + "': accepted --listen HOST:PORT, --keepalive-timeout MS, "
                                         "--header-timeout MS, --body-timeout MS, --body-deadline MS, --max-requests N, --max-age MS, "
                                         "--header-limit BYTES, --body-limit BYTES, --max-connections N, --max-handshakes N, "
-                                        "--config FILE, --tls CERT KEY, --help");
+                                        "--drain-window MS, --config FILE, --tls CERT KEY, --help");
     }
     o.http.validate(); // the flags' ranges are the policy's: this only confirms them
     net::parse_endpoint(o.listen, "--listen"); // a bad address is a usage error (exit 2)

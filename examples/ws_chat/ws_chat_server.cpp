@@ -11,10 +11,12 @@
 //                       [--max-connections N] [--max-handshakes N] [--tls CERT KEY]
 // At --max-connections (or --max-handshakes TLS handshakes in progress) the listener stops accepting
 // until a place frees: newcomers wait in the kernel's backlog (net::listener's admission).
-// Prints "listening on HOST:PORT" first; on SIGINT/SIGTERM closes every client (1001 "shutdown"),
-// prints "final closes=<reason>:<n>,... messages=<n>" and exits 0. Bad flags exit 2.
+// Prints "listening on HOST:PORT" first; on SIGINT/SIGTERM asks every client to leave over
+// --drain-window (1012 "draining"), closes those left (1001 "shutdown"), prints
+// "final closes=<reason>:<n>,... messages=<n>" and exits 0. Bad flags exit 2.
 #include <heartwheel/asio_ssl.hpp>
 #include <heartwheel/beast/websocket.hpp>
+#include <heartwheel/net/drain.hpp>
 #include <heartwheel/net/listener.hpp>
 #include <heartwheel/net/liveness_config.hpp>
 #include <heartwheel/net/liveness_toml.hpp>
@@ -53,13 +55,14 @@ struct options {
     net::liveness_config live;
     ws::ws_options ws;
     net::admission_limits admission{100'000};
+    std::chrono::milliseconds drain_window{10'000};
     std::optional<std::pair<std::string, std::string>> tls; // certificate, key
     bool help = false;
 };
 
 constexpr const char* usage =
     "usage: ws_chat_server [--listen HOST:PORT] [--io-threads N] [--config FILE] [--max-message BYTES]\n"
-    "                      [--max-connections N] [--max-handshakes N] [--tls CERT KEY]\n"
+    "                      [--max-connections N] [--max-handshakes N] [--drain-window MS] [--tls CERT KEY]\n"
     "  --listen HOST:PORT   where to listen (default 127.0.0.1:7300; port 0 picks one)\n"
     "  --io-threads N       threads running the one io_context, 1..256 (default 2)\n"
     "  --config FILE        liveness tables ([idle], [heartbeat], [output], ...) over the defaults:\n"
@@ -68,6 +71,8 @@ constexpr const char* usage =
     "  --max-connections N  open at once, 1..10000000 (default 100000); beyond, newcomers wait in the backlog\n"
     "  --max-handshakes N   TLS handshakes in progress at once, 0..10000000, at most half of --max-connections\n"
     "                       (default 1024; 0 = off); beyond, newcomers wait and stalled handshakes are shed\n"
+    "  --drain-window MS    on the first SIGINT/SIGTERM, ask clients to leave (close 1012) spread over this long,\n"
+    "                       0..600000 (default 10000; 0 = close at once); a second signal closes at once\n"
     "  --tls CERT KEY       serve wss:// with this certificate chain and key (PEM)";
 
 // The clients of every shard. Members are added and removed on their own strands; a broadcast
@@ -180,11 +185,13 @@ int serve(const options& o, asio::ssl::context* tls) {
         }
     }, asio::detached);
 
-    // SIGINT/SIGTERM: stop accepting, a close frame to everyone ("shutdown"), and stop once all are
-    // gone (or after two seconds).
+    // The first SIGINT/SIGTERM drains: stop accepting, then every client is asked to leave (close 1012,
+    // "draining") spread over --drain-window (net::async_drain). Then, or at a second signal: a close
+    // frame to everyone left ("shutdown"), and stop once all are gone (or after two seconds).
     asio::signal_set signals(home, SIGINT, SIGTERM);
-    signals.async_wait([&](boost::system::error_code ec, int) {
-        if (ec) return;
+    bool stopping = false;
+    const auto shutdown = [&] {
+        if (std::exchange(stopping, true)) return;
         listener->close();
         asio::co_spawn(home, [&]() -> asio::awaitable<void> {
             for (const auto& m : r.everyone()) m->close(net::close_reason::shutdown);
@@ -196,7 +203,8 @@ int serve(const options& o, asio::ssl::context* tls) {
             }
             shards.stop();
         }, asio::detached);
-    });
+    };
+    net::drain_on_signals(signals, *listener, home, o.drain_window, shutdown);
     shards.run();
     std::cout << "final closes=" << counters.snapshot().closes_text() << " messages=" << r.messages.load() << std::endl;
     return 0;
@@ -216,6 +224,7 @@ options parse(int argc, char** argv) {
         else if (a == "--max-message" && has) o.ws.max_message = net::parse_count(argv[++i], a, 16, 64ull << 20);
         else if (a == "--max-connections" && has) o.admission.max_connections = net::parse_count(argv[++i], a, 1, 10'000'000);
         else if (a == "--max-handshakes" && has) o.admission.max_handshakes = net::parse_count(argv[++i], a, 0, 10'000'000);
+        else if (a == "--drain-window" && has) o.drain_window = std::chrono::milliseconds(net::parse_count(argv[++i], a, 0, 600'000));
         else if (a == "--tls" && i + 2 < argc) {
             o.tls.emplace(argv[i + 1], argv[i + 2]);
             i += 2;
@@ -224,7 +233,7 @@ options parse(int argc, char** argv) {
         } else
             throw std::invalid_argument("unknown argument '" + a + "': accepted --listen HOST:PORT, --io-threads N, "
                                         "--config FILE, --max-message BYTES, --max-connections N, --max-handshakes N, "
-                                        "--tls CERT KEY, --help");
+                                        "--drain-window MS, --tls CERT KEY, --help");
     }
     net::parse_endpoint(o.listen, "--listen"); // a bad address is a usage error (exit 2)
     o.ws.validate(o.live.output);              // --max-message against the output's limits

@@ -54,6 +54,8 @@ class Server:
     def __init__(self, *flags, expect_listen=True, host="127.0.0.1", prefix=(), port=0):
         if expect_listen:  # a server that must refuse its flags is left as the test wrote it
             flags = threading_flags(flags)
+            if "--drain-window" not in flags:  # SIGTERM shuts down at once (BYE shutdown) unless a test drains
+                flags = [*flags, "--drain-window", "0"]
         self.proc = subprocess.Popen([*prefix, SERVER, "--listen", f"{host}:{port}", *flags], stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
         self.host = host
@@ -104,6 +106,8 @@ class FramedServer:
 
     def __init__(self, binary, count, *flags):
         self.count = count
+        if "--drain-window" not in flags:  # SIGTERM closes at once ("shutdown") unless a test drains
+            flags = [*flags, "--drain-window", "0"]
         self.proc = subprocess.Popen([binary, "--listen", "127.0.0.1:0", *flags], stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()

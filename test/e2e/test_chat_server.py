@@ -22,7 +22,7 @@ SLACK_MIB = 48  # the allocator's own, the healthy readers' queues, the kernel's
 
 class Chat:
     def __init__(self, config):
-        self.proc = subprocess.Popen([CHAT, "--listen", "127.0.0.1:0", "--config", config], stdout=subprocess.PIPE,
+        self.proc = subprocess.Popen([CHAT, "--listen", "127.0.0.1:0", "--drain-window", "0", "--config", config], stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
         assert line.startswith("listening on 127.0.0.1:"), f"first line was {line!r}, {self.proc.stderr.read()}"

@@ -355,6 +355,59 @@ class Lifecycle(unittest.TestCase):
         self.assertIn("shutdown:5", out)
         self.assertIn("stats connections=", out)
 
+    def test_sigterm_drains_spread_over_the_window_then_exits_0(self):
+        """--drain-window 1000: the first SIGTERM stops accepting and asks the 20 clients to leave with
+        BYE draining 1000, a few at a time over the second (not all at once); every close is counted
+        draining, and the server exits 0."""
+        with Server("--drain-window", "1000") as srv:
+            clients = [Line(srv.port) for _ in range(20)]
+            for i, c in enumerate(clients):
+                c.send(f"hi {i}\n")
+                self.assertEqual(c.readline(), f"hi {i}")
+            seen = [None] * len(clients)
+
+            def watch(i):
+                seen[i] = clients[i].wait_for("BYE", timeout=5)
+            watchers = [threading.Thread(target=watch, args=(i,)) for i in range(len(clients))]
+            srv.proc.send_signal(signal.SIGTERM)
+            for t in watchers:
+                t.start()
+            time.sleep(0.2)
+            with self.assertRaises(OSError):  # no longer accepting
+                socket.create_connection(("127.0.0.1", srv.port), timeout=1).close()
+            for t in watchers:
+                t.join()
+            out, err = srv.proc.communicate(timeout=20)
+        self.assertEqual(srv.proc.returncode, 0, err)
+        self.assertEqual({line for line, _ in seen}, {"BYE draining 1000"})
+        times = sorted(t for _, t in seen)
+        print(f"drain of 20 over 1000 ms: first BYE after {times[0]:.2f} s, last after {times[-1]:.2f} s")
+        self.assertLess(times[0], 0.3, times)
+        self.assertGreater(times[-1], 0.6, times)  # spread over the window
+        self.assertLess(times[-1], 2.0, times)
+        final = parse_stats([l for l in out.splitlines() if l.startswith("final ")][0])
+        self.assertEqual(final["closes"], {"draining": 20}, final)
+
+    def test_a_second_signal_during_a_drain_shuts_down_at_once(self):
+        with Server("--drain-window", "10000") as srv:
+            clients = [Line(srv.port) for _ in range(10)]
+            for c in clients:
+                c.send("x\n")
+                self.assertEqual(c.readline(), "x")
+            start = time.monotonic()
+            srv.proc.send_signal(signal.SIGTERM)
+            time.sleep(0.3)
+            srv.proc.send_signal(signal.SIGTERM)
+            said = [c.wait_for("BYE", timeout=5)[0] for c in clients]
+            out, err = srv.proc.communicate(timeout=20)
+            took = time.monotonic() - start
+        self.assertEqual(srv.proc.returncode, 0, err)
+        self.assertLess(took, 5.0)  # not the 10 s window
+        self.assertIn("BYE draining 10000", said)  # the first few were asked to leave
+        self.assertIn("BYE shutdown", said)        # the rest went at the second signal
+        final = parse_stats([l for l in out.splitlines() if l.startswith("final ")][0])
+        self.assertEqual(sum(final["closes"].values()), 10, final)
+
     def test_metrics_endpoint(self):
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))

@@ -72,6 +72,32 @@ class KeepAlive(unittest.TestCase):
         self.assertEqual(requests, 21)
         self.assertEqual(closes, {"peer-closed": 1})
 
+    def test_sigterm_drains_idle_at_once_and_a_request_in_progress_with_connection_close(self):
+        """--drain-window 2000: a connection whose request head is half sent when asked to leave gets its
+        answer with Connection: close, then the close; an idle kept-alive one is closed when asked
+        (silently: no request to answer); the server exits 0 with both counted draining."""
+        with HttpServer("--drain-window", "2000") as srv:
+            busy = raw(srv.port)  # first: the drain asks it first (two over 2 s: at once, and after 1 s)
+            idle = raw(srv.port)
+            idle.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            self.assertIn(b"hello\n", idle.recv(4096))
+            busy.sendall(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n")  # the head, half sent
+            time.sleep(0.2)
+            start = time.monotonic()
+            srv.proc.send_signal(signal.SIGTERM)
+            time.sleep(0.3)
+            busy.sendall(b"\r\nhello")
+            busy_said, _ = read_to_end(busy)
+            idle_said, idle_at = read_to_end(idle)
+            out, err = srv.proc.communicate(timeout=20)
+        self.assertEqual(srv.proc.returncode, 0, err)
+        self.assertEqual(idle_said, b"")
+        self.assertLess(idle_at - start, 1.5)
+        self.assertTrue(busy_said.startswith(b"HTTP/1.1 200"), busy_said)
+        self.assertIn(b"Connection: close", busy_said)
+        self.assertTrue(busy_said.endswith(b"hello"), busy_said)
+        self.assertIn("final closes=draining:2 requests=2", out)
+
     def test_pipelined_requests_are_answered_in_order(self):
         with HttpServer() as srv:
             s = raw(srv.port)

@@ -17,7 +17,7 @@ KV = os.path.join(BUILD, "examples", "kv_server")
 
 class Kv:
     def __init__(self, *flags):
-        self.proc = subprocess.Popen([KV, "--listen", "127.0.0.1:0", *flags], stdout=subprocess.PIPE,
+        self.proc = subprocess.Popen([KV, "--listen", "127.0.0.1:0", "--drain-window", "0", *flags], stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
         assert line.startswith("listening on 127.0.0.1:"), (line, self.proc.stderr.read())

@@ -289,6 +289,26 @@ class WebSocketChat(unittest.TestCase):
             self.assertEqual(srv.proc.returncode, 0, err)
             self.assertIn(f"final closes=shutdown:8 messages={probes[0]}", out)
 
+    def test_sigterm_drains_with_1012_spread_over_the_window(self):
+        """--drain-window 800: the first SIGTERM asks the 8 clients to leave with close 1012 (service
+        restart) one after another over the window, not all at once; then the server exits 0."""
+        with ChatServer("[idle]\nreader_idle = \"30s\"\n", "--drain-window", "800") as srv:
+            async def go():
+                clients = [await connect(srv.port) for _ in range(8)]
+                probes.append(await all_joined(clients))
+                srv.proc.send_signal(signal.SIGTERM)
+                return await asyncio.gather(*(closed_by_server(c) for c in clients))  # (code, reason, after)
+            probes = []
+            seen = run(go())
+            out, err = srv.proc.communicate(timeout=30)
+        self.assertEqual(srv.proc.returncode, 0, err)
+        self.assertEqual({(code, reason) for code, reason, _ in seen}, {(1012, "draining")})
+        times = sorted(t for _, _, t in seen)
+        print(f"ws drain of 8 over 800 ms: closes at {', '.join(f'{t:.2f}' for t in times)} s")
+        self.assertGreater(times[-1] - times[0], 0.4, times)  # spread, not at once
+        self.assertLess(times[-1], 3.0, times)
+        self.assertIn(f"final closes=draining:8 messages={probes[0]}", out)
+
     def test_a_goodbye_behind_a_message_in_flight_still_arrives(self):
         # A reader that is not reading (a small receive buffer: ~4 MB of the 6 MB sent back up in the
         # server) has a message write in flight when the shutdown's close frame is queued behind it.

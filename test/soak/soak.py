@@ -50,7 +50,7 @@ def stats_tuple(line):
 
 class ServerProc:
     def __init__(self, binary, flags):
-        self.proc = subprocess.Popen([binary, "--listen", "127.0.0.1:0", "--stats-interval", "200", *flags],
+        self.proc = subprocess.Popen([binary, "--listen", "127.0.0.1:0", "--stats-interval", "200", "--drain-window", "0", *flags],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         first = self.proc.stdout.readline()
         if not first.startswith("listening on "):

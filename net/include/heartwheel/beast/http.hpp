@@ -198,6 +198,7 @@ public:
         else if (served_ + 1 >= policy_.max_requests) last = max_requests;
         else if (policy_.max_age.count() > 0 && age() >= policy_.max_age) last = net::close_reason::max_age;
         else if (policy_.keepalive_timeout.count() == 0) last = keepalive_timeout;
+        else if (draining_) last = net::draining_reason(); // asked to leave: this answer is the last
         ++served_;
         res.version(to.version);
         res.keep_alive(!last);
@@ -238,6 +239,13 @@ private:
             res.prepare_payload();
             queue_message(*conn_, res);
         }
+    }
+    // A drain: an idle kept-alive connection closes at once (silently: no request to answer); one
+    // with a request in progress or unanswered says `Connection: close` on its next response.
+    bool on_drain() override {
+        if (!in_request_ && unanswered_count() == 0) return false;
+        draining_ = true;
+        return true;
     }
     void on_close(net::close_reason why) override {
         resume_parked(); // a read waiting for answers completes with the close's error
@@ -442,6 +450,7 @@ private:
     bhttp::status error_status_ = bhttp::status::unknown;
     bool in_request_ = false; ///< a request's first byte is here and it is not yet whole (a timeout: 408)
     bool done_ = false; ///< the last response is queued: no more requests are read
+    bool draining_ = false; ///< asked to leave mid-request: the next response is the last
     bool on_strand_ = false; ///< the connection lives on a strand: send() looks whether it runs inside it
 };
 

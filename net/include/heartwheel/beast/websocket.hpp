@@ -97,6 +97,7 @@ inline websocket::close_code close_code_for(net::close_reason r) {
     if (r == close_reason::slow_consumer) return websocket::close_code::policy_error;
     if (r == protocol_error) return websocket::close_code::protocol_error;
     if (r == message_too_big) return websocket::close_code::too_big;
+    if (r == net::draining_reason()) return websocket::close_code::service_restart; // 1012: come back soon
     if (net::is_policy_reason(r) || r == close_reason::shutdown) return websocket::close_code::going_away;
     return websocket::close_code::normal;
 }

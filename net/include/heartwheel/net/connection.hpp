@@ -71,6 +71,7 @@
 #include <heartwheel/net/connection_liveness.hpp>
 #include <heartwheel/net/detail/home_executor.hpp>
 #include <heartwheel/net/detail/teardown_registry.hpp>
+#include <heartwheel/net/drain.hpp>
 #include <heartwheel/net/errc.hpp>
 #include <heartwheel/net/keepalive.hpp>
 #include <heartwheel/net/liveness_stream.hpp>
@@ -204,6 +205,14 @@ public:
     void post(F&& fn) {
         asio::post(stream_.get_executor(), [self = this->shared_from_this(), f = std::forward<F>(fn)]() mutable { f(*self); });
     }
+    /// Asks the connection to leave, as a drain does: its handler leaves its protocol's way if it
+    /// says so (connection_handler::on_drain), else it closes `draining` (its last words say so). On
+    /// the connection's executor.
+    void leave() {
+        if (closing_) return;
+        if (handler_ && handler_->on_drain()) return;
+        close(draining_reason());
+    }
     /// A tracked request's response arrived (requests().complete(id)); from outside the connection's
     /// strand — a backend thread answering — it is posted there. Returns false for an id it knows is
     /// not outstanding (only when called on the strand).
@@ -332,6 +341,11 @@ private:
     void on_context_shutdown() noexcept override {
         const auto handler = std::exchange(handler_, nullptr); // may destroy *this as it goes
         if (handler) handler->on_detached();
+    }
+    // A drain (net/drain.hpp) asks it to leave: on its own executor, its handler's way if it has one.
+    std::shared_ptr<void> keep() noexcept override { return this->weak_from_this().lock(); }
+    void drain(std::shared_ptr<void> keep) override {
+        asio::post(stream_.get_executor(), [k = std::move(keep), this] { leave(); });
     }
     bool input_waiting() override { return !closing_ && (reads_held_ || stream_.input_waiting()); }
 

@@ -29,6 +29,10 @@ public:
     /// close): the connection has let its handler go; a framing layer lets its application's go too,
     /// so that a session owning its layer and being its handler is no cycle that outlives the context.
     virtual void on_detached() noexcept {}
+    /// The server drains (net/drain.hpp): leave in the protocol's own words and return true (an HTTP
+    /// layer: after the response in progress), or return false and the connection closes `draining`
+    /// now (its last_words say the protocol's goodbye).
+    virtual bool on_drain() { return false; }
 };
 
 /// A connection_handler made of lambdas (each optional), for small programs and tests:

@@ -18,7 +18,10 @@
 // that a connection is counted there without a pointer of its own: when it is made, and until its
 // socket closes (connection_closed(), or its removal if it never closed).
 //
-// Invariants: an entry is linked while registered; shutdown() unlinks each entry before calling it
+// And it is how a server drains (net/drain.hpp): entries not yet asked to leave are in list_, those
+// asked in asked_, so that each step of a drain takes the next few without a cursor.
+//
+// Invariants: an entry is linked while registered (in list_ or asked_); count_ is the number linked; shutdown() unlinks each entry before calling it
 // (so a connection destroyed by the call, or later, finds itself unlinked) and never calls out with
 // the mutex held (the context may run on several threads).
 #ifndef HEARTWHEEL_NET_DETAIL_TEARDOWN_REGISTRY_HPP
@@ -29,8 +32,11 @@
 
 #include <heartwheel/asio.hpp>
 
+#include <cstddef>
 #include <memory>
 #include <mutex>
+#include <utility>
+#include <vector>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -40,10 +46,15 @@ namespace heartwheel::net::detail {
 
 class teardown_registry final : public asio::execution_context::service {
 public:
-    /// What a registered object does when its context shuts down.
+    /// What a registered object does when its context shuts down, or drains.
     class entry : public list_hook {
     public:
         virtual void on_context_shutdown() noexcept = 0;
+        /// A reference that keeps the entry's owner alive (null: it is being destroyed).
+        virtual std::shared_ptr<void> keep() noexcept = 0;
+        /// Asked to leave (a drain), from any thread: the owner's work is posted where it belongs,
+        /// with `keep`, so that the owner is never released on the drain's thread.
+        virtual void drain(std::shared_ptr<void> keep) = 0;
 
     protected:
         ~entry() = default;
@@ -67,6 +78,7 @@ public:
         if (admission_) admission_->arrived();
         if (closed_) return;
         list_.push_back(e);
+        ++count_;
         if (since_trim_ < trim_after) ++since_trim_;
     }
     /// A registered connection's socket closed: its admission place is free.
@@ -82,8 +94,11 @@ public:
         {
             const std::lock_guard<std::mutex> lock(mutex_);
             if (still_open && admission_) admission_->left();
-            if (e.linked()) e.unlink();
-            if (list_.empty() && since_trim_ >= trim_after && !closed_) {
+            if (e.linked()) {
+                e.unlink();
+                --count_;
+            }
+            if (count_ == 0 && since_trim_ >= trim_after && !closed_) {
                 since_trim_ = 0;
                 trim = true;
             }
@@ -106,6 +121,26 @@ public:
         return admission_.get() == a;
     }
 
+    /// Registered entries (asked to leave or not).
+    std::size_t size() {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        return count_;
+    }
+    /// Takes up to `n` entries not yet asked to leave, marks them asked, and returns them kept alive
+    /// (a dying one is marked and skipped); `more` says whether any is left unasked.
+    std::vector<std::pair<std::shared_ptr<void>, entry*>> take_unasked(std::size_t n, bool& more) {
+        std::vector<std::pair<std::shared_ptr<void>, entry*>> out;
+        const std::lock_guard<std::mutex> lock(mutex_);
+        for (; n > 0 && !list_.empty(); --n) {
+            auto* e = static_cast<entry*>(list_.front());
+            e->unlink();
+            asked_.push_back(*e);
+            if (auto k = e->keep()) out.emplace_back(std::move(k), e);
+        }
+        more = !list_.empty();
+        return out;
+    }
+
 private:
     void shutdown() override {
         for (;;) {
@@ -113,9 +148,11 @@ private:
             {
                 const std::lock_guard<std::mutex> lock(mutex_);
                 closed_ = true;
+                list_.splice_back(asked_);
                 if (list_.empty()) return;
                 e = static_cast<entry*>(list_.front());
                 e->unlink();
+                --count_;
             }
             e->on_context_shutdown(); // may destroy the entry's owner
         }
@@ -128,7 +165,9 @@ private:
     }
 
     std::mutex mutex_;
-    list_head list_;
+    list_head list_;  ///< not asked to leave
+    list_head asked_; ///< asked to leave by a drain
+    std::size_t count_ = 0;
     std::shared_ptr<admission> admission_;
     unsigned since_trim_ = 0; ///< connections added since the last trim (saturating at trim_after)
     bool closed_ = false;
