@@ -375,8 +375,16 @@ void client_connection::handle(std::string_view line) {
     } else if (p.kind == line_kind::pong) {
         if (link_) link_->liveness().on_pong(); // the answer to our own ping
     } else if (p.kind == line_kind::bye) {
-        s.count_bye(p.arg);
+        s.count_bye(p.arg.substr(0, p.arg.find(' '))); // the reason, without its argument
         if (c_.options().verbose) log() << "server said BYE " << p.arg << std::endl;
+        // "BYE draining <ms>": come back at a random moment within the server's window, not at once
+        // and not by the failure backoff (the fleet's clients spread their reconnects over it).
+        if (p.arg.rfind("draining ", 0) == 0) {
+            std::uint64_t ms = 0;
+            const auto digits = p.arg.substr(9);
+            if (std::from_chars(digits.data(), digits.data() + digits.size(), ms).ec == std::errc() && ms <= 3'600'000)
+                reconnector_.leaving(std::chrono::milliseconds(ms));
+        }
         if (link_) link_->close_for(server_said_bye()); // the server is closing: do not wait for it
     } else if (line.rfind("REQ ", 0) == 0) {
         std::uint64_t id = 0;

@@ -1522,6 +1522,43 @@ class Client(unittest.TestCase):
         self.assertGreaterEqual(s["connect_failures"], 4)
         self.assertLessEqual(s["connect_failures"], 6)
 
+    def test_told_to_drain_reconnects_within_the_window_not_at_once(self):
+        """A restart by SO_REUSEPORT overlap: the new server listens beside the old one, which then
+        drains with --drain-window 1500. Its 30 clients (--reconnect yes, a 5 s failure backoff) each
+        come back at a random moment within the 1.5 s it named (BYE draining 1500) — not all at once,
+        not after the backoff — and every reconnect lands on the new server: none refused."""
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        old = Server("--drain-window", "1500", "--reuse-port", port=port)
+        proc = subprocess.Popen([CLIENT, "--connect", f"127.0.0.1:{port}", "--connections", "30", "--reconnect", "yes",
+                                 "--backoff-initial", "5000", "--backoff-jitter", "0", "--send-interval", "200",
+                                 "--duration", "4500", "--quiet", "--verbose"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            time.sleep(1.0)  # all connected to the old one
+            with Server("--reuse-port", port=port) as new:
+                old.proc.send_signal(signal.SIGTERM)
+                old_out, _ = old.proc.communicate(timeout=20)
+                out, err = proc.communicate(timeout=30)
+                _, new_out, _ = new.stop()
+        finally:
+            for p in (proc, old.proc):
+                if p.poll() is None:
+                    p.kill()
+        delays = [int(line.split("reconnecting in ", 1)[1].split(" ms", 1)[0])
+                  for line in err.splitlines() if "reconnecting in " in line]
+        s = json.loads(out.strip().splitlines()[-1])
+        print(f"drained clients came back after {min(delays)}..{max(delays)} ms (window 1500); "
+              f"connects {s['connects']}, failures {s['connect_failures']}, closed_by_server {s['closed_by_server']}")
+        self.assertEqual(s["closed_by_server"], {"draining": 30}, s)
+        self.assertEqual(len(delays), 30, err)  # one wait each: the drain's
+        self.assertTrue(all(0 <= d <= 1500 for d in delays), delays)
+        self.assertGreater(max(delays) - min(delays), 500, delays)  # spread, not at once
+        self.assertEqual((s["connects"], s["connect_failures"]), (60, 0), s)
+        self.assertIn("closes=draining:30", old_out)
+        self.assertIn("accepted=30", new_out)
+
     def test_tls_client(self):
         with tempdir() as d:
             flags, cert = tls_flags(d)

@@ -113,6 +113,40 @@ BOOST_AUTO_TEST_CASE(reconnector_grows_on_failure_and_resets_only_after_stable) 
     BOOST_TEST(attempts.size() == 4u); // nothing after stop
 }
 
+BOOST_AUTO_TEST_CASE(reconnector_comes_back_within_the_window_a_draining_server_names) {
+    manual_service svc;
+    backoff_policy p;
+    p.initial = 100ms;
+    p.multiplier = 2.0;
+    p.max = 10s;
+    p.stable_after = 500ms;
+    p.jitter = 0; // the backoff's own delays exact; the random source draws the leaving delays
+    double next = 0.25;
+    std::vector<duration> attempts;
+    reconnector r(svc, p, [&] { attempts.push_back(svc.since_start()); }, [&] { return next; });
+    r.start();
+    r.failed(); // one failure: the backoff is at 200 ms next
+    svc.step_by(100ms);
+    r.connected();
+    r.leaving(2000ms); // BYE draining 2000
+    svc.step_by(10ms);
+    r.disconnected();
+    BOOST_TEST((r.last_delay() == 500ms)); // a quarter into the window, not the backoff's 200
+    svc.step_by(499ms);
+    BOOST_TEST(attempts.size() == 2u);
+    svc.step_by(1ms);
+    BOOST_TEST((attempts.back() == 610ms));
+    r.connected();
+    r.disconnected(); // an ordinary drop afterwards: the backoff, which the leaving did not grow
+    BOOST_TEST((r.last_delay() == 200ms));
+    next = 0.999;
+    r.leaving(1000ms);
+    svc.step_by(200ms);
+    r.connected();
+    r.disconnected();
+    BOOST_TEST((r.last_delay() == 999ms)); // never beyond the window
+}
+
 BOOST_AUTO_TEST_CASE(reconnector_backoff_grows_against_a_peer_that_only_its_kernel_answers) {
     // A frozen server: every connect succeeds (its kernel answers), nothing ever arrives, and each
     // link is dropped by the client's liveness after 2 s. Without proof the backoff keeps growing.

@@ -8,6 +8,10 @@
 // the peer shows it is alive — its first bytes received, or the application's own handshake or first
 // response — and a connection that stays up `stable_after` from then resets the backoff. A peer that
 // never proves itself keeps growing the backoff at every drop. reconnect_now() cuts a wait short.
+// A server that drains names a window to come back within (echo's `BYE draining <ms>`, WebSocket
+// close 1012 with the application's own window): leaving(window) before the drop makes the next
+// wait a uniformly random moment within it — not the failure backoff, which does not grow, and not
+// at once, so that a fleet's clients spread their reconnects over the window the server chose.
 // Nothing runs after stop() or destruction. With counters, every attempt after the first counts as a
 // reconnect attempt and every failed() as a reconnect failure.
 #ifndef HEARTWHEEL_NET_RECONNECTOR_HPP
@@ -39,6 +43,9 @@ public:
     void failed();               ///< the attempt failed: wait, then try again
     void disconnected();         ///< an established connection dropped
     void reconnect_now();        ///< cut the current wait short
+    /// The server asked us to leave and to come back within `window`: the next disconnected() waits
+    /// a uniformly random delay in [0, window] and is no failure.
+    void leaving(milliseconds window) noexcept { leave_window_ = window; }
     void stop() noexcept;
 
     phase state() const noexcept { return phase_; }
@@ -57,9 +64,11 @@ private:
     void fire_attempt();
     void became_stable();
     void wait_then_retry();
+    void wait(milliseconds delay);
 
     timer_scheduler& svc_;
     backoff backoff_;
+    backoff::random_source rnd_; ///< for a leaving window's delay (the backoff's jitter has its own copy)
     attempt_fn attempt_;
     liveness_counters* counters_;
     on_wait_fn on_wait_;
@@ -68,6 +77,7 @@ private:
     phase phase_ = phase::idle;
     std::uint64_t attempts_ = 0;
     milliseconds last_delay_{0};
+    milliseconds leave_window_{-1}; ///< set by leaving(), until the next disconnect (negative: none)
 };
 
 } // namespace heartwheel::net
