@@ -71,13 +71,19 @@ BOOST_AUTO_TEST_CASE(jitter_strategies_stay_in_bounds) {
     }
 }
 
-BOOST_AUTO_TEST_CASE(reconnector_grows_on_failure_and_resets_only_after_stable) {
-    manual_service svc;
+// A backoff of initial 100 ms doubling up to `max`, stable after 500 ms (the reconnector tests').
+static backoff_policy doubling_backoff(milliseconds max) {
     backoff_policy p;
     p.initial = 100ms;
     p.multiplier = 2.0;
-    p.max = 1000ms;
+    p.max = max;
     p.stable_after = 500ms;
+    return p;
+}
+
+BOOST_AUTO_TEST_CASE(reconnector_grows_on_failure_and_resets_only_after_stable) {
+    manual_service svc;
+    const backoff_policy p = doubling_backoff(1000ms);
     std::vector<duration> attempts;
     reconnector r(svc, p, [&] { attempts.push_back(svc.since_start()); }, [] { return 0.5; });
     r.start();
@@ -115,11 +121,7 @@ BOOST_AUTO_TEST_CASE(reconnector_grows_on_failure_and_resets_only_after_stable) 
 
 BOOST_AUTO_TEST_CASE(reconnector_comes_back_within_the_window_a_draining_server_names) {
     manual_service svc;
-    backoff_policy p;
-    p.initial = 100ms;
-    p.multiplier = 2.0;
-    p.max = 10s;
-    p.stable_after = 500ms;
+    backoff_policy p = doubling_backoff(10s);
     p.jitter = 0; // the backoff's own delays exact; the random source draws the leaving delays
     double next = 0.25;
     std::vector<duration> attempts;
@@ -151,11 +153,7 @@ BOOST_AUTO_TEST_CASE(reconnector_backoff_grows_against_a_peer_that_only_its_kern
     // A frozen server: every connect succeeds (its kernel answers), nothing ever arrives, and each
     // link is dropped by the client's liveness after 2 s. Without proof the backoff keeps growing.
     manual_service svc;
-    backoff_policy p;
-    p.initial = 100ms;
-    p.multiplier = 2.0;
-    p.max = 100s;
-    p.stable_after = 500ms;
+    const backoff_policy p = doubling_backoff(100s);
     reconnector r(svc, p, [] {}, [] { return 0.5; });
     r.start();
     std::vector<milliseconds> delays;

@@ -65,10 +65,9 @@ struct drain_op {
             const double part = std::chrono::duration<double>(now - start) / (end - start);
             due = static_cast<std::size_t>(static_cast<double>(initial) * part) + 1;
         }
-        bool more = false;
         const std::size_t n = now >= end ? static_cast<std::size_t>(-1) : (due > asked ? due - asked : 0);
         if (n > 0) {
-            for (auto& [keep, e] : registry.take_unasked(n, more)) e->drain(std::move(keep));
+            for (auto& [keep, e] : registry.take_unasked(n)) e->drain(std::move(keep));
             asked += n;
         }
         if (now >= end) return self.complete(error_code{}, registry.size());

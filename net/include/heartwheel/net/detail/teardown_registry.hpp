@@ -127,8 +127,8 @@ public:
         return count_;
     }
     /// Takes up to `n` entries not yet asked to leave, marks them asked, and returns them kept alive
-    /// (a dying one is marked and skipped); `more` says whether any is left unasked.
-    std::vector<std::pair<std::shared_ptr<void>, entry*>> take_unasked(std::size_t n, bool& more) {
+    /// (a dying one is marked and skipped).
+    std::vector<std::pair<std::shared_ptr<void>, entry*>> take_unasked(std::size_t n) {
         std::vector<std::pair<std::shared_ptr<void>, entry*>> out;
         const std::lock_guard<std::mutex> lock(mutex_);
         for (; n > 0 && !list_.empty(); --n) {
@@ -137,7 +137,6 @@ public:
             asked_.push_back(*e);
             if (auto k = e->keep()) out.emplace_back(std::move(k), e);
         }
-        more = !list_.empty();
         return out;
     }
 
