@@ -135,7 +135,6 @@ void listener::refuse(int fd) {
         const ssize_t sent = ::send(fd, options_.refusal.data(), options_.refusal.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
         (void)sent;
     }
-    refused_at_limit_.fetch_add(1, std::memory_order_relaxed);
     if (options_.counters) options_.counters->closed(busy_reason());
     if (options_.on_refused) options_.on_refused();
 }
@@ -148,15 +147,10 @@ void listener::refuse_waiting() {
         ::close(spare_);
         const int fd = ::accept4(acceptor_.native_handle(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd >= 0) {
-            if (!options_.refusal.empty()) {
-                const ssize_t sent = ::send(fd, options_.refusal.data(), options_.refusal.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-                (void)sent;
-            }
+            refuse(fd);
             ::close(fd);
             refused_.fetch_add(1, std::memory_order_relaxed);
             ++episode_refused_;
-            if (options_.counters) options_.counters->closed(busy_reason());
-            if (options_.on_refused) options_.on_refused();
         }
         spare_ = open_spare();
         if (fd < 0) break; // the backlog is empty (EAGAIN), or still no room

@@ -132,12 +132,12 @@ private:
                 if (l->admission_) {
                     if (l->at_connection_limit()) { // refuse_at_limit: accepted only to be told
                         l->refuse(socket.native_handle());
+                        l->refused_at_limit_.fetch_add(1, std::memory_order_relaxed);
                         return accept_or_wait(self);
                     }
                     l->admission_->reserve();
                     l->last_reserved_ = std::chrono::steady_clock::now();
-                    auto& registry = detail::teardown_registry::of(ex);
-                    if (!registry.attached_to(l->admission_.get())) registry.attach(l->admission_);
+                    detail::teardown_registry::of(ex).attach(l->admission_);
                 }
                 return self.complete(ec, std::move(socket));
             case outcome::closed: return self.complete(asio::error::operation_aborted, std::move(socket));
@@ -171,7 +171,8 @@ private:
     bool at_connection_limit() const noexcept {
         return admission_->limits().refuse_at_limit && !admission_->room_for_connection();
     }
-    /// Writes the refusal (best effort) to a socket about to be closed, and counts it busy.
+    /// Writes the refusal (best effort) to a socket about to be closed, and counts it busy (the
+    /// descriptor limit's refusals and refuse_at_limit's alike).
     void refuse(int fd);
 
     listener_options options_;

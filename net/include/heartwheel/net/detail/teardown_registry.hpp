@@ -107,18 +107,14 @@ public:
     }
 
     /// The admission the connections of this context count in from now on (a listener's, set as it
-    /// accepts into the context; null: none).
-    void attach(std::shared_ptr<admission> a) {
+    /// accepts into the context; null: none). The same one again changes nothing.
+    void attach(const std::shared_ptr<admission>& a) {
         const std::lock_guard<std::mutex> lock(mutex_);
-        admission_ = std::move(a);
+        if (admission_ != a) admission_ = a;
     }
     std::shared_ptr<admission> admission_of() {
         const std::lock_guard<std::mutex> lock(mutex_);
         return admission_;
-    }
-    bool attached_to(const admission* a) {
-        const std::lock_guard<std::mutex> lock(mutex_);
-        return admission_.get() == a;
     }
 
     /// Registered entries (asked to leave or not).
