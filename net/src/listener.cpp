@@ -79,6 +79,7 @@ void listener::say(const std::string& line) {
 listener::outcome listener::judge(const error_code& ec) {
     if (!ec) {
         accepted_.fetch_add(1, std::memory_order_relaxed);
+        probed_ = false;
         if (in_episode_) {
             in_episode_ = false;
             say("accepting again (" + std::to_string(std::exchange(episode_refused_, 0)) +
@@ -96,8 +97,19 @@ listener::outcome listener::judge(const error_code& ec) {
         break;
     default: break;
     }
-    const bool exhausted = ec == asio::error::no_descriptors || ec.value() == ENFILE ||
-                           ec == asio::error::no_buffer_space || ec == asio::error::no_memory;
+    const bool descriptors = ec == asio::error::no_descriptors || ec.value() == ENFILE;
+    const bool exhausted = descriptors || ec == asio::error::no_buffer_space || ec == asio::error::no_memory;
+    // The failure may be older than the room: a completion queued while another handler closed
+    // sockets. A descriptor beside the spare means the next accept would succeed: try it once,
+    // rather than refuse a peer there is room for.
+    if (descriptors && !std::exchange(probed_, false)) {
+        const int probe = open_spare();
+        if (probe >= 0) {
+            ::close(probe);
+            probed_ = true;
+            return outcome::retry_now;
+        }
+    }
     if (!in_episode_) {
         in_episode_ = true;
         if (exhausted)

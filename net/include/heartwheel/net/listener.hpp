@@ -180,6 +180,7 @@ private:
     asio::steady_timer pause_;
     int spare_ = -1;          ///< a descriptor kept free to accept-and-refuse at the limit
     bool in_episode_ = false; ///< accepting failed and has not succeeded since
+    bool probed_ = false;     ///< the last accept retried a failure that found room
     std::uint64_t episode_refused_ = 0;
     bool waiting_ = false;   ///< accepting is stopped at an admission limit
     std::chrono::steady_clock::time_point last_reserved_{};
