@@ -10,8 +10,9 @@ timeout while healthy clients keep working, and a WebSocket chat on Boost.Beast 
 unresponsive clients get close frames naming the reason and whose flooding member is slowed to its
 readers' pace (demo_ws.py), HTTP keep-alive, a storm of TLS connects served past a handshake bound
 of 20 while connections that never send a ClientHello are shed (the listener's admission), and a
-server out of descriptors refusing, resting and serving again (net::listener). Prints a summary, then stops
-everything it started."""
+server out of descriptors refusing, resting and serving again (net::listener), and HAProxy in front
+speaking the PROXY protocol (per-source limits see each client, not the balancer). Prints a summary,
+then stops everything it started."""
 import json
 import os
 import select
@@ -288,6 +289,73 @@ def descriptor_scene():
     return answer == "OK" and used < 0.5 and told > 0
 
 
+def balancer_scene():
+    """Behind HAProxy (send-proxy-v2, health checks): the PROXY protocol gives echo_server each client's
+    own address, so --source-share judges clients, not the balancer; a peer without a header is closed."""
+    import tempfile
+    say("scene", "behind HAProxy with the PROXY protocol: 4 clients from 127.0.0.2 fill --max-connections 4, "
+                 "then one from 127.0.0.3 (--source-share 1)")
+    server, port, lines = start_server(flags=["--proxy-protocol", "--max-connections", "4", "--source-share", "1"])
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        front = s.getsockname()[1]
+    with tempfile.TemporaryDirectory() as d:
+        config = os.path.join(d, "haproxy.cfg")
+        with open(config, "w") as f:
+            f.write(f"defaults\n    mode tcp\n    timeout connect 2s\n    timeout client 30s\n    timeout server 30s\n"
+                    f"frontend front\n    bind 127.0.0.1:{front}\n    default_backend back\n"
+                    f"backend back\n    server s1 127.0.0.1:{port} send-proxy-v2 check check-send-proxy inter 5s\n")
+        lb = subprocess.Popen(["haproxy", "-db", "-f", config], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        PROCS.append(lb)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", front), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        time.sleep(0.2)
+
+        def client(source, text):
+            c = socket.create_connection(("127.0.0.1", front), timeout=5, source_address=(source, 0))
+            c.sendall(text.encode() + b"\n")
+            return c, c.recv(100).decode(errors="replace").strip()
+
+        first = [client("127.0.0.2", f"a{i}") for i in range(4)]
+        say("127.0.0.2", f"4 connections through HAProxy echoed: {[got for _, got in first]}")
+        newcomer, got = client("127.0.0.3", "b")
+        say("127.0.0.3", f"at the limit, a newcomer within its share: {got!r}")
+        told = []
+        for c, _ in first:
+            c.settimeout(0.5)
+            try:
+                told.append(c.recv(100).decode(errors="replace").strip())
+            except OSError:
+                pass
+        told = [t for t in told if t]
+        say("127.0.0.2", f"its newest connection told {told}")
+        direct = socket.create_connection(("127.0.0.1", port), timeout=5)
+        direct.sendall(b"hello without a header\n")
+        direct.settimeout(2)
+        try:
+            closed = direct.recv(100) == b""
+        except OSError:
+            closed = True
+        say("direct", "a peer without a PROXY header: " + ("closed" if closed else "answered?!"))
+        for c, _ in first:
+            c.close()
+        newcomer.close()
+        direct.close()
+        time.sleep(0.2)
+        lb.terminate()
+        lb.wait(timeout=10)
+    server.send_signal(signal.SIGTERM)
+    server.wait(timeout=10)
+    final = next((l for l in lines if l.startswith("final ")), "(no final line)")
+    print("echo_server:", final)
+    return got == "b" and "BYE over-share" in told and closed and "proxy-missing:1" in final
+
+
 def main():
     print("heartwheel demo: echo/heartbeat server with idle detection, heartbeats, request timeouts and backoff\n")
     server, port, server_lines = start_server()
@@ -355,6 +423,7 @@ def main():
     ok = http_scene() and ok
     ok = storm_scene() and ok
     ok = descriptor_scene() and ok
+    ok = balancer_scene() and ok
     print("\ndemo", "finished: every behaviour shown" if ok else "finished, but a scene did not go as scripted")
     return 0 if ok else 1
 

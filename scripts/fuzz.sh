@@ -9,7 +9,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:-20}
 dir=$root/build-fuzz
-targets=${HEARTWHEEL_FUZZ_TARGETS:-line_framer config wheel tls control_line echo_config}
+targets=${HEARTWHEEL_FUZZ_TARGETS:-line_framer config wheel proxy tls control_line echo_config}
 
 CXX=clang++ bash "$root/scripts/build.sh" "$dir" -DCMAKE_CXX_COMPILER=clang++ -DHEARTWHEEL_BUILD_FUZZ=ON \
   -DHEARTWHEEL_BUILD_TESTS=OFF -DHEARTWHEEL_BUILD_BENCH=OFF -DHEARTWHEEL_BOOST_ASIO=OFF -DHEARTWHEEL_SANITIZE=address,undefined \

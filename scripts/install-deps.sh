@@ -14,7 +14,7 @@ packages=(
   libevent-dev libuv1-dev libev-dev
   clang libclang-rt-14-dev
   python3 python3-websockets python3-munkres python3-matplotlib procps iproute2 nftables netcat-openbsd valgrind
-  sslscan prometheus
+  sslscan prometheus haproxy
 )
 missing=()
 for p in "${packages[@]}"; do

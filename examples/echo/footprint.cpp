@@ -147,7 +147,7 @@ double tls_heap_per_connection(echo::worker& w, const heartwheel::net::liveness_
     std::function<void()> accept = [&] {
         acceptor.async_accept([&](std::error_code ec, tcp::socket socket) {
             if (ec) return;
-            sessions.push_back(tls_session::start(w, Stream(std::move(socket), ctx), timing));
+            sessions.push_back(tls_session::start(w, Stream(std::move(socket), ctx), asio::ip::address(), timing));
             accept();
         });
     };
@@ -206,7 +206,7 @@ double typed_per_connection(echo::worker& w, const heartwheel::net::liveness_con
     const std::size_t h0 = heap_in_use(), s0 = w.wheel.wheel().storage_bytes();
     w.ioc.restart(); // an earlier stage may have run it out of work
     asio::post(ex, [&] {
-        for (auto& socket : accepted) sessions.push_back(typed_session::start(w, std::move(socket), timing));
+        for (auto& socket : accepted) sessions.push_back(typed_session::start(w, std::move(socket), asio::ip::address(), timing));
     });
     w.ioc.poll();
     const std::size_t h1 = heap_in_use(), s1 = w.wheel.wheel().storage_bytes();
@@ -265,7 +265,7 @@ int main(int argc, char** argv) {
     const std::size_t half = n / 2;
     const auto start = [&](std::size_t from, std::size_t to, const heartwheel::net::liveness_config& cfg) {
         const heartwheel::net::connection_context timing(w.wheel, cfg, &w.live_counters, &w.scale, w.context.options);
-        for (std::size_t i = from; i < to; ++i) sessions.push_back(session_type::start(w, std::move(accepted[i]), timing));
+        for (std::size_t i = from; i < to; ++i) sessions.push_back(session_type::start(w, std::move(accepted[i]), asio::ip::address(), timing));
         w.ioc.poll(); // the receives are pending, nothing to read
         return heap_in_use() - w.wheel.wheel().storage_bytes(); // the slot storage is counted apart
     };

@@ -274,6 +274,8 @@ server_options parse_server_options(int argc, const char* const* argv) {
     auto& l = o.live;
     l.timeouts.write_timeout = milliseconds(30000);
     std::string timers = "wheel", metrics;
+    std::string proxy_from = net::to_string(o.proxy.trusted);
+    std::int64_t proxy_timeout_ms = o.proxy.timeout.count();
     std::vector<spec> specs = {
         endpoint_opt("listen", "address to listen on; port 0 picks a free port", o.listen),
         live("reader-idle", "idle.reader_idle", "close after this long without a data line (0 = off)", l),
@@ -322,6 +324,10 @@ server_options parse_server_options(int argc, const char* const* argv) {
                   "closed busy (0 = off)", o.handshakes.max_pending_per_source, 0, 10'000'000),
         own_count("handshake-rate-per-source", "TLS handshakes one address may start per second (a second's burst); beyond, "
                   "closed busy (0 = off)", o.handshakes.per_source_rate, 0, 1'000'000, " (per second)"),
+        switch_opt("proxy-protocol", "every connection starts with a PROXY header (v1 or v2) naming its client, from "
+                   "--proxy-from; any other is closed proxy-untrusted, -missing, -malformed, -oversized or -timeout", o.proxy.enabled),
+        text_opt("proxy-from", "the balancers' address ranges trusted to send a PROXY header (CIDR,CIDR...)", proxy_from),
+        own_ms("proxy-timeout", "a PROXY header must be whole within this after the accept", proxy_timeout_ms, 10, 60'000),
         live("overload-threshold", "overload.threshold",
                   "scale the timeouts given a --*-min once connections or descriptors in use pass this fraction of their limit", l),
         live("reader-idle-min", "overload.reader_idle_min", "under full overload --reader-idle shrinks to this (ms, or N% of it)", l),
@@ -348,6 +354,12 @@ server_options parse_server_options(int argc, const char* const* argv) {
         throw usage_error("--io-threads " + std::to_string(o.io_threads) + " and --threads " + std::to_string(o.threads) +
                           " choose two threading models: give one of them");
     if (!metrics.empty()) o.metrics = parse_endpoint(metrics, "--metrics");
+    try {
+        o.proxy.trusted = net::parse_cidrs(proxy_from, "--proxy-from");
+    } catch (const net::config_error& e) {
+        throw usage_error(e.what());
+    }
+    o.proxy.timeout = milliseconds(proxy_timeout_ms);
     if (o.tls && (o.cert.empty() || o.key.empty())) throw usage_error("--tls: --cert FILE and --key FILE are required");
     if (!o.tls && (!o.cert.empty() || !o.key.empty())) throw usage_error("--cert/--key: only valid with --tls");
     derive(l, sources);

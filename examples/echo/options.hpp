@@ -10,6 +10,7 @@
 
 #include <heartwheel/net/admission.hpp>
 #include <heartwheel/net/handshake_gate.hpp>
+#include <heartwheel/net/proxy_protocol.hpp>
 #include <heartwheel/net/liveness_config.hpp>
 #include <heartwheel/net/tls_socket.hpp>
 
@@ -66,6 +67,9 @@ struct server_options {
     /// the excess does not count towards overload pressure, and at --max-connections a newcomer from
     /// an address within its share displaces the newest connection of the address furthest over it.
     std::size_t source_share = 0;
+    /// Behind a balancer: every connection starts with a PROXY header (v1 or v2) from one of the
+    /// trusted ranges, and the address it names is the client's (net::proxy_protocol_options).
+    heartwheel::net::proxy_protocol_options proxy;
     std::int64_t stats_interval_ms = 0;
     std::optional<endpoint_spec> metrics;
     std::int64_t shutdown_grace_ms = 2000;

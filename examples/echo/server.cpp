@@ -71,9 +71,10 @@ server::server(const server_options& options)
     bound.max_handshakes = options_.max_handshakes;
     lo.admission.max_handshakes = bound.effective_max_handshakes();
     lo.admission.handshake_stall = std::chrono::milliseconds(options_.handshake_stall_ms);
-    lo.on_refused = [this] {
+    lo.proxy = options_.proxy; // behind a balancer: the clients' addresses from their PROXY headers
+    lo.on_refused = [this](heartwheel::net::close_reason r) { // closed by the listener, never a session
         counters_.accepted.fetch_add(1, std::memory_order_relaxed);
-        counters_.busy.fetch_add(1, std::memory_order_relaxed);
+        if (r == heartwheel::net::busy_reason()) counters_.busy.fetch_add(1, std::memory_order_relaxed);
     };
     try {
         listener_.emplace(workers_[0]->ex, resolve(workers_[0]->ioc, options_.listen, "--listen"), std::move(lo));
@@ -114,15 +115,15 @@ void server::accept() {
     worker& target = *workers_[next_worker_++ % workers_.size()];
     // Plain TCP sockets name their executor's type (see core_socket); tls_socket is over tcp::socket.
     if (tls_)
-        listener_->async_accept(target.ex, [this, &target](std::error_code ec, asio::ip::tcp::socket socket) {
+        listener_->async_accept(target.ex, peer_, [this, &target](std::error_code ec, asio::ip::tcp::socket socket) {
             accepted(target, ec, std::move(socket));
         });
     else if (target.strand) // the thread pool
-        listener_->async_accept(*target.strand, [this, &target](std::error_code ec, strand_socket socket) {
+        listener_->async_accept(*target.strand, peer_, [this, &target](std::error_code ec, strand_socket socket) {
             accepted(target, ec, std::move(socket));
         });
     else
-        listener_->async_accept(target.ioc.get_executor(), [this, &target](std::error_code ec, core_socket socket) {
+        listener_->async_accept(target.ioc.get_executor(), peer_, [this, &target](std::error_code ec, core_socket socket) {
             accepted(target, ec, std::move(socket));
         });
 }
@@ -130,16 +131,17 @@ void server::accept() {
 template <class Socket>
 void server::accepted(worker& target, std::error_code ec, Socket socket) {
     if (stopping_ || ec) return; // the listener's accept fails only once it is closed
+    const asio::ip::address peer = peer_.address(); // the client's (a PROXY header's, behind a balancer)
     {
         counters_.accepted.fetch_add(1, std::memory_order_relaxed);
         socket.set_option(asio::ip::tcp::no_delay(true), ec);
         if (counters_.active.load(std::memory_order_relaxed) >= options_.max_connections) {
-            asio::post(target.ex, [this, &target, s = std::move(socket)]() mutable { at_the_limit(target, std::move(s)); });
+            asio::post(target.ex, [this, &target, peer, s = std::move(socket)]() mutable { at_the_limit(target, std::move(s), peer); });
         } else {
             counters_.active.fetch_add(1, std::memory_order_relaxed); // reserved; the session takes it over
-            asio::post(target.ex, [this, &target, s = std::move(socket)]() mutable {
+            asio::post(target.ex, [this, &target, peer, s = std::move(socket)]() mutable {
                 counters_.active.fetch_sub(1, std::memory_order_relaxed);
-                start_session(target, std::move(s));
+                start_session(target, std::move(s), peer);
             });
         }
     }
@@ -147,20 +149,20 @@ void server::accepted(worker& target, std::error_code ec, Socket socket) {
 }
 
 template <class Socket>
-void server::start_session(worker& w, Socket socket) {
+void server::start_session(worker& w, Socket socket, const asio::ip::address& peer) {
     using tls = heartwheel::net::tls_socket; // OpenSSL on the descriptor: no record buffers of its own
     using heartwheel::net::connection_liveness;
     const bool wheel = options_.timers == timer_mode::wheel;
     const bool none = options_.timers == timer_mode::none;
     if constexpr (std::is_same_v<Socket, asio::ip::tcp::socket>) { // accepted for TLS only (accept())
         tls stream(std::move(socket), *tls_);
-        if (wheel) session<tls, connection_liveness>::start(w, std::move(stream), w.context);
-        else if (none) session<tls, no_liveness>::start_baseline(w, std::move(stream), no_liveness::factory(w));
-        else session<tls, asio_liveness>::start_baseline(w, std::move(stream), asio_liveness::factory(w));
+        if (wheel) session<tls, connection_liveness>::start(w, std::move(stream), peer, w.context);
+        else if (none) session<tls, no_liveness>::start_baseline(w, std::move(stream), peer, no_liveness::factory(w));
+        else session<tls, asio_liveness>::start_baseline(w, std::move(stream), peer, asio_liveness::factory(w));
     } else {
-        if (wheel) session<Socket, connection_liveness>::start(w, std::move(socket), w.context);
-        else if (none) session<Socket, no_liveness>::start_baseline(w, std::move(socket), no_liveness::factory(w));
-        else session<Socket, asio_liveness>::start_baseline(w, std::move(socket), asio_liveness::factory(w));
+        if (wheel) session<Socket, connection_liveness>::start(w, std::move(socket), peer, w.context);
+        else if (none) session<Socket, no_liveness>::start_baseline(w, std::move(socket), peer, no_liveness::factory(w));
+        else session<Socket, asio_liveness>::start_baseline(w, std::move(socket), peer, asio_liveness::factory(w));
     }
 }
 
@@ -168,11 +170,9 @@ void server::start_session(worker& w, Socket socket) {
 // the place of the newest connection of the address furthest over it (which closes over-share; until
 // it has, the server holds one more than the limit); otherwise, and without shares, BYE busy.
 template <class Socket>
-void server::at_the_limit(worker& w, Socket socket) {
-    std::error_code gone;
-    const auto peer = socket.remote_endpoint(gone);
-    if (!gone && w.shares && w.shares->make_room(peer.address())) {
-        start_session(w, std::move(socket));
+void server::at_the_limit(worker& w, Socket socket, const asio::ip::address& peer) {
+    if (w.shares && w.shares->make_room(peer)) {
+        start_session(w, std::move(socket), peer);
         return;
     }
     reject_busy(std::move(socket));

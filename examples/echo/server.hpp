@@ -52,9 +52,9 @@ private:
     template <class Socket>
     void accepted(worker& w, std::error_code ec, Socket socket);
     template <class Socket>
-    void start_session(worker& w, Socket socket);
+    void start_session(worker& w, Socket socket, const asio::ip::address& peer);
     template <class Socket>
-    void at_the_limit(worker& w, Socket socket);
+    void at_the_limit(worker& w, Socket socket, const asio::ip::address& peer);
     template <class Socket>
     void reject_busy(Socket socket);
     void check_descriptor_limit();
@@ -81,6 +81,7 @@ private:
     std::optional<asio::ssl::context> tls_;
     /// The library's accept loop: at the descriptor limit it refuses with BYE busy and rests.
     std::optional<heartwheel::net::listener> listener_;
+    asio::ip::tcp::endpoint peer_; ///< the client of the accept in progress (one at a time)
     std::optional<asio::ip::tcp::acceptor> metrics_acceptor_;
     asio::signal_set signals_;
     std::size_t next_worker_ = 0;

@@ -60,8 +60,9 @@ public:
     /// Takes over `stream`, timed by the wheel's liveness as `ctx` (the worker's context) says: the
     /// session and its connection in one heap block (net::make_connection_with), which the connection
     /// holds until it closes.
-    static std::shared_ptr<session> start(worker& w, Stream stream, const heartwheel::net::connection_context& ctx) {
-        const asio::ip::address peer = source(w, stream);
+    /// `peer`: the client's address (the listener's: a PROXY header's behind a balancer).
+    static std::shared_ptr<session> start(worker& w, Stream stream, const asio::ip::address& peer,
+                                          const heartwheel::net::connection_context& ctx) {
         auto s = heartwheel::net::make_connection_with<connection_type>(
             [&w](connection_type& c) { return session(c, w); }, std::move(stream), ctx);
         s->begin(peer);
@@ -69,8 +70,8 @@ public:
     }
     /// Takes over `stream`, timed by a baseline's own liveness (--timers asio or none).
     template <class MakeLiveness>
-    static std::shared_ptr<session> start_baseline(worker& w, Stream stream, MakeLiveness&& make_liveness) {
-        const asio::ip::address peer = source(w, stream);
+    static std::shared_ptr<session> start_baseline(worker& w, Stream stream, const asio::ip::address& peer,
+                                                   MakeLiveness&& make_liveness) {
         auto s = heartwheel::net::make_connection_with<connection_type>(
             [&w](connection_type& c) { return session(c, w); }, std::move(stream), make_liveness, nullptr,
             w.context.options);
@@ -84,13 +85,6 @@ public:
     void abort() override { conn_.abort(close_reason::shutdown); }
 
 private:
-    /// The peer's address, for the handshake gate and the source shares (none needed: empty).
-    static asio::ip::address source(const worker& w, const Stream& stream) {
-        if (!connection_type::is_tls && !w.shares) return {};
-        std::error_code gone; // a peer already gone: its first read or handshake fails at once
-        return stream.lowest_layer().remote_endpoint(gone).address();
-    }
-
     /// A reference that keeps the session — its connection's block — alive (for handlers in flight).
     std::shared_ptr<session> ref() { return {conn_.shared_from_this(), this}; }
 

@@ -43,15 +43,20 @@ listener::listener(const asio::any_io_executor& ex, const asio::ip::tcp::endpoin
     : listener(listen(ex, endpoint, options.listen), std::move(options)) {}
 
 listener::listener(asio::ip::tcp::acceptor acceptor, listener_options options)
-    : options_(std::move(options)), acceptor_(std::move(acceptor)), pause_(acceptor_.get_executor()) {
+    : options_(std::move(options)), acceptor_(std::move(acceptor)), pause_(acceptor_.get_executor()),
+      ready_signal_(acceptor_.get_executor()) {
     if (options_.admission_poll.count() < 1 || options_.admission_poll.count() > 1000)
         throw config_error("admission_poll", std::to_string(options_.admission_poll.count()) + "ms", "1ms to 1s");
+    options_.proxy.validate();
     if (options_.admission.enabled()) admission_ = std::make_shared<admission>(options_.admission); // validates
     if (options_.raise_descriptor_limit) raise_descriptor_limit();
     spare_ = open_spare();
 }
 
 listener::~listener() {
+    options_.counters = nullptr; // what counts may be gone already: only close() counts
+    options_.on_refused = nullptr;
+    close_intake(); // the header reads' handlers see `finished` and touch nothing else
     if (spare_ >= 0) ::close(spare_);
 }
 
@@ -59,6 +64,16 @@ void listener::close() noexcept {
     error_code ignored;
     acceptor_.close(ignored);
     pause_.cancel();
+    close_intake();
+}
+
+void listener::close_fd(int fd) noexcept {
+    ::close(fd);
+}
+
+void listener::refuse_at_limit(int fd) {
+    refuse(fd);
+    refused_at_limit_.fetch_add(1, std::memory_order_relaxed);
 }
 
 asio::ip::tcp::endpoint listener::local_endpoint() const {
@@ -147,8 +162,12 @@ void listener::refuse(int fd) {
         const ssize_t sent = ::send(fd, options_.refusal.data(), options_.refusal.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
         (void)sent;
     }
-    if (options_.counters) options_.counters->closed(busy_reason());
-    if (options_.on_refused) options_.on_refused();
+    closed_here(busy_reason());
+}
+
+void listener::closed_here(close_reason r) {
+    if (options_.counters) options_.counters->closed(r);
+    if (options_.on_refused) options_.on_refused(r);
 }
 
 // The backlog's connections, one at a time on the spare descriptor: accepted, told, closed. Bounded

@@ -10,6 +10,8 @@ through net::listener and makes its TLS context with net::server_tls_context, so
  - at --max-connections, stop accepting (newcomers wait in the kernel's backlog, none refused) and
    serve the waiting client once a place frees; with TLS, shed handshakes that never sent a
    ClientHello while healthy ones wait for a --max-handshakes place (the library's admission);
+ - with --proxy-protocol, serve a client whose connection starts with a PROXY header (and TLS after
+   one), and close one without a header, counted proxy-missing;
  - answer --help with its usage, exit 0.
 What is judged is what a client sees, and the server's CPU from /proc."""
 import os
@@ -31,9 +33,15 @@ from harness import BUILD, cpu_seconds, make_cert, only_fd_exhaustion_reports, t
 SANITIZED = bool(os.environ.get("HEARTWHEEL_SANITIZE"))
 
 
+# What every new connection sends first (ProxyProtocol sets a PROXY header here).
+PREFIX = b""
+
+
 def connect(port):
     s = socket.create_connection(("127.0.0.1", port), timeout=5)
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    if PREFIX:
+        s.sendall(PREFIX)
     return s
 
 
@@ -218,6 +226,45 @@ class Admission(unittest.TestCase):
                 print(f"{name}: 300 silent connections, --max-handshakes 50: healthy handshake in {took:.2f} s; "
                       f"{shed} shed")
                 self.assertGreaterEqual(shed, 200, out)
+
+
+class ProxyProtocol(unittest.TestCase):
+    """--proxy-protocol on every server: the listener reads the header, the protocol never sees it."""
+
+    def test_every_server_reads_the_header_and_refuses_a_connection_without_one(self):
+        global PREFIX
+        for name, (binary, _, probe) in SERVERS.items():
+            proc, port = start(binary, "--proxy-protocol")
+            try:
+                PREFIX = b"PROXY TCP4 192.0.2.1 127.0.0.1 40000 80\r\n"
+                self.assertTrue(probe(port), f"{name}: not served after a PROXY header")
+                PREFIX = b""
+                self.assertFalse(probe(port), f"{name}: served without a PROXY header")
+            finally:
+                PREFIX = b""
+                out, err = stop(proc)
+            if "final closes=" in out:
+                self.assertGreaterEqual(closes(out).get("proxy-missing", 0), 1, f"{name}: {out}")
+
+    def test_tls_after_the_header(self):
+        with tempdir() as d:
+            cert, key = make_cert(d)
+            ctx = ssl.create_default_context(cafile=cert)
+            proc, port = start("http_server", "--proxy-protocol", "--tls", cert, key)
+            try:
+                raw = socket.create_connection(("127.0.0.1", port), timeout=5)
+                raw.sendall(b"\r\n\r\n\x00\r\nQUIT\n\x21\x11\x00\x0c" + bytes([192, 0, 2, 1, 127, 0, 0, 1, 0x9c, 0x40, 0, 80]))
+                with ctx.wrap_socket(raw, server_hostname="localhost") as s:
+                    s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                    got = b""
+                    while b"hello\n" not in got:
+                        chunk = s.recv(4096)
+                        if not chunk:
+                            break
+                        got += chunk
+                self.assertIn(b"hello\n", got)
+            finally:
+                stop(proc)
 
 
 class TlsPolicy(unittest.TestCase):

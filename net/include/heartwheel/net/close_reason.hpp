@@ -55,7 +55,7 @@ constexpr bool reasons_in_order() noexcept {
 } // namespace detail
 static_assert(detail::reasons_in_order(), "builtin_reasons: one row per close_reason, at its value");
 /// Room for every reason, built in and defined (counters are arrays of this size).
-inline constexpr std::size_t max_close_reasons = 32;
+inline constexpr std::size_t max_close_reasons = 48;
 
 /// The reason called `name` (lowercase with dashes, like "line-too-long"): a built-in one if the name
 /// is one, else the application's, defined at its first use. Thread-safe. Throws std::length_error

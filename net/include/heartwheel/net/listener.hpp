@@ -17,11 +17,20 @@
 // newcomers; a stalled handshake is shed meanwhile), looking again every `admission_poll`.
 // Connections are counted on the execution contexts it accepts into. By default handshakes are
 // bounded (1,024 at once) and connections are not.
+// Behind a load balancer (`proxy.enabled`, proxy_protocol.hpp), every connection must come from a
+// trusted range and start with a PROXY header; the listener reads the headers of up to
+// `proxy.max_pending` connections at once beside its accepting (a slow header never holds up the
+// next accept), completes an accept only with a connection whose header is whole and consumed, and
+// gives the client's address named in it to async_accept(ex, peer, token). A peer outside the
+// trusted ranges, a missing, malformed, oversized or too slow header is closed with its own reason,
+// counted. Accepted sockets wait in a queue for the application's next accept (as in the backlog).
 // Constructing a listener raises the process's soft descriptor limit to its hard one (Go's runtime
 // does the same at start): a server holding connections wants every descriptor it may have.
 //
-// One accept pending at a time; use it (and close()) from its acceptor's executor. The counters are
-// atomics, read from any thread. Memory: the acceptor, a timer, a spare descriptor, the options.
+// One accept pending at a time; use it (and close()) from its acceptor's executor (one thread, or a
+// strand), and let close()'s aborted handlers run before destroying it. The counters are atomics,
+// read from any thread. Memory: the acceptor, two timers, a spare descriptor, the options; with the
+// PROXY protocol ~1.2 KiB per header being read, and the queue of sockets read and not yet taken.
 #ifndef HEARTWHEEL_NET_LISTENER_HPP
 #define HEARTWHEEL_NET_LISTENER_HPP
 
@@ -30,14 +39,18 @@
 #include <heartwheel/net/counters.hpp>
 #include <heartwheel/net/detail/teardown_registry.hpp>
 #include <heartwheel/net/listen.hpp>
+#include <heartwheel/net/proxy_protocol.hpp>
 
 #include <heartwheel/asio.hpp>
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
+#include <list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -49,11 +62,12 @@ struct listener_options {
     std::string refusal;                              ///< written (best effort) to a connection refused at the descriptor limit
     std::string name = "server";                      ///< the log lines' prefix (the program's name)
     std::function<void(std::string_view)> log;        ///< one line per episode; null: std::cerr
-    liveness_counters* counters = nullptr;            ///< counts each refusal as a close "busy"
-    std::function<void()> on_refused;                 ///< called once per refused connection (the listener's executor)
+    liveness_counters* counters = nullptr;            ///< counts each connection the listener closes itself, by its reason
+    std::function<void(close_reason)> on_refused;     ///< called once per connection the listener closes itself (busy, proxy-*), on its executor
     bool raise_descriptor_limit = true;               ///< soft RLIMIT_NOFILE up to the hard one at construction
     admission_limits admission;                       ///< connections and TLS handshakes at once (validated by the constructor)
     std::chrono::milliseconds admission_poll{10};     ///< at a limit, how often accepting looks for a free place
+    proxy_protocol_options proxy;                     ///< PROXY headers from trusted balancers (off by default)
 };
 
 /// The close reason a connection refused at the descriptor limit (or by a server at its limit) counts as.
@@ -84,6 +98,13 @@ public:
         using socket_type = typename asio::ip::tcp::socket::template rebind_executor<Executor>::other;
         return asio::async_compose<Token, void(error_code, socket_type)>(accept_op<Executor>{this, ex}, token, acceptor_);
     }
+    /// The same, and `peer` (which must outlive the operation) set to the client's address: the one a
+    /// PROXY header named, else the socket's remote endpoint.
+    template <class Executor, class Token>
+    auto async_accept(const Executor& ex, asio::ip::tcp::endpoint& peer, Token&& token) {
+        using socket_type = typename asio::ip::tcp::socket::template rebind_executor<Executor>::other;
+        return asio::async_compose<Token, void(error_code, socket_type)>(accept_op<Executor>{this, ex, &peer}, token, acceptor_);
+    }
 
     /// Stops accepting: the listening socket closes and a pending accept completes operation_aborted.
     void close() noexcept;
@@ -103,6 +124,9 @@ public:
     std::uint64_t waits() const noexcept { return waits_.load(std::memory_order_relaxed); }
     /// Refused at max_connections (refuse_at_limit).
     std::uint64_t refused_at_limit() const noexcept { return refused_at_limit_.load(std::memory_order_relaxed); }
+    /// Connections whose PROXY header was read (LOCAL ones included), and those closed for theirs.
+    std::uint64_t proxied() const noexcept { return proxied_.load(std::memory_order_relaxed); }
+    std::uint64_t proxy_refused() const noexcept { return proxy_refused_.load(std::memory_order_relaxed); }
     /// The admission (null when nothing is limited): its counts, and its limits.
     const admission* admitted() const noexcept { return admission_.get(); }
     /// A socket this listener accepted was dropped without becoming a net::connection: its place is free.
@@ -118,26 +142,37 @@ private:
     template <class Executor>
     struct accept_op {
         using socket_type = typename asio::ip::tcp::socket::template rebind_executor<Executor>::other;
+        accept_op(listener* owner, const Executor& e, asio::ip::tcp::endpoint* p = nullptr, bool a = true)
+            : l(owner), ex(e), peer(p), admit(a) {}
         listener* l;
         Executor ex;
+        asio::ip::tcp::endpoint* peer;
+        bool admit; ///< false: the PROXY intake's own accepts (admitted when handed out)
+        std::optional<socket_type> handed; ///< a socket from the PROXY queue, delivered after a post
+        error_code result;
+
+        bool proxied() const noexcept { return admit && l->options_.proxy.enabled; }
 
         template <class Self>
         void operator()(Self& self) {
+            if (handed) return self.complete(result, std::move(*handed));
+            if (proxied()) return take_proxied(self);
             accept_or_wait(self);
         }
         template <class Self>
         void operator()(Self& self, error_code ec, socket_type socket) {
             switch (l->judge(ec)) {
             case outcome::accepted:
-                if (l->admission_) {
+                if (admit && l->admission_) {
                     if (l->at_connection_limit()) { // refuse_at_limit: accepted only to be told
-                        l->refuse(socket.native_handle());
-                        l->refused_at_limit_.fetch_add(1, std::memory_order_relaxed);
+                        l->refuse_at_limit(socket.native_handle());
                         return accept_or_wait(self);
                     }
-                    l->admission_->reserve();
-                    l->last_reserved_ = std::chrono::steady_clock::now();
-                    detail::teardown_registry::of(ex).attach(l->admission_);
+                    l->admit(ex);
+                }
+                if (peer) {
+                    error_code gone;
+                    *peer = socket.remote_endpoint(gone);
                 }
                 return self.complete(ec, std::move(socket));
             case outcome::closed: return self.complete(asio::error::operation_aborted, std::move(socket));
@@ -150,8 +185,9 @@ private:
             }
         }
         template <class Self>
-        void operator()(Self& self, error_code) { // the pause is over (or close() cut it short: the
-            accept_or_wait(self);                 // closed acceptor then says so at once)
+        void operator()(Self& self, error_code) { // a pause is over (or close() cut it short: the
+            if (proxied()) return take_proxied(self); // closed acceptor then says so at once), or
+            accept_or_wait(self);                     // a PROXY header was read
         }
         // At an admission limit (and open): rest admission_poll and look again; else accept.
         template <class Self>
@@ -162,7 +198,66 @@ private:
             }
             l->acceptor_.async_accept(ex, std::move(self));
         }
+        // The next socket whose header is read (its I/O moved to `ex`), or wait for one; the
+        // completion is posted, never made inside the initiating call.
+        template <class Self>
+        void take_proxied(Self& self) {
+            while (!l->ready_.empty()) {
+                auto r = std::move(l->ready_.front());
+                l->ready_.pop_front();
+                l->intake();
+                if (l->admission_ && l->at_connection_limit()) {
+                    l->refuse_at_limit(r.socket.native_handle());
+                    continue;
+                }
+                error_code ec;
+                const auto protocol = r.socket.local_endpoint(ec).protocol();
+                const auto fd = ec ? -1 : r.socket.release(ec);
+                if (ec) continue; // the peer is gone: nothing to hand out
+                handed.emplace(ex);
+                handed->assign(protocol, fd, ec);
+                if (ec) {
+                    close_fd(fd);
+                    handed.reset();
+                    continue;
+                }
+                if (l->admission_) l->admit(ex);
+                if (peer) *peer = r.source;
+                return asio::post(std::move(self));
+            }
+            if (!l->acceptor_.is_open()) {
+                handed.emplace(ex);
+                result = asio::error::operation_aborted;
+                return asio::post(std::move(self));
+            }
+            l->intake();
+            l->ready_signal_.expires_at(asio::steady_timer::time_point::max());
+            l->ready_signal_.async_wait(asio::bind_executor(l->acceptor_.get_executor(), std::move(self)));
+        }
     };
+
+    /// A socket accepted and its PROXY header read, waiting for the application's accept.
+    struct proxied_socket {
+        asio::ip::tcp::socket socket;
+        asio::ip::tcp::endpoint source;
+    };
+    struct header_read; ///< one socket whose header is being read (proxy_intake.cpp)
+    /// Accepts while fewer than proxy.max_pending headers are being read or waiting to be taken.
+    void intake();
+    void read_header(const std::shared_ptr<header_read>& h);
+    void header_done(const std::shared_ptr<header_read>& h, std::optional<close_reason> failed);
+    void close_intake() noexcept;
+    /// The accepted socket takes an admission place, on the context its connection will live on.
+    template <class Executor>
+    void admit(const Executor& ex) {
+        admission_->reserve();
+        last_reserved_ = std::chrono::steady_clock::now();
+        detail::teardown_registry::of(ex).attach(admission_);
+    }
+    void refuse_at_limit(int fd);
+    /// A connection the listener closes itself, never handed out: counted with its reason, told.
+    void closed_here(close_reason r);
+    static void close_fd(int fd) noexcept;
 
     void refuse_waiting();
     /// Whether accepting waits for a place now (counting the episode, asking stalled handshakes to
@@ -185,7 +280,12 @@ private:
     bool waiting_ = false;   ///< accepting is stopped at an admission limit
     std::chrono::steady_clock::time_point last_reserved_{};
     std::shared_ptr<admission> admission_; ///< shared with the contexts it accepted into
+    asio::steady_timer ready_signal_;      ///< an accept waiting for a PROXY header: cancelled when one is read
+    std::deque<proxied_socket> ready_;
+    std::list<std::shared_ptr<header_read>> reading_;
+    bool intake_accepting_ = false;
     std::atomic<std::uint64_t> accepted_{0}, refused_{0}, pauses_{0}, waits_{0}, refused_at_limit_{0};
+    std::atomic<std::uint64_t> proxied_{0}, proxy_refused_{0};
 };
 
 } // namespace heartwheel::net
