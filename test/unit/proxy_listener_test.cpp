@@ -190,6 +190,39 @@ BOOST_AUTO_TEST_CASE(at_max_pending_accepting_waits_for_a_header_to_end) {
     BOOST_TEST(f.closed(net::proxy_timeout_reason()) == 2u);
 }
 
+BOOST_AUTO_TEST_CASE(at_max_connections_a_socket_read_waits_for_a_place) {
+    asio::io_context io;
+    net::listener_options o;
+    o.proxy.enabled = true;
+    o.admission.max_connections = 1;
+    o.log = [](std::string_view) {};
+    net::listener l(io.get_executor(), tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0), o);
+    std::vector<tcp::socket> got;
+    std::function<void()> accept = [&] {
+        l.async_accept([&](error_code ec, tcp::socket s) {
+            if (ec) return;
+            got.push_back(std::move(s));
+            accept();
+        });
+    };
+    accept();
+    std::vector<tcp::socket> clients;
+    for (int i = 0; i < 2; ++i) {
+        clients.emplace_back(io);
+        clients.back().connect(l.local_endpoint());
+        asio::write(clients.back(), asio::buffer(std::string("PROXY TCP4 192.0.2.7 127.0.0.1 5555 80\r\n")));
+    }
+    for (int i = 0; i < 40; ++i) io.run_for(5ms);
+    BOOST_TEST(got.size() == 1u); // the place is taken (reserved: no connection took it over yet)
+    BOOST_TEST(l.proxied() == 2u); // the second's header was read meanwhile
+    l.dropped();                   // the first never became a connection: its place is free
+    for (int i = 0; i < 100 && got.size() < 2; ++i) io.run_for(5ms);
+    BOOST_TEST(got.size() == 2u);
+    l.close();
+    io.restart();
+    io.run_for(20ms);
+}
+
 BOOST_AUTO_TEST_CASE(close_ends_the_accept_and_the_header_reads) {
     fixture f;
     auto s1 = f.connect("PROXY");

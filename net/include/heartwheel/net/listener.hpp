@@ -202,6 +202,13 @@ private:
         // completion is posted, never made inside the initiating call.
         template <class Self>
         void take_proxied(Self& self) {
+            // At max_connections (waiting, not refusing), a socket read waits in the queue too.
+            const bool full = l->admission_ && !l->admission_->limits().refuse_at_limit &&
+                              !l->admission_->room_for_connection() && l->acceptor_.is_open();
+            if (full) {
+                l->ready_signal_.expires_after(l->options_.admission_poll);
+                return l->ready_signal_.async_wait(asio::bind_executor(l->acceptor_.get_executor(), std::move(self)));
+            }
             while (!l->ready_.empty()) {
                 auto r = std::move(l->ready_.front());
                 l->ready_.pop_front();
