@@ -1372,7 +1372,9 @@ class Client(unittest.TestCase):
                 after = closed_at[0] - frozen
                 print(f"busy client, frozen server: closed heartbeat-timeout {after:.3f} s after the freeze "
                       f"(formula 1.5 s from the last byte received)")
-                self.assertGreaterEqual(after, 1.5 - 0.1)  # the last echo came at most one send interval earlier
+                # The last echo came at most one send interval before the freeze — in a sanitized
+                # build, whose echoes lag in batches, up to two (TSan in CI: 1.397 s once).
+                self.assertGreaterEqual(after, 1.5 - (0.2 if SANITIZED else 0.1))
                 self.assertLess(after, 1.5 + (1.5 if SANITIZED else 0.5))
                 self.assertGreaterEqual(summary["requests"], 20)  # it kept sending until the close (10 per second)
 
