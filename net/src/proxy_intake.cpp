@@ -16,6 +16,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <array>
 
 namespace heartwheel::net {
@@ -41,8 +42,9 @@ void listener::intake() {
         if (ec) return; // closed
         error_code gone;
         const auto from = s.remote_endpoint(gone);
-        bool trusted = false;
-        for (const auto& range : options_.proxy.trusted) trusted = trusted || (!gone && range.contains(from.address()));
+        const auto& ranges = options_.proxy.trusted;
+        const bool trusted = !gone && std::any_of(ranges.begin(), ranges.end(),
+                                                  [&](const cidr& range) { return range.contains(from.address()); });
         if (!trusted) {
             proxy_refused_.fetch_add(1, std::memory_order_relaxed);
             closed_here(gone ? close_reason::peer_closed : proxy_untrusted_reason());
