@@ -307,14 +307,14 @@ def balancer_scene():
                     f"backend back\n    server s1 127.0.0.1:{port} send-proxy-v2 check check-send-proxy inter 5s\n")
         lb = subprocess.Popen(["haproxy", "-db", "-f", config], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         PROCS.append(lb)
+        # Ready once it listens (from /proc: a probe through it would take one of the server's places).
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", front), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        time.sleep(0.2)
+            with open("/proc/net/tcp") as f:
+                if any(l.split()[1] == f"0100007F:{front:04X}" and l.split()[3] == "0A" for l in list(f)[1:]):
+                    break
+            time.sleep(0.05)
+        time.sleep(0.2)  # its first health check (a LOCAL header) has come and gone
 
         def client(source, text):
             c = socket.create_connection(("127.0.0.1", front), timeout=5, source_address=(source, 0))

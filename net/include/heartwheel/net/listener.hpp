@@ -220,12 +220,16 @@ private:
                 error_code ec;
                 const auto protocol = r.socket.local_endpoint(ec).protocol();
                 const auto fd = ec ? -1 : r.socket.release(ec);
-                if (ec) continue; // the peer is gone: nothing to hand out
-                handed.emplace(ex);
-                handed->assign(protocol, fd, ec);
-                if (ec) {
-                    close_fd(fd);
-                    handed.reset();
+                if (!ec) {
+                    handed.emplace(ex);
+                    handed->assign(protocol, fd, ec);
+                    if (ec) {
+                        close_fd(fd);
+                        handed.reset();
+                    }
+                }
+                if (ec) { // the peer is gone meanwhile: nothing to hand out, counted once
+                    l->closed_here(close_reason::peer_closed);
                     continue;
                 }
                 if (l->admission_) l->admit(ex);
