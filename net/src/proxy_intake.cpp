@@ -46,9 +46,7 @@ void listener::intake() {
         const bool trusted = !gone && std::any_of(ranges.begin(), ranges.end(),
                                                   [&](const cidr& range) { return range.contains(from.address()); });
         if (!trusted) {
-            proxy_refused_.fetch_add(1, std::memory_order_relaxed);
-            closed_here(gone ? close_reason::peer_closed : proxy_untrusted_reason());
-            s.close(gone);
+            refuse_proxied(s, gone ? close_reason::peer_closed : proxy_untrusted_reason());
         } else {
             auto h = std::make_shared<header_read>(ex, std::move(s));
             h->source = from;
@@ -96,16 +94,20 @@ void listener::header_done(const std::shared_ptr<header_read>& h, std::optional<
     h->deadline.cancel();
     reading_.erase(h->at);
     if (failed) {
-        proxy_refused_.fetch_add(1, std::memory_order_relaxed);
-        closed_here(*failed);
-        error_code ignored;
-        h->socket.close(ignored);
+        refuse_proxied(h->socket, *failed);
     } else {
         proxied_.fetch_add(1, std::memory_order_relaxed);
         ready_.push_back(proxied_socket{std::move(h->socket), h->source});
         ready_signal_.cancel();
     }
     intake();
+}
+
+void listener::refuse_proxied(asio::ip::tcp::socket& s, close_reason r) {
+    proxy_refused_.fetch_add(1, std::memory_order_relaxed);
+    closed_here(r);
+    error_code ignored;
+    s.close(ignored);
 }
 
 void listener::close_intake() noexcept {

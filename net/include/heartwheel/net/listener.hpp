@@ -258,6 +258,8 @@ private:
     void read_header(const std::shared_ptr<header_read>& h);
     void header_done(const std::shared_ptr<header_read>& h, std::optional<close_reason> failed);
     void close_intake() noexcept;
+    /// A socket the intake will not hand out (untrusted, a bad header, gone): counted, closed.
+    void refuse_proxied(asio::ip::tcp::socket& s, close_reason r);
     /// The accepted socket takes an admission place, on the context its connection will live on.
     template <class Executor>
     void admit(const Executor& ex) {
