@@ -6,7 +6,8 @@ closed for reader-idle, a client that stops answering pings closed for heartbeat
 that times out, a client reconnecting with growing backoff while the server is restarted (a drain: each client asked
 to leave over 1.5 s), and an
 overload moment: a flood of idle connections near --max-connections shed at the scaled reader-idle
-timeout while healthy clients keep working, and a WebSocket chat on Boost.Beast whose idle and
+timeout while healthy clients keep working (and the same limit filled from one address, which moves
+nobody's timeouts: its source share), and a WebSocket chat on Boost.Beast whose idle and
 unresponsive clients get close frames naming the reason and whose flooding member is slowed to its
 readers' pace (demo_ws.py), HTTP keep-alive, a storm of TLS connects served past a handshake bound
 of 20 while connections that never send a ClientHello are shed (the listener's admission), and a
@@ -105,18 +106,20 @@ OVERLOAD_FLAGS = ["--max-connections", "100", "--reader-idle", "8000", "--reader
 
 
 def overload_scene():
-    """90 silent connections fill a server with --max-connections 100 while 5 healthy ones work:
-    reader-idle (8 s) is scaled towards its 1 s min, so the flood is shed in about 2 s."""
+    """90 silent connections from 90 addresses fill a server with --max-connections 100 while 5 healthy
+    ones work: reader-idle (8 s) is scaled towards its 1 s min, so the flood is shed in about 2 s. (From
+    one address the flood would be that address's excess beyond its share — a tenth of the limit by
+    default — which moves nobody's timeouts: the quiet peers of others never pay for one source.)"""
     print()
     server, port, lines = start_server(flags=OVERLOAD_FLAGS)
     print(f"  server policy: {' '.join(OVERLOAD_FLAGS)}\n")
-    say("scene", "overload: 5 healthy clients work while 90 silent connections fill the server to 95 %")
+    say("scene", "overload: 5 healthy clients work while 90 silent connections from 90 addresses fill the server to 95 %")
     healthy, out = start_client("healthy", "--connect", f"127.0.0.1:{port}", "--connections", "5",
                                 "--send-interval", "200", "--request-timeout", "1000", "--duration", "4500", "--quiet")
     time.sleep(0.3)
     flood, start = [], time.monotonic()
-    for _ in range(90):
-        flood.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+    for i in range(90):  # one each from 127.0.1.1..90: every address within its share (10)
+        flood.append(socket.create_connection(("127.0.0.1", port), timeout=5, source_address=(f"127.0.1.{i + 1}", 0)))
     say("flood", "90 silent connections open; unscaled they would be closed after 8 s")
     shed, byes = [], 0
     while len(shed) < len(flood) and time.monotonic() - start < 9:
@@ -146,6 +149,38 @@ def overload_scene():
     print("server:", final)
     return (byes == 90 and served and summary.get("timeouts") == 0 and not summary.get("closed_by_server")
             and summary.get("requests") == summary.get("responses"))
+
+
+def one_source_scene():
+    """The same server filled to its limit from one address: that address's connections beyond its
+    share (a tenth of --max-connections by default) are its excess, which scales no one's timeouts, so
+    the quiet peers of others keep their full 8 s; a newcomer from another address takes the place of
+    the flooding address's newest connection (BYE over-share) instead of being refused."""
+    say("scene", "one address (127.0.0.9) fills the server to its limit while 5 quiet peers from 127.0.0.1 idle")
+    server, port, lines = start_server(flags=OVERLOAD_FLAGS)
+    quiet = []
+    for _ in range(5):
+        q = socket.create_connection(("127.0.0.1", port), timeout=5)
+        q.sendall(b"hello\n")
+        q.recv(100)
+        quiet.append(q)
+    flood = [socket.create_connection(("127.0.0.1", port), timeout=5, source_address=("127.0.0.9", 0))
+             for _ in range(95)]
+    time.sleep(2.5)  # scaled as in the scene before, the quiet peers would be closed after about 1 s
+    quiet_closed = len(select.select(quiet, [], [], 0)[0])
+    say("quiet", f"{quiet_closed} of 5 closed after 2.5 s at 100 % of the limit (their reader-idle stays 8 s)")
+    newcomer = socket.create_connection(("127.0.0.1", port), timeout=5, source_address=("127.0.0.2", 0))
+    newcomer.sendall(b"let me in\n")
+    served = newcomer.recv(100) == b"let me in\n"
+    ready, _, _ = select.select(flood, [], [], 1.0)
+    displaced = sum(s.recv(100).startswith(b"BYE over-share") for s in ready)
+    say("newcomer", f"from 127.0.0.2: {'served' if served else 'NOT served'}; "
+                    f"{displaced} of 127.0.0.9's connections told BYE over-share")
+    for s in quiet + flood + [newcomer]:
+        s.close()
+    server.send_signal(signal.SIGTERM)
+    server.wait(timeout=10)
+    return quiet_closed == 0 and served and displaced == 1
 
 
 def websocket_scene():
@@ -419,6 +454,7 @@ def main():
     print("server after restart: ", final2[0] if final2 else "(no final line)")
     ok = (results.get("silent") == "BYE reader-idle" and results.get("stuck") == "BYE heartbeat-timeout")
     ok = overload_scene() and ok
+    ok = one_source_scene() and ok
     ok = websocket_scene() and ok
     ok = http_scene() and ok
     ok = storm_scene() and ok

@@ -99,6 +99,17 @@ spec own_count(std::string flag, std::string help, T& target, std::int64_t lo, s
                 target = static_cast<T>(to_int(v, who, lo, hi, unit));
             }};
 }
+/// A count that may also be "auto" (server_options::auto_share): its default, derived from other options.
+spec share_opt(std::string flag, std::string help, std::size_t& target) {
+    return {flag, help, "auto", "", false, [&target](const raw_value& v, const std::string& who) {
+                if (v.text == "auto") {
+                    target = server_options::auto_share;
+                    return;
+                }
+                if (v.from == raw_value::toml_string) bad(who, v.text, "an integer 0..10000000, or \"auto\"");
+                target = static_cast<std::size_t>(to_int(v, who, 0, 10'000'000, " (or auto)"));
+            }};
+}
 /// An option that sets a liveness field (`field`: "idle.reader_idle", "overload.reader_idle_min"): how
 /// it is written, its default and its range come from the field's description (net::find_field);
 /// `help` is what this binary says about it. A TOML value's type is checked against the field's kind.
@@ -299,10 +310,11 @@ server_options parse_server_options(int argc, const char* const* argv) {
                            "(timeouts and heartbeats off whatever else says: a benchmark floor)", timers),
         own_count("max-line", "longest line in bytes before the newline", o.max_line, 1, 16 * 1024 * 1024, " (bytes)"),
         own_count("max-connections", "beyond this a new connection gets BYE busy", o.max_connections, 1, 10'000'000),
-        own_count("source-share", "connections one address may hold before the rest is its excess: excess does not "
+        share_opt("source-share", "connections one address may hold before the rest is its excess: excess does not "
                   "count towards overload, and at --max-connections a newcomer from an address within its share "
-                  "displaces the newest connection of the address furthest over it, closed over-share (0 = off)",
-                  o.source_share, 0, 10'000'000),
+                  "displaces the newest connection of the address furthest over it, closed over-share (auto = a tenth "
+                  "of --max-connections; 0 = off)",
+                  o.source_share),
         live("max-age", "limits.max_age", "close connections older than this, with ±10% jitter (0 = off)", l),
         live("output-high-water", "output.high_water", "stop reading a connection with more than this queued for it", l),
         live("output-low-water", "output.low_water", "read it again at or below this", l),

@@ -66,7 +66,14 @@ struct server_options {
     /// Connections one address holds before the rest is its excess (net::source_share; 0 = off):
     /// the excess does not count towards overload pressure, and at --max-connections a newcomer from
     /// an address within its share displaces the newest connection of the address furthest over it.
-    std::size_t source_share = 0;
+    /// By default (auto_share) a tenth of max_connections: one address alone cannot move anyone's
+    /// timeouts nor hold every place (effective_source_share()).
+    static constexpr std::size_t auto_share = static_cast<std::size_t>(-1);
+    std::size_t source_share = auto_share;
+    std::size_t effective_source_share() const noexcept {
+        if (source_share != auto_share) return source_share;
+        return max_connections / 10 > 0 ? max_connections / 10 : 1;
+    }
     /// Behind a balancer: every connection starts with a PROXY header (v1 or v2) from one of the
     /// trusted ranges, and the address it names is the client's (net::proxy_protocol_options).
     heartwheel::net::proxy_protocol_options proxy;

@@ -171,7 +171,8 @@ void server::start_session(worker& w, Socket socket, const asio::ip::address& pe
 // it has, the server holds one more than the limit); otherwise, and without shares, BYE busy.
 template <class Socket>
 void server::at_the_limit(worker& w, Socket socket, const asio::ip::address& peer) {
-    if (w.shares && w.shares->make_room(peer)) {
+    if (heartwheel::net::source_share::member* victim = w.shares ? w.shares->make_room(peer) : nullptr) {
+        static_cast<session_base&>(*victim).displace();
         start_session(w, std::move(socket), peer);
         return;
     }

@@ -8,8 +8,8 @@
 // the peer does not take them (on_writable resumes it), and owns the close: BYE <reason> as last
 // words, a linger, one count per close. How many connect at once is the listener's admission; per
 // source it is the worker's: with a per-source handshake limit a TLS session holds a place in the
-// worker's handshake gate until its handshake ends, and with --source-share every session is counted
-// under its peer's address (either may close it: busy, over-share).
+// worker's handshake gate until its handshake ends, and (unless --source-share 0) every session is
+// counted under its peer's address (either may close it: busy, over-share).
 #ifndef HEARTWHEEL_ECHO_SESSION_HPP
 #define HEARTWHEEL_ECHO_SESSION_HPP
 
@@ -41,13 +41,23 @@ public:
     using connection_type = heartwheel::net::connection<Stream, Liveness>;
 
     /// Made by start() (or start_baseline()) in its connection's heap block, after the connection.
-    session(connection_type& c, worker& w) : w_(w), conn_(c), framer_(w.options.max_line), held_(0), reading_(false) {
+    /// Counted under `peer` (its source) before the population changes: one re-judging of the
+    /// pressure per session that starts or ends.
+    session(connection_type& c, worker& w, const asio::ip::address& peer)
+        : w_(w), conn_(c), framer_(w.options.max_line), held_(0), reading_(false) {
         link_before(w_.sessions);
+        if (w_.shares) {
+            w_.shares->add(*this, peer);
+            w_.mirror_excess();
+        }
         w_.counters.active.fetch_add(1, std::memory_order_relaxed);
         w_.population_changed();
     }
     ~session() override {
-        share_.reset(); // uncounted from its source before the population changes
+        if (counted()) {
+            w_.shares->remove(*this);
+            w_.mirror_excess();
+        }
         if (held_) {
             w_.counters.read_buffers.fetch_sub(1, std::memory_order_relaxed);
             w_.counters.read_buffer_bytes.fetch_sub(held_, std::memory_order_relaxed);
@@ -64,7 +74,7 @@ public:
     static std::shared_ptr<session> start(worker& w, Stream stream, const asio::ip::address& peer,
                                           const heartwheel::net::connection_context& ctx) {
         auto s = heartwheel::net::make_connection_with<connection_type>(
-            [&w](connection_type& c) { return session(c, w); }, std::move(stream), ctx);
+            [&w, &peer](connection_type& c) { return session(c, w, peer); }, std::move(stream), ctx);
         s->begin(peer);
         return s;
     }
@@ -73,7 +83,7 @@ public:
     static std::shared_ptr<session> start_baseline(worker& w, Stream stream, const asio::ip::address& peer,
                                                    MakeLiveness&& make_liveness) {
         auto s = heartwheel::net::make_connection_with<connection_type>(
-            [&w](connection_type& c) { return session(c, w); }, std::move(stream), make_liveness, nullptr,
+            [&w, &peer](connection_type& c) { return session(c, w, peer); }, std::move(stream), make_liveness, nullptr,
             w.context.options);
         s->begin(peer);
         return s;
@@ -83,6 +93,10 @@ public:
         conn_.close(close_reason::shutdown, std::chrono::milliseconds(w_.options.shutdown_grace_ms));
     }
     void abort() override { conn_.abort(close_reason::shutdown); }
+    void displace() override {
+        w_.mirror_excess(); // the table uncounted it; the population changes when it ends
+        conn_.close(over_share);
+    }
 
 private:
     /// A reference that keeps the session — its connection's block — alive (for handlers in flight).
@@ -91,11 +105,6 @@ private:
     /// Starts the protocol on its connection.
     void begin(const asio::ip::address& peer) {
         conn_.apply_socket_options(w_.options.live.keepalive);
-        if (w_.shares) {
-            share_ = std::make_unique<share_place>(*this);
-            w_.shares->add(*share_, peer);
-            w_.shares_changed();
-        }
         if constexpr (connection_type::is_tls) {
             if (!admit_handshake(peer)) return;
             conn_.async_handshake(asio::ssl::stream_base::server, [self = ref()](std::error_code ec) {
@@ -109,22 +118,6 @@ private:
 
     /// The session's place among its source's handshakes in progress (TLS, until its handshake ends).
     using handshake_place = heartwheel::net::handshake_gate::waiter;
-
-    /// The session counted under its source (--source-share).
-    struct share_place final : heartwheel::net::source_share::member {
-        explicit share_place(session& s) : owner(s) {}
-        ~share_place() {
-            if (counted()) {
-                owner.w_.shares->remove(*this);
-                owner.w_.shares_changed();
-            }
-        }
-        void shed() override {
-            owner.w_.shares_changed();
-            owner.conn_.close(over_share);
-        }
-        session& owner;
-    };
 
     /// Takes a place in the worker's handshake gate (with per-source limits), or closes the
     /// connection busy (its source is at its limit).
@@ -221,7 +214,6 @@ private:
     struct no_place {};
     /// Only while a TLS handshake is in progress; a TCP session has no member for it.
     [[no_unique_address]] std::conditional_t<connection_type::is_tls, std::unique_ptr<handshake_place>, no_place> place_;
-    std::unique_ptr<share_place> share_;     ///< only with --source-share
     heartwheel::net::line_framer framer_;
     // 32-bit, beside each other, the flag in the count's word: a ping a second wraps after a
     // century, and a framer holds at most --max-line (16 MiB) and a chunk. With no place_ a TCP

@@ -77,13 +77,19 @@ private:
 };
 
 // The connection's handler first: its vtable pointer is the session's only one (8 bytes less per
-// session than a polymorphic base of its own beside the handler).
-class session_base : public heartwheel::net::connection_handler, public session_link {
+// session than a polymorphic base of its own beside the handler). Every session is counted under its
+// source (--source-share, on by default): a member of the worker's table, three pointers in place.
+class session_base : public heartwheel::net::connection_handler,
+                     public session_link,
+                     public heartwheel::net::source_share::member {
 public:
     /// Say BYE shutdown and close.
     virtual void shutdown() = 0;
     /// Close now, without a goodbye (the worker is going away).
     virtual void abort() = 0;
+    /// Close over-share: a newcomer within its address's share takes this session's place
+    /// (source_share::make_room uncounted it already).
+    virtual void displace() = 0;
 };
 
 struct server_counters {
@@ -100,7 +106,8 @@ struct worker {
            heartwheel::net::shard& shard)
         : options(o), live_counters(lc), counters(sc), ioc(shard.io_context()), ex(shard.get_executor()), strand(shard.strand()),
           wheel(shard.wheel()), scale(shard.scale()), context(shard.context()), handshakes(share_of_handshakes(o)) {
-        if (o.source_share != 0) shares.emplace((o.source_share + o.workers() - 1) / o.workers()); // this worker's part
+        if (const std::size_t share = o.effective_source_share(); share != 0)
+            shares.emplace((share + o.workers() - 1) / o.workers()); // this worker's part
     }
     /// Before the shards shut down: the sessions still open (the shutdown grace ran out) close now,
     /// so each connection lets go of its session.
@@ -121,10 +128,9 @@ struct worker {
     }
 
     /// Called when a connection is counted under its source or stops being: mirrors the excess for
-    /// the server's pressure, which it then re-judges.
-    void shares_changed() {
+    /// the server's pressure (re-judged by the population change that comes with it).
+    void mirror_excess() {
         excess.store(shares ? shares->excess() : 0, std::memory_order_relaxed);
-        population_changed();
     }
 
     /// Called when a session starts or ends: the server re-judges its pressure (overload scaling).
@@ -174,7 +180,7 @@ struct worker {
     const heartwheel::net::connection_context& context;
     /// TLS handshakes in progress on this thread, bounded per source.
     heartwheel::net::handshake_gate handshakes;
-    /// Connections by source address (--source-share), and its excess mirrored for other threads.
+    /// Connections by source address (--source-share, unless 0), and its excess mirrored for other threads.
     std::optional<heartwheel::net::source_share> shares;
     std::atomic<std::size_t> excess{0};
     heartwheel::timer_handle mirror; ///< keeps wheel_size current (only with stats or metrics)

@@ -5,14 +5,13 @@
 namespace heartwheel::net {
 
 source_share::member::~member() {
-    if (table_ != nullptr) table_->remove(*this);
+    if (source_ != nullptr) static_cast<element*>(source_)->second.table->unlink(*this);
 }
 
 source_share::~source_share() {
     for (auto& [key, e] : sources_) // members outliving the table hold no pointer into it
         for (member* m = e.oldest; m != nullptr;) {
             member* next = m->next_;
-            m->table_ = nullptr;
             m->prev_ = m->next_ = nullptr;
             m->source_ = nullptr;
             m = next;
@@ -35,11 +34,11 @@ void source_share::set_over(entry& e, bool over) noexcept {
 }
 
 void source_share::add(member& m, const asio::ip::address& source) {
-    remove(m);
-    auto& element = *sources_.try_emplace(source).first; // node-based: the element stays where it is
-    entry& e = element.second;
-    m.table_ = this;
-    m.source_ = &element;
+    if (m.source_ != nullptr) static_cast<element*>(m.source_)->second.table->unlink(m); // from any table
+    auto& node = *sources_.try_emplace(source).first; // node-based: the element stays where it is
+    entry& e = node.second;
+    e.table = this;
+    m.source_ = &node;
     m.prev_ = e.newest;
     m.next_ = nullptr;
     (e.newest ? e.newest->next_ : e.oldest) = &m;
@@ -51,35 +50,33 @@ void source_share::add(member& m, const asio::ip::address& source) {
 }
 
 void source_share::remove(member& m) noexcept {
-    if (m.table_ == this) unlink(m);
+    if (m.source_ != nullptr && static_cast<element*>(m.source_)->second.table == this) unlink(m);
 }
 
 void source_share::unlink(member& m) noexcept {
-    auto& element = *static_cast<std::unordered_map<asio::ip::address, entry>::value_type*>(m.source_);
-    entry& e = element.second;
+    auto& counted = *static_cast<element*>(m.source_);
+    entry& e = counted.second;
     (m.prev_ ? m.prev_->next_ : e.oldest) = m.next_;
     (m.next_ ? m.next_->prev_ : e.newest) = m.prev_;
-    m.table_ = nullptr;
     m.prev_ = m.next_ = nullptr;
     m.source_ = nullptr;
     if (e.count-- > share_) --excess_;
     if (e.count <= share_) set_over(e, false);
     if (e.count == 0) {
-        const asio::ip::address key = element.first; // a copy: not a reference into the node being erased
+        const asio::ip::address key = counted.first; // a copy: not a reference into the node being erased
         sources_.erase(key);
     }
 }
 
-bool source_share::make_room(const asio::ip::address& source) {
-    if (count(source) + 1 > share_) return false; // the newcomer's own source is at its share
+source_share::member* source_share::make_room(const asio::ip::address& source) {
+    if (count(source) + 1 > share_) return nullptr; // the newcomer's own source is at its share
     entry* heaviest = nullptr;
     for (entry* e = over_; e != nullptr; e = e->next_over)
         if (heaviest == nullptr || e->count > heaviest->count) heaviest = e;
-    if (heaviest == nullptr) return false;
+    if (heaviest == nullptr) return nullptr;
     member& victim = *heaviest->newest;
     unlink(victim);
-    victim.shed();
-    return true;
+    return &victim;
 }
 
 std::size_t source_share::count(const asio::ip::address& source) const {

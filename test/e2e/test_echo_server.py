@@ -665,6 +665,7 @@ class BadInput(unittest.TestCase):
             (["--overload-threshold", "2"], "--overload-threshold", "2", "0..0.99"),
             (["--reader-idle-min", "150%"], "--reader-idle-min", "150%", "percentage"),
             (["--reader-idle", "1000", "--reader-idle-min", "5s"], "--reader-idle-min", "5000", "at most --reader-idle"),
+            (["--source-share", "lots"], "--source-share", "lots", "0..10000000 (or auto)"),
         ]
         for args, flag, value, accepted in cases:
             p = self.run_server(*args)
@@ -969,7 +970,9 @@ class DescriptorLimit(unittest.TestCase):
 
 class Overload(unittest.TestCase):
     """Scaled timeouts (docs/liveness.md, "Under overload"): silent peers fill the server to 90 % of
-    --max-connections while ten healthy peers work. Reader-idle is 10 s, scaled down to 1 s at full
+    --max-connections while ten healthy peers work. The silent ones come from 180 addresses, one each:
+    every source within its share (one address's flood alone would be its excess, which does not
+    count towards pressure: test_overload_victims). Reader-idle is 10 s, scaled down to 1 s at full
     pressure above a 0.5 threshold; at 95 % (190 of 200) the scale is 0.1, so the silent peers are
     closed about 1.9 s after they last spoke — never before 1 s — the healthy ones keep every echo,
     and new connections are served."""
@@ -979,8 +982,9 @@ class Overload(unittest.TestCase):
                     "--overload-threshold", "0.5", "--stats-interval", "200") as srv:
             healthy = [Line(srv.port) for _ in range(10)]
             silent, opened = [], []
-            for _ in range(180):
-                silent.append(socket.create_connection(("127.0.0.1", srv.port), timeout=5))
+            for i in range(180):
+                silent.append(socket.create_connection(("127.0.0.1", srv.port), timeout=5,
+                                                       source_address=(f"127.0.1.{i + 1}", 0)))
                 opened.append(time.monotonic())
             for s in silent:
                 s.setblocking(False)

@@ -1,9 +1,10 @@
 """test_overload_victims.py — who pays when one source fills the server (issue: overload as an attack lever).
 
 Scaled timeouts (--reader-idle-min) shed idle connections under pressure. One address filling the
-server with *busy* connections (a line every 0.5 s) is never idle, so without --source-share the
-scaled timeouts close the quiet healthy peers of everyone else (the control run shows it). With
---source-share the address's connections beyond its share do not count towards pressure, so the
+server with *busy* connections (a line every 0.5 s) is never idle, so without source shares
+(--source-share 0) the scaled timeouts close the quiet healthy peers of everyone else (the control
+run shows it). With a share — by default a tenth of --max-connections, here 30 — the address's
+connections beyond its share do not count towards pressure, so the
 quiet peers keep their full timeout, and at --max-connections a newcomer from another address
 displaces the newest of the heavy address's connections (closed `over-share`) instead of being
 refused. Judged from the peers' side: which sockets saw a BYE, and when. Bounded: ~7 s per run."""
@@ -97,8 +98,8 @@ class SourceShare(unittest.TestCase):
         return quiet_closed, echoed, over_share, final
 
     def test_one_busy_source_does_not_make_quiet_peers_pay(self):
-        quiet_closed, echoed, over_share, final = self.run_attack("--source-share", "30")
-        print(f"--source-share 30: {len(quiet_closed)}/{QUIET} quiet peers closed in {WATCH:.0f} s; newcomers echoed "
+        quiet_closed, echoed, over_share, final = self.run_attack()  # the default share: 300 / 10
+        print(f"default --source-share (auto, 30): {len(quiet_closed)}/{QUIET} quiet peers closed in {WATCH:.0f} s; newcomers echoed "
               f"{echoed}/20; busy connections that saw BYE over-share: {over_share}; closes {final['closes']}")
         self.assertEqual(quiet_closed, {}, "a quiet peer paid for the busy source")
         self.assertEqual(echoed, 20)
@@ -108,9 +109,9 @@ class SourceShare(unittest.TestCase):
         self.assertEqual(int(final["accepted"]), sum(final["closes"].values()), final)
 
         # The control: without shares the same attack gets the quiet peers closed at the scaled timeout.
-        quiet_closed, echoed, over_share, final = self.run_attack()
+        quiet_closed, echoed, over_share, final = self.run_attack("--source-share", "0")
         times = sorted(t for t, _ in quiet_closed.values())
-        print(f"no --source-share: {len(quiet_closed)}/{QUIET} quiet peers closed reader-idle, after "
+        print(f"--source-share 0: {len(quiet_closed)}/{QUIET} quiet peers closed reader-idle, after "
               f"{times[0] if times else 0:.1f}..{times[-1] if times else 0:.1f} s (unscaled 30 s); busy ones shed: {over_share}")
         self.assertGreaterEqual(len(quiet_closed), QUIET - 2)
         self.assertEqual(over_share, 0)

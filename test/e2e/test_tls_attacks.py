@@ -180,9 +180,16 @@ class HandshakeFloods(unittest.TestCase):
         alive, served, final = self.flood_against()
         print(f"the same flood, default --max-handshakes: established echoing {alive}/5; healthy new served {served}/50")
         self.assertEqual((alive, served), (5, 50))
-        # The control: the gate off, the same flood takes every place (the lock-out the gate prevents).
+        # The gate off, the default source share still protects: the flood comes from one address, so
+        # at the limit each healthy newcomer displaces the flood's newest connection.
         alive, served, final = self.flood_against("--max-handshakes", "0")
-        print(f"the same flood, --max-handshakes 0 (off): established echoing {alive}/5; healthy new served {served}/50")
+        print(f"the same flood, --max-handshakes 0 (off), default --source-share: established echoing {alive}/5; "
+              f"healthy new served {served}/50; closes {final['closes']}")
+        self.assertEqual((alive, served), (5, 50))
+        self.assertGreaterEqual(final["closes"].get("over-share", 0), 50, final)
+        # The control: the gate and the shares off, the same flood takes every place (the lock-out both prevent).
+        alive, served, final = self.flood_against("--max-handshakes", "0", "--source-share", "0")
+        print(f"the same flood, --max-handshakes 0 --source-share 0: established echoing {alive}/5; healthy new served {served}/50")
         self.assertEqual(alive, 5)
         self.assertLess(served, 10)
 

@@ -16,10 +16,12 @@
 // many healthy peers — the share is per address, so a botnet or an IPv6 prefix is the lever left.
 //
 // A plain data structure on one thread (one per thread; an application with several splits the
-// share). Memory: an entry per source with a connection (~90 bytes), the members are intrusive (the
-// application's place object carries the links). Cost: add/remove O(1); make_room() walks the
-// sources over their share, at most connections / share of them. Invariant: excess() == the sum over
-// sources of max(0, count - share); a member is linked iff added and not removed or shed since.
+// share). Memory: an entry per source with a connection (~100 bytes); the members are intrusive and
+// small (three pointers, no vtable), so a server can count every connection by default: the
+// application's connection object derives from `member`, and make_room() hands back the one to close.
+// Cost: add/remove O(1); make_room() walks the sources over their share, at most connections / share
+// of them. Invariant: excess() == the sum over sources of max(0, count - share); a member is linked
+// iff added and not removed or displaced since.
 #ifndef HEARTWHEEL_NET_SOURCE_SHARE_HPP
 #define HEARTWHEEL_NET_SOURCE_SHARE_HPP
 
@@ -32,25 +34,22 @@ namespace heartwheel::net {
 
 class source_share {
 public:
-    /// One connection, counted under its source. The owner implements shed(), which must close it
-    /// (remove() from it is allowed and does nothing: the table unlinked it already).
+    /// One connection, counted under its source: the application's connection object derives from it.
     class member {
     public:
-        virtual void shed() = 0;
-        bool counted() const noexcept { return table_ != nullptr; }
+        bool counted() const noexcept { return source_ != nullptr; }
 
     protected:
         member() = default;
         member(const member&) = delete;
         member& operator=(const member&) = delete;
-        virtual ~member(); // removes itself if still counted (virtual: under a consumer's -Wnon-virtual-dtor)
+        ~member(); // removes itself if still counted
 
     private:
         friend class source_share;
-        source_share* table_ = nullptr;
         member* prev_ = nullptr;
         member* next_ = nullptr;
-        void* source_ = nullptr; // the table's element (its address and its entry)
+        void* source_ = nullptr; // the table's element (its address and its entry, which names the table)
     };
 
     /// `share`: connections a source may hold before the rest is excess (at least 1).
@@ -64,9 +63,10 @@ public:
     /// Stops counting `m`. Idempotent.
     void remove(member& m) noexcept;
     /// At the limit, for a newcomer from `source`: when that source is within its share (it would
-    /// hold at most `share` with the newcomer) and another is over its share, sheds the newest
-    /// connection of the source furthest over and says true; otherwise false (refuse the newcomer).
-    bool make_room(const asio::ip::address& source);
+    /// hold at most `share` with the newcomer) and another is over its share, stops counting the
+    /// newest connection of the source furthest over and returns it — the caller closes it;
+    /// otherwise nullptr (refuse the newcomer).
+    [[nodiscard]] member* make_room(const asio::ip::address& source);
 
     std::size_t excess() const noexcept { return excess_; }
     std::size_t share() const noexcept { return share_; }
@@ -76,6 +76,7 @@ public:
 
 private:
     struct entry {
+        source_share* table = nullptr;
         std::size_t count = 0;
         member* oldest = nullptr;
         member* newest = nullptr;
@@ -83,6 +84,7 @@ private:
         entry* next_over = nullptr;
         bool over = false;
     };
+    using element = std::unordered_map<asio::ip::address, entry>::value_type;
 
     void unlink(member& m) noexcept;
     void set_over(entry& e, bool over) noexcept;
