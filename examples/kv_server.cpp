@@ -14,6 +14,7 @@
 #include <heartwheel/net/liveness_config.hpp>
 #include <heartwheel/net/liveness_toml.hpp>
 #include <heartwheel/net/drain.hpp>
+#include <heartwheel/net/handover.hpp>
 #include <heartwheel/net/listener.hpp>
 
 #include <asio/experimental/as_tuple.hpp>
@@ -122,7 +123,7 @@ asio::awaitable<void> listen(net::listener& listener, const net::connection_cont
 
 constexpr const char* usage =
     "usage: kv_server [--listen HOST:PORT] [--max-connections N] [--drain-window MS] [--config FILE]\n"
-    "                 [--proxy-protocol] [--proxy-from CIDRS] [--proxy-timeout MS]\n"
+    "                 [--proxy-protocol] [--proxy-from CIDRS] [--proxy-timeout MS] [--handover PATH]\n"
     "  --listen HOST:PORT  where to listen (default 127.0.0.1:7100; port 0 picks one)\n"
     "  --max-connections N open at once, 1..10000000 (default 100000); beyond, newcomers wait in the backlog\n"
     "  --drain-window MS   on SIGINT/SIGTERM, ask clients to leave (BYE draining) over this long, then stop\n"
@@ -136,6 +137,7 @@ int main(int argc, char** argv) {
     std::size_t max_connections = 100'000;
     std::chrono::milliseconds drain_window{10'000};
     net::proxy_protocol_options proxy;
+    std::string handover; // --handover: a restart that refuses no connect
     net::liveness_config cfg;
     cfg.idle.reader_idle = std::chrono::seconds(60);
     cfg.heartbeat.interval = std::chrono::seconds(20);
@@ -148,12 +150,13 @@ int main(int argc, char** argv) {
                 drain_window = std::chrono::milliseconds(net::parse_count(argv[++i], a, 0, 600'000));
             else if (a == "--config" && i + 1 < argc) cfg = net::load_liveness_config(argv[++i], cfg); // over these defaults
             else if (net::parse_proxy_flag(argc, argv, i, proxy)) continue;
+            else if (net::parse_handover_flag(argc, argv, i, handover)) continue;
             else if (a == "--help" || a == "-h") {
-                std::cout << usage << '\n' << net::proxy_flags_help;
+                std::cout << usage << '\n' << net::proxy_flags_help << net::handover_flag_help;
                 return 0;
             } else throw std::invalid_argument("unknown argument '" + a + "': accepted --listen HOST:PORT, --max-connections N, "
                                                   "--drain-window MS, --config FILE, --proxy-protocol, "
-                                                  "--proxy-from CIDRS, --proxy-timeout MS, --help");
+                                                  "--proxy-from CIDRS, --proxy-timeout MS, --handover PATH, --help");
         }
         endpoint = net::parse_endpoint(listen_on, "--listen");
     } catch (const std::exception& e) {
@@ -173,6 +176,7 @@ int main(int argc, char** argv) {
     lo.counters = &counters;
     lo.admission.max_connections = max_connections; // beyond: accepting waits for a place
     lo.proxy = proxy;                               // behind a balancer: PROXY headers first
+    lo.handover = handover;                         // a predecessor's socket, and this one's for a successor
     std::optional<net::listener> listener;
     try {
         listener.emplace(io.get_executor(), endpoint, lo);

@@ -11,7 +11,8 @@ nobody's timeouts: its source share), and a WebSocket chat on Boost.Beast whose 
 unresponsive clients get close frames naming the reason and whose flooding member is slowed to its
 readers' pace (demo_ws.py), HTTP keep-alive, a storm of TLS connects served past a handshake bound
 of 20 while connections that never send a ClientHello are shed (the listener's admission), and a
-server out of descriptors refusing, resting and serving again (net::listener), and HAProxy in front
+server out of descriptors refusing, resting and serving again (net::listener), a restart that refuses no connect (--handover: the new process takes the listening socket, the old
+one drains into it), and HAProxy in front
 speaking the PROXY protocol (per-source limits see each client, not the balancer). Prints a summary,
 then stops everything it started."""
 import json
@@ -181,6 +182,55 @@ def one_source_scene():
     server.send_signal(signal.SIGTERM)
     server.wait(timeout=10)
     return quiet_closed == 0 and served and displaced == 1
+
+
+def handover_scene():
+    """A restart that refuses no connect: the new process takes the old one's listening socket
+    (--handover PATH, SCM_RIGHTS), the old one drains its clients into it; a client connecting 500
+    times a second meanwhile is never refused."""
+    import tempfile
+    say("scene", "a restart with --handover: the new process takes the listening socket, the old one drains")
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "echo.handover")
+        flags = ["--handover", path, "--drain-window", "800", "--stats-interval", "0"]
+        old, port, _ = start_server(flags=flags)
+        keeper, keeper_out = start_client("kept", "--connect", f"127.0.0.1:{port}", "--send-interval", "100",
+                                          "--reconnect", "yes", "--duration", "3000", "--quiet", "--verbose")
+        counts, running = {"echoed": 0, "refused": 0, "other": 0}, [True]
+
+        def knock():
+            n = 0
+            while running[0]:
+                n += 1
+                try:
+                    with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
+                        s.sendall(b"knock %d\n" % n)
+                        counts["echoed" if s.recv(100) == b"knock %d\n" % n else "other"] += 1
+                except ConnectionRefusedError:
+                    counts["refused"] += 1
+                except OSError:
+                    counts["other"] += 1
+                time.sleep(0.002)
+
+        knocker = threading.Thread(target=knock)
+        knocker.start()
+        time.sleep(0.8)
+        new, new_port, _ = start_server(flags=flags)
+        old.wait(timeout=10)
+        say("restart", f"the old process exited ({old.returncode}) after its drain; the new one listens on the same port "
+                       f"{new_port}")
+        time.sleep(0.8)
+        running[0] = False
+        knocker.join()
+        keeper.wait(timeout=10)
+        new.send_signal(signal.SIGTERM)
+        new.wait(timeout=10)
+    summary = next((json.loads(l) for l in reversed(keeper_out) if l.startswith("{")), {})
+    say("restart", f"connects meanwhile: {counts['echoed']} echoed, {counts['refused']} refused, {counts['other']} other; "
+                   f"the kept client reconnected {summary.get('reconnects')} time(s), "
+                   f"{summary.get('requests')} requests, {summary.get('responses')} responses")
+    return (counts["refused"] == 0 and counts["other"] == 0 and counts["echoed"] > 100 and old.returncode == 0
+            and summary.get("reconnects") == 1 and summary.get("requests") == summary.get("responses"))
 
 
 def websocket_scene():
@@ -455,6 +505,7 @@ def main():
     ok = (results.get("silent") == "BYE reader-idle" and results.get("stuck") == "BYE heartbeat-timeout")
     ok = overload_scene() and ok
     ok = one_source_scene() and ok
+    ok = handover_scene() and ok
     ok = websocket_scene() and ok
     ok = http_scene() and ok
     ok = storm_scene() and ok

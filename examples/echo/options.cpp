@@ -354,6 +354,9 @@ server_options parse_server_options(int argc, const char* const* argv) {
                "long, then shut down; a second signal shuts down at once (0 = no drain)", o.drain_window_ms, 0, 600'000),
         own_ms("shutdown-grace", "on SIGINT/SIGTERM, how long connections get to say BYE", o.shutdown_grace_ms, 0, 60000),
         switch_opt("reuse-port", "SO_REUSEPORT: several server processes may listen on the same port", o.reuse_port),
+        text_opt("handover", "a Unix socket path: take the listening socket (its queued connects with it) from the "
+                             "process serving it, which then drains, and serve it for the next one: a restart that "
+                             "refuses no connect (off when empty)", o.handover),
     };
     const auto sources = parse("echo_server", "heartwheel echo/heartbeat server", specs, l, argc, argv);
     if (timers == "wheel") o.timers = timer_mode::wheel;

@@ -86,6 +86,10 @@ struct server_options {
     /// SO_REUSEPORT on the listening socket: several server processes share one port (the kernel
     /// spreads connections over them), to serve more connections than one process has descriptors.
     bool reuse_port = false;
+    /// A Unix socket path: at start the listening sockets of the process serving it are taken over
+    /// (net::inherited_listeners), then this process serves it for its own successor
+    /// (net::handover_server), which makes it drain. Empty: off.
+    std::string handover;
 };
 
 struct client_options {

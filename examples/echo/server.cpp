@@ -1,6 +1,8 @@
 // server.cpp — accepting, handing out, stats and the graceful stop.
 #include "server.hpp"
 
+#include <heartwheel/net/handover.hpp>
+
 #include "metrics.hpp"
 #include "session.hpp"
 
@@ -76,11 +78,20 @@ server::server(const server_options& options)
         counters_.accepted.fetch_add(1, std::memory_order_relaxed);
         if (r == heartwheel::net::busy_reason()) counters_.busy.fetch_add(1, std::memory_order_relaxed);
     };
+    // A socket systemd passed, or with --handover the socket of the process serving that path, is
+    // used before binding one (net::listener; the predecessor drains once this one listens).
+    lo.handover = options_.handover;
+    const auto& ex = workers_[0]->ex;
     try {
-        listener_.emplace(workers_[0]->ex, resolve(workers_[0]->ioc, options_.listen, "--listen"), std::move(lo));
-        if (options_.metrics)
-            metrics_acceptor_.emplace(heartwheel::net::listen(workers_[0]->ex, resolve(workers_[0]->ioc, *options_.metrics, "--metrics"),
-                                                              listen_flags()));
+        listener_.emplace(ex, resolve(workers_[0]->ioc, options_.listen, "--listen"), std::move(lo));
+        listener_->on_handed_over([this] { handed_over(); });
+        if (options_.metrics) { // beside a predecessor's during a handover (SO_REUSEPORT), or systemd's
+            const auto at = resolve(workers_[0]->ioc, *options_.metrics, "--metrics");
+            if (auto activated = heartwheel::net::inherited_listeners::claim_systemd(ex, at))
+                metrics_acceptor_.emplace(std::move(*activated));
+            else
+                metrics_acceptor_.emplace(heartwheel::net::listen(ex, at, listen_flags(!options_.handover.empty())));
+        }
     } catch (const heartwheel::net::listen_error& e) {
         throw startup_error(e.what());
     }
@@ -351,6 +362,14 @@ void server::begin_drain() {
                                          if (drains_left_.fetch_sub(1) == 1)
                                              asio::post(workers_[0]->ex, [this] { begin_shutdown(); });
                                      });
+}
+
+void server::handed_over() { // the listener said so on stderr, and stopped accepting
+    std::error_code ignored;
+    if (metrics_acceptor_) metrics_acceptor_->close(ignored); // the successor serves /metrics now
+    if (stopping_ || draining_) return;
+    if (options_.drain_window_ms > 0) begin_drain();
+    else begin_shutdown();
 }
 
 void server::for_each_session(void (session_base::*fn)()) {

@@ -17,6 +17,7 @@
 #include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/beast/http.hpp>
 #include <heartwheel/net/drain.hpp>
+#include <heartwheel/net/handover.hpp>
 #include <heartwheel/net/listener.hpp>
 #include <heartwheel/net/liveness_config.hpp>
 #include <heartwheel/net/liveness_toml.hpp>
@@ -54,6 +55,7 @@ struct options {
     net::admission_limits admission{100'000};
     std::chrono::milliseconds drain_window{10'000};
     net::proxy_protocol_options proxy;
+    std::string handover; ///< --handover: a restart that refuses no connect
     std::optional<std::pair<std::string, std::string>> tls; // certificate, key
     bool help = false;
 };
@@ -63,7 +65,7 @@ constexpr const char* usage =
     "                   [--body-timeout MS] [--body-deadline MS] [--max-requests N] [--max-age MS]\n"
     "                   [--header-limit BYTES] [--body-limit BYTES] [--max-connections N] [--max-handshakes N]\n"
     "                   [--drain-window MS] [--config FILE] [--tls CERT KEY]\n"
-    "                   [--proxy-protocol] [--proxy-from CIDRS] [--proxy-timeout MS]\n"
+    "                   [--proxy-protocol] [--proxy-from CIDRS] [--proxy-timeout MS] [--handover PATH]\n"
     "  --listen HOST:PORT        where to listen (default 127.0.0.1:7400; port 0 picks one)\n"
     "  --keepalive-timeout MS    an idle kept-alive connection closes silently after this (0: at once)\n"
     "  --header-timeout MS       a request head must be whole within this (else 408)\n"
@@ -152,6 +154,7 @@ int serve(const options& o, asio::ssl::context* tls) {
     lo.counters = &counters;
     lo.admission = o.admission;
     lo.proxy = o.proxy; // behind a balancer: PROXY headers first
+    lo.handover = o.handover; // a predecessor's socket, and this one's for a successor
     std::optional<net::listener> listener;
     try {
         listener.emplace(io.get_executor(), net::parse_endpoint(o.listen, "--listen"), lo);
@@ -218,6 +221,7 @@ options parse(int argc, char** argv) {
         else if (a == "--drain-window" && has) o.drain_window = std::chrono::milliseconds(net::parse_count(argv[++i], a, 0, 600'000));
         else if (a == "--config" && has) o.live = net::load_liveness_config(argv[++i], o.live); // over these defaults
         else if (net::parse_proxy_flag(argc, argv, i, o.proxy)) continue;
+        else if (net::parse_handover_flag(argc, argv, i, o.handover)) continue;
         else if (a == "--tls" && i + 2 < argc) {
             o.tls.emplace(argv[i + 1], argv[i + 2]);
             i += 2;
@@ -228,7 +232,7 @@ options parse(int argc, char** argv) {
                                         "--header-timeout MS, --body-timeout MS, --body-deadline MS, --max-requests N, --max-age MS, "
                                         "--header-limit BYTES, --body-limit BYTES, --max-connections N, --max-handshakes N, "
                                         "--drain-window MS, --config FILE, --tls CERT KEY, --proxy-protocol, --proxy-from CIDRS, "
-                                        "--proxy-timeout MS, --help");
+                                        "--proxy-timeout MS, --handover PATH, --help");
     }
     o.http.validate(); // the flags' ranges are the policy's: this only confirms them
     net::parse_endpoint(o.listen, "--listen"); // a bad address is a usage error (exit 2)
@@ -243,7 +247,7 @@ int main(int argc, char** argv) {
     try {
         o = parse(argc, argv);
         if (o.help) {
-            std::cout << usage << '\n' << net::proxy_flags_help;
+            std::cout << usage << '\n' << net::proxy_flags_help << net::handover_flag_help;
             return 0;
         }
         if (o.tls) tls.emplace(net::server_tls_context(o.tls->first, o.tls->second, "--tls"));

@@ -17,6 +17,7 @@
 #include <heartwheel/asio_ssl.hpp>
 #include <heartwheel/beast/websocket.hpp>
 #include <heartwheel/net/drain.hpp>
+#include <heartwheel/net/handover.hpp>
 #include <heartwheel/net/listener.hpp>
 #include <heartwheel/net/liveness_config.hpp>
 #include <heartwheel/net/liveness_toml.hpp>
@@ -57,6 +58,7 @@ struct options {
     net::admission_limits admission{100'000};
     std::chrono::milliseconds drain_window{10'000};
     net::proxy_protocol_options proxy;
+    std::string handover; ///< --handover: a restart that refuses no connect
     std::optional<std::pair<std::string, std::string>> tls; // certificate, key
     bool help = false;
 };
@@ -64,7 +66,7 @@ struct options {
 constexpr const char* usage =
     "usage: ws_chat_server [--listen HOST:PORT] [--io-threads N] [--config FILE] [--max-message BYTES]\n"
     "                      [--max-connections N] [--max-handshakes N] [--drain-window MS] [--tls CERT KEY]\n"
-    "                      [--proxy-protocol] [--proxy-from CIDRS] [--proxy-timeout MS]\n"
+    "                      [--proxy-protocol] [--proxy-from CIDRS] [--proxy-timeout MS] [--handover PATH]\n"
     "  --listen HOST:PORT   where to listen (default 127.0.0.1:7300; port 0 picks one)\n"
     "  --io-threads N       threads running the one io_context, 1..256 (default 2)\n"
     "  --config FILE        liveness tables ([idle], [heartbeat], [output], ...) over the defaults:\n"
@@ -167,6 +169,7 @@ int serve(const options& o, asio::ssl::context* tls) {
     lo.counters = &counters;
     lo.admission = o.admission;
     lo.proxy = o.proxy; // behind a balancer: PROXY headers first
+    lo.handover = o.handover; // a predecessor's socket, and this one's for a successor
     std::optional<net::listener> listener;
     try {
         listener.emplace(home, net::parse_endpoint(o.listen, "--listen"), lo);
@@ -229,6 +232,7 @@ options parse(int argc, char** argv) {
         else if (a == "--max-handshakes" && has) o.admission.max_handshakes = net::parse_count(argv[++i], a, 0, 10'000'000);
         else if (a == "--drain-window" && has) o.drain_window = std::chrono::milliseconds(net::parse_count(argv[++i], a, 0, 600'000));
         else if (net::parse_proxy_flag(argc, argv, i, o.proxy)) continue;
+        else if (net::parse_handover_flag(argc, argv, i, o.handover)) continue;
         else if (a == "--tls" && i + 2 < argc) {
             o.tls.emplace(argv[i + 1], argv[i + 2]);
             i += 2;
@@ -238,7 +242,7 @@ options parse(int argc, char** argv) {
             throw std::invalid_argument("unknown argument '" + a + "': accepted --listen HOST:PORT, --io-threads N, "
                                         "--config FILE, --max-message BYTES, --max-connections N, --max-handshakes N, "
                                         "--drain-window MS, --tls CERT KEY, --proxy-protocol, --proxy-from CIDRS, "
-                                        "--proxy-timeout MS, --help");
+                                        "--proxy-timeout MS, --handover PATH, --help");
     }
     net::parse_endpoint(o.listen, "--listen"); // a bad address is a usage error (exit 2)
     o.ws.validate(o.live.output);              // --max-message against the output's limits
@@ -253,7 +257,7 @@ int main(int argc, char** argv) {
     try {
         o = parse(argc, argv);
         if (o.help) {
-            std::cout << usage << '\n' << net::proxy_flags_help;
+            std::cout << usage << '\n' << net::proxy_flags_help << net::handover_flag_help;
             return 0;
         }
         if (o.tls) tls.emplace(net::server_tls_context(o.tls->first, o.tls->second, "--tls"));

@@ -1,5 +1,6 @@
 // listener.cpp — see listener.hpp.
 #include <heartwheel/net/listener.hpp>
+#include <heartwheel/net/handover.hpp>
 #include <heartwheel/net/policies.hpp>
 
 #include <sys/resource.h>
@@ -39,8 +40,35 @@ std::size_t raise_descriptor_limit() noexcept {
     return lim.rlim_cur == RLIM_INFINITY ? 0 : static_cast<std::size_t>(lim.rlim_cur);
 }
 
+// The socket: a predecessor's (handover), systemd's, or bound here; the predecessor is told only once
+// this listener is whole (until then a failure leaves it serving).
 listener::listener(const asio::any_io_executor& ex, const asio::ip::tcp::endpoint& endpoint, listener_options options)
-    : listener(listen(ex, endpoint, options.listen), std::move(options)) {}
+    : listener(asio::ip::tcp::acceptor(ex), std::move(options)) {
+    inherited_listeners inherited;
+    if (!options_.handover.empty()) inherited = inherited_listeners::take(options_.handover);
+    if (auto taken = inherited.claim(ex, endpoint)) {
+        acceptor_ = std::move(*taken);
+    } else if (!inherited.empty()) {
+        const auto host = endpoint.address().to_string();
+        throw listen_error("handover " + options_.handover + ": the process serving it listens on no socket for " +
+                           (endpoint.address().is_v6() ? "[" + host + "]" : host) + ":" + std::to_string(endpoint.port()) +
+                           " (it serves on)");
+    } else if (auto activated = options_.inherit ? inherited_listeners::claim_systemd(ex, endpoint) : std::nullopt) {
+        acceptor_ = std::move(*activated);
+    } else {
+        acceptor_ = listen(ex, endpoint, options_.listen);
+    }
+    if (!options_.handover.empty())
+        handover_ = std::make_unique<handover_server>(
+            ex, options_.handover, [this] { return std::vector<int>{acceptor_.native_handle()}; }, [this] { handed_over(); });
+    inherited.confirm(); // the predecessor stops accepting and drains
+}
+
+void listener::handed_over() {
+    say("a new process took the listening socket (handover " + options_.handover + "); accepting stops here");
+    close();
+    if (auto f = on_handed_over_) f();
+}
 
 listener::listener(asio::ip::tcp::acceptor acceptor, listener_options options)
     : options_(std::move(options)), acceptor_(std::move(acceptor)), pause_(acceptor_.get_executor()),
@@ -54,6 +82,7 @@ listener::listener(asio::ip::tcp::acceptor acceptor, listener_options options)
 }
 
 listener::~listener() {
+    handover_.reset();           // its calls into this listener end here
     options_.counters = nullptr; // what counts may be gone already: only close() counts
     options_.on_refused = nullptr;
     close_intake(); // the header reads' handlers see `finished` and touch nothing else
@@ -62,6 +91,7 @@ listener::~listener() {
 
 void listener::close() noexcept {
     error_code ignored;
+    if (handover_) handover_->close(); // nothing to hand over any more (a successor's path is not touched)
     acceptor_.close(ignored);
     pause_.cancel();
     close_intake();

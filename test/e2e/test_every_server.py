@@ -12,6 +12,8 @@ through net::listener and makes its TLS context with net::server_tls_context, so
    ClientHello while healthy ones wait for a --max-handshakes place (the library's admission);
  - with --proxy-protocol, serve a client whose connection starts with a PROXY header (and TLS after
    one), and close one without a header, counted proxy-missing;
+ - with --handover PATH, let a successor take its listening socket — connects refused by neither
+   meanwhile — then drain and exit 0 while the successor serves;
  - answer --help with its usage, exit 0.
 What is judged is what a client sees, and the server's CPU from /proc."""
 import os
@@ -265,6 +267,52 @@ class ProxyProtocol(unittest.TestCase):
                 self.assertIn(b"hello\n", got)
             finally:
                 stop(proc)
+
+
+class Handover(unittest.TestCase):
+    """--handover on every server (net::listener's): a successor takes the socket, nothing is refused."""
+
+    def test_every_server_hands_its_socket_to_a_successor(self):
+        for name, (binary, _, probe) in SERVERS.items():
+            with tempdir() as d:
+                path = os.path.join(d, "handover")
+                old, port = start(binary, "--handover", path, "--drain-window", "300")
+                refused, connects, running = [0], [0], [True]
+
+                def knock():  # ~200 connects a second while the socket changes hands
+                    while running[0]:
+                        try:
+                            socket.create_connection(("127.0.0.1", port), timeout=2).close()
+                            connects[0] += 1
+                        except ConnectionRefusedError:
+                            refused[0] += 1
+                        except OSError:
+                            pass
+                        time.sleep(0.005)
+
+                knocker = threading.Thread(target=knock)
+                knocker.start()
+                try:
+                    time.sleep(0.2)
+                    new, new_port = start(binary, "--handover", path, "--drain-window", "300")
+                    try:
+                        self.assertEqual(new_port, port, name)
+                        _, err = old.communicate(timeout=20)
+                        self.assertEqual(old.returncode, 0, f"{name}: {err}")
+                        self.assertIn("a new process took the listening socket", err, name)
+                        time.sleep(0.2)
+                        running[0] = False
+                        knocker.join()
+                        self.assertTrue(probe(port), f"{name}: the successor does not serve")
+                    finally:
+                        stop(new)
+                finally:
+                    running[0] = False
+                    knocker.join()
+                    stop(old)
+                print(f"{name}: handed over; {connects[0]} connects meanwhile, {refused[0]} refused")
+                self.assertEqual(refused[0], 0, name)
+                self.assertGreater(connects[0], 20, name)
 
 
 class TlsPolicy(unittest.TestCase):

@@ -96,6 +96,7 @@ auto async_drain(const Executor& ex, std::chrono::milliseconds window, Token&& t
 /// What a server does with SIGINT/SIGTERM (`signals`, an asio::signal_set, waited for here): the
 /// first stops `l` accepting and drains `ex`'s connections over `window`, then calls `stop()` (the
 /// server closes what is left and stops); a second signal, or a window of 0, calls `stop()` at once.
+/// A successor taking `l`'s socket over (listener_options::handover) starts the same drain.
 /// `stop` is called once, on the signals' executor or ex's (give both the same thread or strand).
 template <class SignalSet, class Executor, class Stop>
 void drain_on_signals(SignalSet& signals, listener& l, const Executor& ex, std::chrono::milliseconds window, Stop stop) {
@@ -112,18 +113,28 @@ void drain_on_signals(SignalSet& signals, listener& l, const Executor& ex, std::
             l.close();
             stop();
         }
+        // The first signal's work (or a handover's): stop accepting, drain, then stop.
+        static void begin_drain(const std::shared_ptr<state>& self) {
+            if (self->stopped || self->draining) return;
+            if (self->window.count() == 0) return self->finish();
+            self->draining = true;
+            self->l.close();
+            async_drain(self->ex, self->window, [self](const error_code&, std::size_t) { self->finish(); });
+        }
         static void wait(const std::shared_ptr<state>& self) {
             self->signals.async_wait([self](const error_code& ec, int) {
                 if (ec || self->stopped) return;
-                if (self->draining || self->window.count() == 0) return self->finish();
-                self->draining = true;
-                self->l.close();
-                wait(self); // a second signal: at once
-                async_drain(self->ex, self->window, [self](const error_code&, std::size_t) { self->finish(); });
+                if (self->draining) return self->finish(); // a second signal: at once
+                begin_drain(self);
+                wait(self);
             });
         }
     };
-    state::wait(std::make_shared<state>(state{signals, l, ex, window, std::move(stop)}));
+    auto s = std::make_shared<state>(state{signals, l, ex, window, std::move(stop)});
+    l.on_handed_over([weak = std::weak_ptr<state>(s)] {
+        if (auto self = weak.lock()) state::begin_drain(self);
+    });
+    state::wait(s);
 }
 
 } // namespace heartwheel::net

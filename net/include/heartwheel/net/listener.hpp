@@ -26,6 +26,10 @@
 // counted. Accepted sockets wait in a queue for the application's next accept (as in the backlog).
 // Constructing a listener raises the process's soft descriptor limit to its hard one (Go's runtime
 // does the same at start): a server holding connections wants every descriptor it may have.
+// Across restarts (handover.hpp): given an endpoint, a listener takes a socket systemd passed for it
+// (socket activation) or, with `handover` set, the socket of the process serving that path, before
+// it binds one; and it serves the path for its own successor — when one takes the socket over, the
+// listener stops accepting, says so once, and calls on_handed_over() (drain_on_signals drains then).
 //
 // One accept pending at a time; use it (and close()) from its acceptor's executor (one thread, or a
 // strand), and let close()'s aborted handlers run before destroying it. The counters are atomics,
@@ -68,7 +72,11 @@ struct listener_options {
     admission_limits admission;                       ///< connections and TLS handshakes at once (validated by the constructor)
     std::chrono::milliseconds admission_poll{10};     ///< at a limit, how often accepting looks for a free place
     proxy_protocol_options proxy;                     ///< PROXY headers from trusted balancers (off by default)
+    std::string handover;                             ///< a Unix socket path: the listening socket is taken from the process serving it and served to the next (off when empty)
+    bool inherit = true;                              ///< a socket systemd passed for the endpoint (LISTEN_FDS) is used instead of binding
 };
+
+class handover_server;
 
 /// The close reason a connection refused at the descriptor limit (or by a server at its limit) counts as.
 close_reason busy_reason();
@@ -78,7 +86,9 @@ std::size_t raise_descriptor_limit() noexcept;
 
 class listener {
 public:
-    /// Listens on `endpoint` (throws listen_error naming it and the reason).
+    /// Listens on `endpoint`: on a socket inherited for it (systemd's, or with options.handover a
+    /// predecessor's), else bound (throws listen_error naming it and the reason; a predecessor with
+    /// no socket for `endpoint` is an error too, and it serves on).
     listener(const asio::any_io_executor& ex, const asio::ip::tcp::endpoint& endpoint, listener_options options = {});
     /// Takes a socket already listening.
     explicit listener(asio::ip::tcp::acceptor acceptor, listener_options options = {});
@@ -106,8 +116,12 @@ public:
         return asio::async_compose<Token, void(error_code, socket_type)>(accept_op<Executor>{this, ex, &peer}, token, acceptor_);
     }
 
-    /// Stops accepting: the listening socket closes and a pending accept completes operation_aborted.
+    /// Stops accepting: the listening socket closes and a pending accept completes operation_aborted
+    /// (and a handover path stops being served).
     void close() noexcept;
+    /// Called (on the acceptor's executor) after a successor took the listening socket over and this
+    /// listener closed: the application drains. Replaces the previous one.
+    void on_handed_over(std::function<void()> f) { on_handed_over_ = std::move(f); }
     bool is_open() const noexcept { return acceptor_.is_open(); }
 
     asio::ip::tcp::acceptor& acceptor() noexcept { return acceptor_; }
@@ -283,8 +297,12 @@ private:
     /// descriptor limit's refusals and refuse_at_limit's alike).
     void refuse(int fd);
 
+    void handed_over();
+
     listener_options options_;
     asio::ip::tcp::acceptor acceptor_;
+    std::unique_ptr<handover_server> handover_; ///< with options.handover
+    std::function<void()> on_handed_over_;
     asio::steady_timer pause_;
     int spare_ = -1;          ///< a descriptor kept free to accept-and-refuse at the limit
     bool in_episode_ = false; ///< accepting failed and has not succeeded since
