@@ -60,7 +60,7 @@ std::string client_stats::json() const {
     std::ostringstream os;
     os << "{\"connects\":" << connects << ",\"connect_failures\":" << connect_failures << ",\"reconnects\":" << reconnects
        << ",\"disconnects\":" << disconnects << ",\"requests\":" << requests << ",\"responses\":" << responses
-       << ",\"timeouts\":" << timeouts << ",\"failed_on_close\":" << failed_on_close << ",\"protocol_errors\":" << protocol_errors << ",\"pings_received\":" << pings_received << ",\"pongs_sent\":" << pongs_sent
+       << ",\"timeouts\":" << timeouts << ",\"failed_on_close\":" << failed_on_close << ",\"retried\":" << retried << ",\"unanswered_at_exit\":" << unanswered_at_exit << ",\"protocol_errors\":" << protocol_errors << ",\"pings_received\":" << pings_received << ",\"pongs_sent\":" << pongs_sent
        << ",\"closed_by_server\":{";
     bool first = true;
     for (const auto& [reason, n] : closed_by_server) {
@@ -107,6 +107,8 @@ public:
     }
 
     void start() { reconnector_.start(); }
+    /// Requests sent and not yet answered, failed or timed out (and those waiting to be sent again).
+    std::size_t outstanding() const noexcept { return requests_.outstanding() + unsent_retries_; }
     void stop() {
         reconnector_.stop();
         sender_.cancel();
@@ -204,6 +206,8 @@ private:
             sender_ = c_.wheel().schedule_every(std::chrono::milliseconds(c_.options().send_interval_ms),
                                                 [this] { send_request(); }, heartwheel::missed_tick::skip);
         }
+        // What a draining server left unprocessed goes out again first (not counted twice as requests).
+        for (; unsent_retries_ > 0 && send_request(true); --unsent_retries_) {}
     }
 
     /// The server sent its first bytes: it is alive, not just its kernel (the backoff's stability
@@ -222,18 +226,20 @@ private:
     static heartwheel::net::close_reason server_said_bye() { return heartwheel::net::define_close_reason("server-bye"); }
     static heartwheel::net::close_reason protocol_error() { return heartwheel::net::define_close_reason("protocol-error"); }
 
-    void send_request() {
-        if (!open_ || !link_ || link_->full()) return;
+    /// `retry`: one a draining server left unprocessed, sent again (counted once, as a request already).
+    bool send_request(bool retry = false) {
+        if (!open_ || !link_ || link_->full()) return false;
         auto& s = c_.stats();
         const std::uint64_t id = (static_cast<std::uint64_t>(index_) << 32) | ++seq_;
         std::string line = "REQ " + std::to_string(id) + ' ' + std::to_string(heartwheel::clock::now().time_since_epoch().count()) + ' ';
         if (line.size() < c_.options().payload) line.append(c_.options().payload - line.size(), 'x');
-        ++s.requests;
+        if (!retry) ++s.requests;
         // The completion is posted, so it may run after this connection is gone (the client's
         // destructor drains them): it holds only what the client owns, never `this`.
         requests_.track(id, [&s, verbose = c_.options().verbose, index = index_, weak = weak_from_this()](
                                 std::error_code ec, heartwheel::net::request_state) {
             if (ec == heartwheel::net::errc::connection_closed) ++s.failed_on_close;
+            if (ec == asio::error::operation_aborted) ++s.retried; // unprocessed: sent again (see handle)
             if (ec != heartwheel::net::errc::timed_out) return;
             ++s.timeouts;
             if (verbose) std::cerr << "client " << index << ": request timed out" << std::endl;
@@ -241,6 +247,7 @@ private:
         });
         requests_.mark_sent(id);
         link_->send(line);
+        return true;
     }
 
     void disconnected() {
@@ -275,6 +282,7 @@ private:
     heartwheel::timer_handle sender_;
     std::uint64_t seq_ = 0, generation_ = 0, ping_seq_ = 0;
     unsigned consecutive_timeouts_ = 0;
+    std::size_t unsent_retries_ = 0; ///< requests a draining server left unprocessed, to send on the next link
     bool open_ = false, ever_connected_ = false;
 };
 
@@ -384,6 +392,9 @@ void client_connection::handle(std::string_view line) {
             const auto digits = p.arg.substr(9);
             if (std::from_chars(digits.data(), digits.data() + digits.size(), ms).ec == std::errc() && ms <= 3'600'000)
                 reconnector_.leaving(std::chrono::milliseconds(ms));
+            // The server answers in order and reads nothing after its BYE: what is still outstanding
+            // was never processed, so it is sent again on the next connection instead of failing.
+            unsent_retries_ += requests_.fail_all(asio::error::operation_aborted);
         }
         if (link_) link_->close_for(server_said_bye()); // the server is closing: do not wait for it
     } else if (line.rfind("REQ ", 0) == 0) {
@@ -455,6 +466,7 @@ int load_client::run(std::ostream& out, std::ostream& err) {
             << " byes=" << s.closed_by_server.size() << std::endl;
     });
     auto finish = wheel_.schedule_after(std::chrono::milliseconds(options_.duration_ms), [&] {
+        for (auto& c : connections_) stats_.unanswered_at_exit += c->outstanding();
         stopping_ = true;
         for (auto& c : connections_) c->stop();
         io_.stop();

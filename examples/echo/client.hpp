@@ -26,6 +26,8 @@ struct client_stats {
     std::uint64_t connects = 0, connect_failures = 0, reconnects = 0, requests = 0, responses = 0, timeouts = 0;
     std::uint64_t pings_received = 0, pongs_sent = 0, disconnects = 0;
     std::uint64_t failed_on_close = 0; ///< requests still outstanding when their connection closed
+    std::uint64_t retried = 0;         ///< outstanding at a BYE draining (never processed): sent again after reconnecting
+    std::uint64_t unanswered_at_exit = 0; ///< outstanding when --duration ended (neither answered nor failed)
     std::uint64_t protocol_errors = 0; ///< lines from the server that are not the protocol (the link closed)
     std::map<std::string, std::uint64_t> closed_by_server; ///< BYE reasons: at most max_reasons keys, each cut to 64 bytes
     static constexpr std::size_t max_reasons = 32;

@@ -20,64 +20,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
+from balancer import HAProxy, free_port  # noqa: E402
 from harness import SERVER, Line, Server, parse_stats, recv_line, tempdir  # noqa: E402
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def listening(port):
-    """Whether something listens on 127.0.0.1:port (/proc/net/tcp, state 0A)."""
-    with open("/proc/net/tcp") as f:
-        return any(line.split()[1] == f"0100007F:{port:04X}" and line.split()[3] == "0A" for line in list(f)[1:])
-
-
-class HAProxy:
-    """haproxy in the foreground on 127.0.0.1:<port>, one backend server at `server_port` with
-    `server_options` (e.g. "send-proxy-v2 check check-send-proxy inter 2s")."""
-
-    def __init__(self, directory, server_port, server_options):
-        self.port = free_port()
-        config = os.path.join(directory, "haproxy.cfg")
-        with open(config, "w") as f:
-            f.write(f"""global
-    maxconn 2000
-defaults
-    mode tcp
-    timeout connect 2s
-    timeout client 30s
-    timeout server 30s
-frontend front
-    bind 127.0.0.1:{self.port}
-    default_backend back
-backend back
-    server s1 127.0.0.1:{server_port} {server_options}
-""")
-        self.proc = subprocess.Popen(["haproxy", "-db", "-f", config], stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True)
-        # Ready once it listens (read from /proc, not by connecting: a probe through the balancer
-        # would be a connection of the server's, and hold one of its places for a moment).
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if listening(self.port):
-                return
-            assert self.proc.poll() is None, f"haproxy exited: {self.proc.stdout.read()}"
-            time.sleep(0.05)
-        raise AssertionError("haproxy did not listen")
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.proc.terminate()
-        try:
-            self.proc.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.communicate()
 
 
 def line_from(port, source):

@@ -88,7 +88,7 @@ public:
     std::size_t fail_all(error_code ec = errc::connection_closed) {
         auto all = std::move(entries_);
         entries_.clear();
-        if (counters_ && !all.empty()) counters_->requests_failed_on_close(all.size());
+        if (counters_ && !all.empty() && ec == errc::connection_closed) counters_->requests_failed_on_close(all.size());
         for (auto& [id, e] : all) e->finish(ec);
         return all.size();
     }
