@@ -557,13 +557,15 @@ BOOST_FIXTURE_TEST_CASE(linger_out_of_range_is_refused_with_its_key, fixture) {
 }
 
 // TLS: a peer that never starts the handshake is closed handshake-timeout, one that sends garbage
-// handshake-failed; each counted once, and the handshake's handler says which.
+// handshake-failed, one that closes or resets before a byte (a balancer's health check) peer-closed; each
+// counted once, and the handshake's handler says which.
 BOOST_FIXTURE_TEST_CASE(tls_handshake_under_its_deadline, fixture) {
     using tls = asio::ssl::stream<tcp::socket>;
     asio::ssl::context ctx(asio::ssl::context::tls_server);
     net::liveness_config cfg;
     cfg.limits.handshake_timeout = 100ms;
-    for (bool garbage : {false, true}) {
+    enum class peer_does { nothing, garbage, leaves, resets };
+    for (peer_does what : {peer_does::nothing, peer_does::garbage, peer_does::leaves, peer_does::resets}) {
         if (peer.is_open()) peer.close();
         auto c = make<tls>(tls(accept_one(), ctx), cfg);
         error_code got;
@@ -572,11 +574,19 @@ BOOST_FIXTURE_TEST_CASE(tls_handshake_under_its_deadline, fixture) {
             got = ec;
             done = true;
         });
-        if (garbage) asio::write(peer, asio::buffer(std::string("GET / HTTP/1.0\r\n\r\n")));
+        if (what == peer_does::garbage) asio::write(peer, asio::buffer(std::string("GET / HTTP/1.0\r\n\r\n")));
+        if (what == peer_does::leaves) peer.close();
+        if (what == peer_does::resets) {
+            peer.set_option(asio::socket_base::linger(true, 0)); // RST, as HAProxy's health checks end
+            peer.close();
+        }
         run_until([&] { return done && c->closed(); });
-        if (garbage) {
+        if (what == peer_does::garbage) {
             BOOST_TEST((c->reason() == net::close_reason::handshake_failed));
             BOOST_TEST((got != net::errc::timed_out));
+            BOOST_TEST(!!got);
+        } else if (what == peer_does::leaves || what == peer_does::resets) {
+            BOOST_TEST((c->reason() == net::close_reason::peer_closed));
             BOOST_TEST(!!got);
         } else {
             BOOST_TEST((c->reason() == net::close_reason::handshake_timeout));
@@ -585,6 +595,7 @@ BOOST_FIXTURE_TEST_CASE(tls_handshake_under_its_deadline, fixture) {
     }
     BOOST_TEST(closes(net::close_reason::handshake_timeout) == 1u);
     BOOST_TEST(closes(net::close_reason::handshake_failed) == 1u);
+    BOOST_TEST(closes(net::close_reason::peer_closed) == 2u);
 }
 
 // Keepalive options from the policy reach the socket.

@@ -433,12 +433,19 @@ private:
             place.reset();
             if (c->closing_) return self.complete(c->closed_ ? c->close_error() : error_code(errc::timed_out));
             if (ec) {
-                c->abort(close_reason::handshake_failed);
+                c->abort(peer_left(ec) ? close_reason::peer_closed : close_reason::handshake_failed);
                 return self.complete(ec);
             }
             c->handshake_done_ = true;
             c->live_.handshake_done();
             self.complete(ec);
+        }
+        // A client that closed or reset before its ClientHello was read whole (a balancer's health
+        // check resets, a port scan) left: it did not fail a handshake. Garbage or a bad hello fails.
+        bool peer_left(const error_code& ec) const {
+            return type == asio::ssl::stream_base::server &&
+                   !detail::tls_traits<NextLayer>::hello_received(c->stream_.next_layer()) &&
+                   (ec == asio::error::eof || ec == asio::error::connection_reset || detail::is_tls_truncation(ec));
         }
         void take_place() {
             adm = detail::teardown_registry::of(c->get_executor()).admission_of();
