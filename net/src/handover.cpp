@@ -308,9 +308,9 @@ struct handover_server::state : std::enable_shared_from_this<state> {
                                    self->end(x, "");
                                    error_code ignored;
                                    self->acceptor.close(ignored); // one handover per process
-                                   const auto given = std::move(self->given); // it may close() this server
+                                   const auto then = std::move(self->given); // it may close() this server
                                    self->given = nullptr;
-                                   given();
+                                   then();
                                });
     }
 
