@@ -269,7 +269,7 @@ struct handover_server::state : std::enable_shared_from_this<state> {
 
     void send(const std::shared_ptr<exchange>& x) {
         if (closed) return end(x, "closing");
-        std::vector<int> fds = give();
+        std::vector<int> fds = give ? give() : std::vector<int>{};
         if (fds.size() > max_listeners) return end(x, "too many listeners");
         std::vector<int> copies;
         for (int fd : fds) {
@@ -310,7 +310,7 @@ struct handover_server::state : std::enable_shared_from_this<state> {
                                    self->acceptor.close(ignored); // one handover per process
                                    const auto then = std::move(self->given); // it may close() this server
                                    self->given = nullptr;
-                                   then();
+                                   if (then) then();
                                });
     }
 
