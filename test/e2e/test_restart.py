@@ -96,6 +96,17 @@ class Load:
         return counts["echoed"] + counts["drained"]
 
 
+def assert_nothing_lost(test, counts, attempts):
+    """About 1,000 connects a second went on (fewer sanitized): none refused, reset or unanswered;
+    a goodbye before the line (counted drained) is rare."""
+    test.assertGreater(attempts, 400 if SANITIZED else 1500)
+    test.assertEqual(counts["refused"], 0, counts)
+    test.assertEqual(counts["reset"], 0, counts)
+    test.assertEqual(counts["other"], 0, counts)
+    test.assertEqual(Load.answered(counts), attempts, counts)
+    test.assertLess(counts["drained"], attempts / 100, counts)
+
+
 class Handover(unittest.TestCase):
     def test_restarts_with_handover_refuse_and_reset_no_connect(self):
         """Three processes one after another on one port, each taking over from the one before."""
@@ -125,12 +136,7 @@ class Handover(unittest.TestCase):
         print(f"handover: {attempts} connects in ~{attempts / 1000:.1f} s across 2 restarts (each new process "
               f"listening {', '.join(f'{t * 1000:.0f}' for t in took)} ms after it started): {counts}; "
               f"accepted by each process {accepted}")
-        self.assertGreater(attempts, 400 if SANITIZED else 1500)
-        self.assertEqual(counts["refused"], 0, counts)
-        self.assertEqual(counts["reset"], 0, counts)
-        self.assertEqual(counts["other"], 0, counts)
-        self.assertEqual(Load.answered(counts), attempts, counts)
-        self.assertLess(counts["drained"], attempts / 100, counts)
+        assert_nothing_lost(self, counts, attempts)
         self.assertTrue(all(a > (30 if SANITIZED else 100) for a in accepted), accepted)  # each served its part
         self.assertEqual(sum(accepted), attempts)
 
@@ -233,12 +239,7 @@ class SocketActivation(unittest.TestCase):
         attempts = sum(v for k, v in counts.items() if k != "others")
         print(f"socket activation, two instances restarted one by one: {attempts} connects: {counts}; "
               f"the last two processes accepted {[int(f['accepted']) for f in finals]}")
-        self.assertGreater(attempts, 400 if SANITIZED else 1500)
-        self.assertEqual(counts["refused"], 0, counts)
-        self.assertEqual(counts["reset"], 0, counts)
-        self.assertEqual(counts["other"], 0, counts)
-        self.assertEqual(Load.answered(counts), attempts, counts)
-        self.assertLess(counts["drained"], attempts / 100, counts)
+        assert_nothing_lost(self, counts, attempts)
 
     def test_without_the_variables_the_server_binds_its_own(self):
         """LISTEN_PID naming another process: not activated (a child must not take its parent's)."""
