@@ -341,12 +341,15 @@ void server::begin_shutdown() {
 void server::await_signal() {
     signals_.async_wait([this](std::error_code ec, int) {
         if (ec) return;
-        if (!draining_ && !stopping_ && options_.drain_window_ms > 0) {
-            begin_drain();
-            return await_signal();
-        }
-        begin_shutdown();
+        if (draining_ || stopping_) return begin_shutdown();
+        begin_leaving();
+        if (draining_) await_signal();
     });
+}
+
+void server::begin_leaving() {
+    if (options_.drain_window_ms > 0) begin_drain();
+    else begin_shutdown();
 }
 
 void server::begin_drain() {
@@ -367,9 +370,7 @@ void server::begin_drain() {
 void server::handed_over() { // the listener said so on stderr, and stopped accepting
     std::error_code ignored;
     if (metrics_acceptor_) metrics_acceptor_->close(ignored); // the successor serves /metrics now
-    if (stopping_ || draining_) return;
-    if (options_.drain_window_ms > 0) begin_drain();
-    else begin_shutdown();
+    if (!stopping_ && !draining_) begin_leaving();
 }
 
 void server::for_each_session(void (session_base::*fn)()) {

@@ -62,6 +62,8 @@ private:
     /// The first signal with --drain-window: stop accepting, ask every connection to leave over the
     /// window (each thread's execution context drained on its own), then begin_shutdown().
     void begin_drain();
+    /// What the first signal and a handover both do: drain over --drain-window, or shut down without one.
+    void begin_leaving();
     /// The successor took the listening sockets (--handover): drain (or shut down without a window).
     void handed_over();
     void await_signal();
