@@ -293,8 +293,9 @@ def http_scene():
 
 def storm_scene():
     """A TLS connect storm: 300 connections that never send a ClientHello, then 1,000 TLS clients at
-    once, against --max-handshakes 20. The listener stops accepting at the bound (the backlog holds
-    the storm), sheds the silent ones as they stall, and never sheds a handshake whose hello arrived."""
+    once, against --max-handshakes 20. A handshake takes a place only when its peer speaks: the silent
+    ones hold none, and the storm queues for the 20 places inside the server (not in a backlog that
+    overflows), served at the rate handshakes complete; nothing is shed."""
     import resource
     import tempfile
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)  # 1,300 sockets here and in the client
@@ -322,7 +323,8 @@ def storm_scene():
         server.wait(timeout=10)
     final = next((l for l in lines if l.startswith("final ")), "(no final line)")
     print("echo_server:", final)
-    return summary.get("connects") == 1000 and summary.get("connect_failures") == 0 and "handshake-shed:300" in final
+    # The silent ones never held a handshake place (a handshake takes one when its peer speaks): none shed.
+    return summary.get("connects") == 1000 and summary.get("connect_failures") == 0 and "handshake-shed" not in final
 
 
 def descriptor_scene():

@@ -15,6 +15,7 @@
 #include <asio/ssl/error.hpp>
 
 #include <asio/connect.hpp>
+#include <asio/post.hpp>
 #include <asio/ip/tcp.hpp>
 #include <asio/read_until.hpp>
 #include <asio/ssl/host_name_verification.hpp>
@@ -73,7 +74,13 @@ std::string client_stats::json() const {
         os << (first ? "" : ",") << '"' << reason << "\":" << n;
         first = false;
     }
-    os << "},\"rtt_ms\":{\"p50\":" << pct(0.50) << ",\"p99\":" << pct(0.99) << ",\"max\":" << max << "}}";
+    os << "},\"rtt_ms\":{\"p50\":" << pct(0.50) << ",\"p99\":" << pct(0.99) << ",\"max\":" << max << '}';
+    if (timeline_ms > 0) {
+        os << ",\"timeline\":{\"bin_ms\":" << timeline_ms << ",\"established\":[";
+        for (std::size_t i = 0; i < established.size(); ++i) os << (i ? "," : "") << established[i];
+        os << "]}";
+    }
+    os << '}';
     return os.str();
 }
 
@@ -184,6 +191,7 @@ private:
     void failed_to_connect() {
         ++generation_;
         ++c_.stats().connect_failures;
+        first_done(false);
         if (c_.options().verbose) log() << "connect failed" << std::endl;
         drop_link();
         if (socket_) {
@@ -198,6 +206,7 @@ private:
         if (ever_connected_) ++s.reconnects;
         ever_connected_ = true;
         ++s.connects;
+        first_done(true);
         consecutive_timeouts_ = 0; // a new link starts its own count
         if (c_.options().verbose) log() << "connected" << std::endl;
         open_ = true;
@@ -258,11 +267,16 @@ private:
         drop_link();
         if (!was_open) { // closed during its handshake: a failed attempt
             ++c_.stats().connect_failures;
+            first_done(false);
             if (c_.options().reconnect && !c_.stopping()) reconnector_.failed();
             return;
         }
         ++c_.stats().disconnects;
         if (c_.options().reconnect && !c_.stopping()) reconnector_.disconnected();
+    }
+
+    void first_done(bool established) {
+        if (!std::exchange(first_done_, true)) c_.first_attempt_done(established);
     }
 
     void drop_link() {
@@ -283,7 +297,7 @@ private:
     std::uint64_t seq_ = 0, generation_ = 0, ping_seq_ = 0;
     unsigned consecutive_timeouts_ = 0;
     std::size_t unsent_retries_ = 0; ///< requests a draining server left unprocessed, to send on the next link
-    bool open_ = false, ever_connected_ = false;
+    bool open_ = false, ever_connected_ = false, first_done_ = false;
 };
 
 template <class Stream>
@@ -444,19 +458,40 @@ load_client::~load_client() {
     io_.poll();
 }
 
+void load_client::first_attempt_done(bool established) {
+    if (established && stats_.timeline_ms > 0) {
+        const auto bin = static_cast<std::size_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                      heartwheel::clock::now() - start_).count() / stats_.timeline_ms);
+        if (bin >= stats_.established.size()) stats_.established.resize(bin + 1, 0);
+        ++stats_.established[bin];
+    }
+    // A closed loop: each first attempt's end begins the next connection's.
+    // Posted: an attempt that fails at once (a bad --source) must not begin the next inside itself.
+    if (options_.connect_window > 0 && !stopping_ && next_start_ < connections_.size())
+        asio::post(io_, [c = connections_[next_start_++]] { c->start(); });
+}
+
 int load_client::run(std::ostream& out, std::ostream& err) {
-    for (unsigned i = 0; i < options_.connections; ++i) {
+    stats_.timeline_ms = options_.timeline_ms;
+    for (unsigned i = 0; i < options_.connections; ++i)
         connections_.push_back(std::make_shared<client_connection>(*this, i));
+    start_ = heartwheel::clock::now(); // the timeline begins with the first connect, not with the making
+    // With a window, only its first connections begin now (staggered as asked); the rest follow.
+    const std::size_t now = options_.connect_window > 0 ? std::min<std::size_t>(options_.connect_window, connections_.size())
+                                                        : connections_.size();
+    next_start_ = now;
+    for (std::size_t i = 0; i < now; ++i) {
         if (options_.connect_stagger_us > 0) {
             // The handles live as long as the client (a handle captured by its own callback would
             // keep itself alive: a leak LeakSanitizer found in the soak).
-            staggered_starts_.push_back(wheel_.schedule_after(std::chrono::microseconds(options_.connect_stagger_us * i),
-                                                              [c = connections_.back()] { c->start(); }));
+            staggered_starts_.push_back(wheel_.schedule_after(
+                std::chrono::microseconds(options_.connect_stagger_us * static_cast<std::int64_t>(i)),
+                [c = connections_[i]] { c->start(); }));
         } else {
-            connections_.back()->start();
+            connections_[i]->start();
         }
     }
-    const auto start = heartwheel::clock::now();
+    const auto start = start_;
     auto progress = wheel_.schedule_every(std::chrono::seconds(1), [&] {
         if (options_.quiet) return;
         const auto& s = stats_;

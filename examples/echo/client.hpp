@@ -37,6 +37,8 @@ struct client_stats {
     std::vector<std::uint32_t> rtt_us; ///< a uniform sample (reservoir) of echo round trips
     std::uint64_t rtt_seen = 0;
     std::mt19937_64 sampler{12345};
+    std::int64_t timeline_ms = 0;            ///< --timeline: the bin's width (0: no timeline)
+    std::vector<std::uint64_t> established;  ///< first establishments per bin since the start
 
     void add_rtt(std::uint32_t us);
     std::string json() const;
@@ -60,6 +62,9 @@ public:
     /// What every link's connection shares: the wheel, the liveness policies, the counters.
     const heartwheel::net::connection_context& context() const noexcept { return context_; }
     bool stopping() const noexcept { return stopping_; }
+    /// A connection's first attempt ended (established, or failed): the timeline counts it, and with
+    /// --connect-window the next connection begins.
+    void first_attempt_done(bool established);
 
 private:
     // Declared before io_ and wheel_: connections still held by handlers in io_ use them until the
@@ -73,6 +78,8 @@ private:
     heartwheel::net::connection_context context_;
     std::vector<std::shared_ptr<client_connection>> connections_;
     std::vector<heartwheel::timer_handle> staggered_starts_; ///< --connect-stagger-us
+    std::size_t next_start_ = 0; ///< --connect-window: the next connection to begin
+    heartwheel::clock::time_point start_{};
     bool stopping_ = false;
 };
 

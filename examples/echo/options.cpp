@@ -328,10 +328,11 @@ server_options parse_server_options(int argc, const char* const* argv) {
         text_opt("tls-groups", "key-exchange groups, OpenSSL syntax (no finite-field groups by default: they cost the server "
                                "hundreds of times more CPU per handshake)", o.tls_policy.groups),
         live("handshake-timeout", "limits.handshake_timeout", "TLS handshake must finish within this (0 = off)", l),
-        own_count("max-handshakes", "TLS handshakes in progress at once, at most half of --max-connections; beyond, new "
-                  "connections wait in the backlog (0 = off)", o.max_handshakes, 0, 10'000'000),
-        own_ms("handshake-stall", "while connections wait for a handshake place, one this old with no ClientHello read "
-               "and nothing unread is closed handshake-shed", o.handshake_stall_ms, 1, 60'000),
+        own_count("max-handshakes", "TLS handshakes in progress at once, at most half of --max-connections (a handshake "
+                  "takes a place when its peer first speaks); beyond, they queue for one (0 = off)", o.max_handshakes, 0, 10'000'000),
+        own_ms("handshake-stall", "a handshake this old with no ClientHello read and nothing unread is closed handshake-shed "
+               "while it holds what others wait for (a connection place at the limit, a handshake place)",
+               o.handshake_stall_ms, 1, 60'000),
         own_count("max-handshakes-per-source", "TLS handshakes in progress at once from one address; beyond, a new one is "
                   "closed busy (0 = off)", o.handshakes.max_pending_per_source, 0, 10'000'000),
         own_count("handshake-rate-per-source", "TLS handshakes one address may start per second (a second's burst); beyond, "
@@ -454,6 +455,10 @@ client_options parse_client_options(int argc, const char* const* argv) {
         switch_opt("quiet", "no progress line on stderr", o.quiet),
         switch_opt("verbose", "log each connect, close and reconnect wait on stderr", o.verbose),
         own_count("connect-stagger-us", "microseconds between initial connects", o.connect_stagger_us, 0, 1'000'000, " (microseconds)"),
+        own_count("connect-window", "at most this many connections in their first attempt at once, the next begun as one "
+                  "is established or fails (0 = all)", o.connect_window, 0, 10'000'000),
+        own_count("timeline", "count first establishments per this many ms since the start, in the summary's "
+                  "\"timeline\" (0 = off)", o.timeline_ms, 0, 60'000, " (ms)"),
         text_opt("source", "connect from these local addresses, round robin (A,B or A-B ranges of IPv4 addresses)", source),
     };
     const auto sources = parse("echo_client", "heartwheel echo/heartbeat client and load generator", specs, l, argc, argv);

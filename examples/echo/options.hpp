@@ -56,8 +56,9 @@ struct server_options {
     /// TLS 1.2 suites and key-exchange groups: the library's server policy (net::tls_policy: AEAD
     /// suites, elliptic-curve groups only) unless --tls-ciphers / --tls-groups say otherwise.
     heartwheel::net::tls_policy tls_policy;
-    /// TLS handshakes in progress at once (the listener's admission: beyond, accepting waits, and a
-    /// handshake stalled for handshake_stall_ms meanwhile is shed).
+    /// TLS handshakes in progress at once (the listener's admission: a handshake takes a place when its
+    /// peer first speaks, beyond it queues; one stalled for handshake_stall_ms is shed while it holds
+    /// what others wait for).
     std::size_t max_handshakes = heartwheel::net::admission_limits{}.max_handshakes;
     std::int64_t handshake_stall_ms = heartwheel::net::admission_limits{}.handshake_stall.count();
     /// Handshakes in progress per source, started per second per source (net::handshake_gate); split
@@ -107,6 +108,11 @@ struct client_options {
     bool quiet = false;
     bool verbose = false; ///< log connects, closes and reconnect waits on stderr
     std::int64_t connect_stagger_us = 0; ///< spread the initial connects
+    /// At most this many connections in their first attempt at once (0: all): a closed loop of
+    /// connects, the next begun as one is established or fails (a server's sustained handshake rate).
+    unsigned connect_window = 0;
+    /// The summary's timeline: first establishments counted per bin of this many ms (0: none).
+    std::int64_t timeline_ms = 0;
     /// Local addresses to connect from, round robin over the connections (empty: the kernel's
     /// choice). Each source address has its own ~28,000 ephemeral ports towards one server.
     std::vector<std::string> sources;

@@ -182,6 +182,7 @@ void server::start_session(worker& w, Socket socket, const asio::ip::address& pe
 // it has, the server holds one more than the limit); otherwise, and without shares, BYE busy.
 template <class Socket>
 void server::at_the_limit(worker& w, Socket socket, const asio::ip::address& peer) {
+    listener_->at_capacity(); // TLS: silent handshakes (no ClientHello for --handshake-stall) are shed
     if (heartwheel::net::source_share::member* victim = w.shares ? w.shares->make_room(peer) : nullptr) {
         static_cast<session_base&>(*victim).displace();
         start_session(w, std::move(socket), peer);

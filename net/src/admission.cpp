@@ -27,13 +27,48 @@ admission::handshake_place::handshake_place(admission& a, std::function<void()> 
     const std::lock_guard<std::mutex> lock(a_.mutex_);
     next_check_ = clock::now() + a_.limits_.handshake_stall;
     a_.pending_.push_back(*this);
-    a_.handshakes_.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool admission::handshake_place::request(std::function<void()> granted, clock::time_point now) {
+    const std::lock_guard<std::mutex> lock(a_.mutex_);
+    if (state_ != state::silent) return state_ == state::granted;
+    if (a_.max_handshakes_ == 0 || a_.handshakes_.load(std::memory_order_relaxed) < a_.max_handshakes_) {
+        state_ = state::granted;
+        a_.handshakes_.fetch_add(1, std::memory_order_relaxed);
+        next_check_ = now + a_.limits_.handshake_stall; // a stall is timed from the place's start
+        return true;
+    }
+    unlink();
+    state_ = state::queued;
+    granted_ = std::move(granted);
+    a_.queue_.push_back(*this);
+    a_.queued_count_.fetch_add(1, std::memory_order_relaxed);
+    // Handshakes wait: a place held by a peer that stopped mid-hello is looked at (at most once per
+    // tenth of a stall: the walk is over every handshake in progress).
+    if (now - a_.last_queue_check_ >= a_.limits_.handshake_stall / 10) {
+        a_.last_queue_check_ = now;
+        a_.check_locked(now, true);
+    }
+    return false;
 }
 
 admission::handshake_place::~handshake_place() {
     const std::lock_guard<std::mutex> lock(a_.mutex_);
     unlink();
-    saturating_decrement(a_.handshakes_);
+    if (state_ == state::queued) saturating_decrement(a_.queued_count_);
+    if (state_ != state::granted) return;
+    // The place goes to the queue's first, if any; the count stays.
+    if (a_.queue_.empty()) {
+        saturating_decrement(a_.handshakes_);
+        return;
+    }
+    auto& next = static_cast<handshake_place&>(*a_.queue_.next);
+    next.unlink();
+    saturating_decrement(a_.queued_count_);
+    next.state_ = state::granted;
+    next.next_check_ = clock::now() + a_.limits_.handshake_stall;
+    a_.pending_.push_back(next);
+    next.granted_();
 }
 
 admission::admission(const admission_limits& limits) : limits_(limits), max_handshakes_(limits.effective_max_handshakes()) {
@@ -43,12 +78,6 @@ admission::admission(const admission_limits& limits) : limits_(limits), max_hand
 bool admission::room_for_connection() const noexcept {
     if (limits_.max_connections == 0) return true;
     return open_.load(std::memory_order_relaxed) + reserved_.load(std::memory_order_relaxed) < limits_.max_connections;
-}
-
-bool admission::room_for_handshake() const noexcept {
-    if (max_handshakes_ == 0) return true;
-    // A reserved socket may be about to begin one: counted, so that a burst of accepts cannot overshoot.
-    return handshakes_.load(std::memory_order_relaxed) + reserved_.load(std::memory_order_relaxed) < max_handshakes_;
 }
 
 void admission::reserve() noexcept { reserved_.fetch_add(1, std::memory_order_relaxed); }
@@ -68,14 +97,18 @@ void admission::saturating_decrement(std::atomic<std::size_t>& n) noexcept {
     }
 }
 
-std::size_t admission::check_stalled(clock::time_point now) {
-    std::size_t asked = 0;
+std::size_t admission::check(clock::time_point now, bool holders_only) {
     const std::lock_guard<std::mutex> lock(mutex_);
-    // Oldest first; a place asked is asked again only a stall later (one whose hello arrived stays,
+    return check_locked(now, holders_only);
+}
+
+std::size_t admission::check_locked(clock::time_point now, bool holders_only) {
+    std::size_t asked = 0;
+    // Oldest first; a handshake asked is asked again only a stall later (one whose hello arrived stays,
     // and is looked at once per period, not once per poll).
-    for (detail::list_hook* h = pending_.front(); h != nullptr && h != &pending_; h = h->next) {
+    for (detail::list_hook* h = pending_.next; h != &pending_; h = h->next) {
         auto& p = static_cast<handshake_place&>(*h);
-        if (p.next_check_ > now) continue;
+        if (p.next_check_ > now || (holders_only && p.state_ != handshake_place::state::granted)) continue;
         p.next_check_ = now + limits_.handshake_stall;
         p.check_();
         ++asked;

@@ -169,9 +169,7 @@ listener::outcome listener::judge(const error_code& ec) {
 
 bool listener::must_wait() {
     if (!admission_ || !acceptor_.is_open()) return false;
-    const bool connections = !admission_->limits().refuse_at_limit && !admission_->room_for_connection();
-    const bool handshakes = !admission_->room_for_handshake();
-    if (!connections && !handshakes) {
+    if (admission_->limits().refuse_at_limit || admission_->room_for_connection()) {
         waiting_ = false;
         return false;
     }
@@ -180,7 +178,7 @@ bool listener::must_wait() {
         waits_.fetch_add(1, std::memory_order_relaxed);
     }
     const auto now = admission::clock::now();
-    if (handshakes) admission_->check_stalled(now);
+    admission_->check_stalled(now); // newcomers wait: a handshake whose peer says nothing holds a place
     // Sockets accepted a second ago and still not connections were dropped without dropped():
     // their places must not hold accepting up for good.
     if (admission_->reserved() > 0 && now - last_reserved_ > std::chrono::seconds(1)) admission_->forget_reservations();
@@ -202,7 +200,12 @@ void listener::closed_here(close_reason r) {
 
 // The backlog's connections, one at a time on the spare descriptor: accepted, told, closed. Bounded
 // per pause, so that a flood of connects cannot keep the thread here.
+void listener::at_capacity() noexcept {
+    if (admission_) admission_->check_stalled(admission::clock::now());
+}
+
 void listener::refuse_waiting() {
+    at_capacity(); // out of descriptors: a silent handshake holds one
     if (spare_ < 0) spare_ = open_spare();
     for (int i = 0; i < 256 && spare_ >= 0; ++i) {
         ::close(spare_);

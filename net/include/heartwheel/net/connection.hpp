@@ -174,7 +174,7 @@ public:
     template <class Token>
     auto async_handshake(asio::ssl::stream_base::handshake_type type, Token&& token) {
         static_assert(is_tls, "async_handshake needs a TLS stream (net::tls_socket or asio::ssl::stream)");
-        return asio::async_compose<Token, void(error_code)>(handshake_op{this->shared_from_this(), type, false, nullptr, nullptr},
+        return asio::async_compose<Token, void(error_code)>(handshake_op{this->shared_from_this(), type, handshake_op::step::start, nullptr, nullptr, nullptr},
                                                                  token, stream_.next_layer());
     }
 
@@ -414,24 +414,53 @@ private:
         if (handler) handler->on_close(*reason_);
     }
 
-    // A server-side handshake under a listener's admission holds a handshake place while it lasts;
-    // asked whether it is stalled (newcomers wait for places), it looks here, on its own executor.
+    // A server-side handshake under a listener's admission (admission.hpp) waits, holding no place,
+    // for its peer's first bytes; then it takes a handshake place or queues for one (the grant wakes
+    // `wake`, on this executor), and holds it to its end. The handshake deadline counts the peer's
+    // silence and its handshake, not the time queued. Asked whether it is stalled, it looks here, on
+    // its own executor. A connection closed while queued is let go when its turn comes.
     struct handshake_op {
+        enum class step : unsigned char { start, silent, queued, handshaking };
         std::shared_ptr<connection> c;
         asio::ssl::stream_base::handshake_type type;
-        bool started = false;
+        step at = step::start;
         std::shared_ptr<admission> adm;           // before the place: outlives it
         std::unique_ptr<admission::handshake_place> place;
+        std::shared_ptr<asio::steady_timer> wake; // only while queued for a place
         template <class Self>
         void operator()(Self& self, error_code ec = {}) {
-            if (!started) {
-                started = true;
+            switch (at) {
+            case step::start:
                 c->live_.handshake_started();
-                if (type == asio::ssl::stream_base::server) take_place();
-                return c->stream_.next_layer().async_handshake(type, std::move(self));
+                if (type == asio::ssl::stream_base::server && register_place()) {
+                    at = step::silent;
+                    return c->stream_.lowest_layer().async_wait(asio::socket_base::wait_read, std::move(self));
+                }
+                return handshake(self);
+            case step::silent:
+                if (c->closing_) return closed(self);
+                wake = std::make_shared<asio::steady_timer>(c->stream_.get_executor());
+                if (place->request([w = std::weak_ptr<asio::steady_timer>(wake), ex = c->get_executor()] {
+                        asio::post(ex, [w] {
+                            if (auto t = w.lock()) t->cancel();
+                        });
+                    }))
+                    return handshake(self);
+                // The time queued is ours, not the peer's: its handshake deadline starts again at its turn.
+                at = step::queued;
+                c->live_.handshake_done();
+                wake->expires_at(asio::steady_timer::time_point::max());
+                return wake->async_wait(std::move(self));
+            case step::queued:
+                wake.reset();
+                if (c->closing_) return closed(self);
+                c->live_.handshake_started();
+                return handshake(self);
+            case step::handshaking:
+                break;
             }
             place.reset();
-            if (c->closing_) return self.complete(c->closed_ ? c->close_error() : error_code(errc::timed_out));
+            if (c->closing_) return closed(self);
             if (ec) {
                 c->abort(peer_left(ec) ? close_reason::peer_closed : close_reason::handshake_failed);
                 return self.complete(ec);
@@ -440,6 +469,16 @@ private:
             c->live_.handshake_done();
             self.complete(ec);
         }
+        template <class Self>
+        void handshake(Self& self) {
+            at = step::handshaking;
+            c->stream_.next_layer().async_handshake(type, std::move(self));
+        }
+        template <class Self>
+        void closed(Self& self) {
+            place.reset();
+            self.complete(c->closed_ ? c->close_error() : error_code(errc::timed_out));
+        }
         // A client that closed or reset before its ClientHello was read whole (a balancer's health
         // check resets, a port scan) left: it did not fail a handshake. Garbage or a bad hello fails.
         bool peer_left(const error_code& ec) const {
@@ -447,14 +486,15 @@ private:
                    !detail::tls_traits<NextLayer>::hello_received(c->stream_.next_layer()) &&
                    (ec == asio::error::eof || ec == asio::error::connection_reset || detail::is_tls_truncation(ec));
         }
-        void take_place() {
+        bool register_place() {
             adm = detail::teardown_registry::of(c->get_executor()).admission_of();
-            if (!adm || adm->limits().effective_max_handshakes() == 0) return;
+            if (!adm || adm->limits().effective_max_handshakes() == 0) return false;
             place = std::make_unique<admission::handshake_place>(*adm, [weak = c->weak_from_this(), ex = c->get_executor()] {
                 asio::post(ex, [weak] {
                     if (auto self = weak.lock()) self->shed_if_stalled();
                 });
             });
+            return true;
         }
     };
     /// Closes handshake-shed a handshake that has read no ClientHello and has nothing unread: the

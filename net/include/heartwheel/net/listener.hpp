@@ -12,11 +12,12 @@
 //  - a connection that failed between the kernel's handshake and accept() (ECONNABORTED, EPROTO,
 //    the network errors accept(2) lists): retried at once;
 //  - anything else: logged once per episode and retried after `pause`.
-// And it admits (admission.hpp): at `admission.max_connections` open, or `max_handshakes` TLS
-// handshakes in progress, it stops accepting until a place frees (the kernel's backlog holds the
-// newcomers; a stalled handshake is shed meanwhile), looking again every `admission_poll`.
-// Connections are counted on the execution contexts it accepts into. By default handshakes are
-// bounded (1,024 at once) and connections are not.
+// And it admits (admission.hpp): at `admission.max_connections` open it stops accepting until a place
+// frees (the kernel's backlog holds the newcomers; a handshake whose peer says nothing is shed
+// meanwhile), looking again every `admission_poll`. TLS handshakes beyond `max_handshakes` queue for
+// a place inside the server (their connections accepted), not in the backlog. Connections are
+// counted on the execution contexts it accepts into. By default handshakes are bounded (1,024 at
+// once) and connections are not.
 // Behind a load balancer (`proxy.enabled`, proxy_protocol.hpp), every connection must come from a
 // trusted range and start with a PROXY header; the listener reads the headers of up to
 // `proxy.max_pending` connections at once beside its accepting (a slow header never holds up the
@@ -143,6 +144,11 @@ public:
     std::uint64_t proxy_refused() const noexcept { return proxy_refused_.load(std::memory_order_relaxed); }
     /// The admission (null when nothing is limited): its counts, and its limits.
     const admission* admitted() const noexcept { return admission_.get(); }
+    /// The application is at a connection limit it keeps itself (or the listener is, out of
+    /// descriptors): TLS handshakes whose peers have said nothing for admission.handshake_stall are
+    /// shed, so that a flood of silent peers cannot hold every place until its handshake timeout.
+    /// Thread-safe.
+    void at_capacity() noexcept;
     /// A socket this listener accepted was dropped without becoming a net::connection: its place is free.
     void dropped() noexcept {
         if (admission_) admission_->unreserve();
@@ -287,8 +293,8 @@ private:
     static void close_fd(int fd) noexcept;
 
     void refuse_waiting();
-    /// Whether accepting waits for a place now (counting the episode, asking stalled handshakes to
-    /// look at themselves while handshake places are what is missing).
+    /// Whether accepting waits for a connection place now (counting the episode, asking handshakes
+    /// whose peers say nothing to look at themselves meanwhile).
     bool must_wait();
     bool at_connection_limit() const noexcept {
         return admission_->limits().refuse_at_limit && !admission_->room_for_connection();
