@@ -1432,10 +1432,13 @@ class Client(unittest.TestCase):
         answered: after 3 timeouts in a row the link closes and reconnects."""
         def ping_flood(conn):
             # Never reads the PONGs. (Not with a tiny SO_RCVBUF: on loopback the segments it then drops
-            # carry the client's ACKs too, and its own flood stalls in retransmission back-off.)
+            # carry the client's ACKs too, and its own flood stalls in retransmission back-off.) Each
+            # PING carries 1 KB that its PONG repeats, so the PONGs fill both kernels' buffers (~10 MB on
+            # loopback) within a second even when this thread is slow on a busy machine (with 7-byte
+            # PONGs, 600,000 were answered in 6 s without filling them, in a parallel test run).
             try:
                 while True:
-                    conn.sendall(b"PING 1\n" * 8192)
+                    conn.sendall((b"PING " + b"1" * 1000 + b"\n") * 64)
             except OSError:
                 pass
 
