@@ -598,6 +598,28 @@ BOOST_FIXTURE_TEST_CASE(tls_handshake_under_its_deadline, fixture) {
     BOOST_TEST(closes(net::close_reason::peer_closed) == 2u);
 }
 
+// A heartbeat that falls due during a TLS handshake sends nothing: the protocol's ping would be
+// written into a session not yet made (its write's end then started the application's read early,
+// and a silent peer was closed io-error instead of by its handshake timeout).
+BOOST_FIXTURE_TEST_CASE(no_ping_before_the_tls_handshake_is_done, fixture) {
+    using tls = asio::ssl::stream<tcp::socket>;
+    asio::ssl::context ctx(asio::ssl::context::tls_server);
+    net::liveness_config cfg;
+    cfg.limits.handshake_timeout = 300ms;
+    cfg.heartbeat.interval = 20ms;
+    cfg.heartbeat.timeout = 20ms;
+    cfg.heartbeat.misses = 100;
+    int pings = 0;
+    net::connection_hooks hooks;
+    hooks.send_ping = [&] { ++pings; };
+    auto c = make<tls>(tls(accept_one(), ctx), cfg, hooks);
+    bool done = false;
+    c->async_handshake(asio::ssl::stream_base::server, [&](error_code) { done = true; });
+    run_until([&] { return done && c->closed(); }); // the peer says nothing
+    BOOST_TEST(pings == 0);
+    BOOST_TEST((c->reason() == net::close_reason::handshake_timeout));
+}
+
 // Keepalive options from the policy reach the socket.
 BOOST_FIXTURE_TEST_CASE(keepalive_options_are_applied, fixture) {
     net::liveness_config cfg;

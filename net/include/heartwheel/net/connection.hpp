@@ -329,8 +329,11 @@ private:
         const bool can_talk = r != close_reason::write_timeout && handshake_done_;
         begin_close(r, can_talk);
     }
+    // Nothing of the protocol goes out before TLS's handshake is done (a ping then would be written
+    // into a session that does not exist yet, and its write's end would start the application's read
+    // early); the heartbeat still counts its misses, so a peer silent through its handshake dies.
     void send_ping() override {
-        if (handler_ && !closing_) handler_->send_ping();
+        if (handler_ && !closing_ && handshake_done_) handler_->send_ping();
     }
     void on_idle(idle_event e) override {
         if (handler_) handler_->on_idle(e);
