@@ -1405,6 +1405,27 @@ class Client(unittest.TestCase):
         self.assertEqual(delays[0], 100)  # the first link was proven and stable: reset
         self.assertEqual(delays[1:4], [200, 400, 800], err)  # then never proven: growing
 
+    def test_connect_window_and_timeline(self):
+        """--connect-window N opens the connections in a closed loop, at most N in their first attempt
+        at once; --timeline counts first establishments per bin. Against a server that accepts and
+        never answers a ClientHello, 3 of 12 begin (their handshakes never end); against echo_server
+        all 12 connect, and the timeline counts 12."""
+        accepted = []
+        lsock, port = self.hostile_server(accepted.append)  # holds each open, reads nothing
+        r = run_client("--connect", f"127.0.0.1:{port}", "--tls", "--insecure", "--connections", "12",
+                       "--connect-window", "3", "--send-interval", "0", "--duration", "1500")
+        lsock.close()
+        self.summary(r)
+        self.assertEqual(len(accepted), 3)
+        for c in accepted:
+            c.close()
+        with Server() as srv:
+            s = self.summary(run_client("--connect", f"127.0.0.1:{srv.port}", "--connections", "12", "--connect-window",
+                                        "3", "--send-interval", "0", "--duration", "1000", "--timeline", "50"))
+        self.assertEqual(s["connects"], 12)
+        self.assertEqual(s["timeline"]["bin_ms"], 50)
+        self.assertEqual(sum(s["timeline"]["established"]), 12)
+
     @staticmethod
     def hostile_server(behave):
         """A listening socket on a free port; each accepted connection runs behave(sock) in a thread."""
