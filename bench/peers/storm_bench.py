@@ -35,23 +35,12 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import peers  # noqa: E402
+from peers_bench import children_cpu, cpu_s  # noqa: E402  (the CPU of a process, of the clients run)
 
 CLIENT = os.path.join(peers.BUILD, "examples", "echo_client")
 POLICY = {"reader_idle": 3600000, "interval": 600000, "misses": 3, "jvm_flags": ["-Xms256m", "-Xmx256m"]}
 BIN_MS = 10
 WITHIN_S = 30
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_s(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
-
-
-def children_cpu():
-    t = os.times()
-    return t.children_user + t.children_system
 
 
 def run_client(port, n, tls, extra, duration_ms):
