@@ -29,15 +29,23 @@ admission::handshake_place::handshake_place(admission& a, std::function<void()> 
     a_.pending_.push_back(*this);
 }
 
+bool admission::handshake_place::take_locked(clock::time_point now) {
+    if (state_ != state::silent) return state_ == state::granted;
+    if (a_.max_handshakes_ != 0 && a_.handshakes_.load(std::memory_order_relaxed) >= a_.max_handshakes_) return false;
+    state_ = state::granted;
+    a_.handshakes_.fetch_add(1, std::memory_order_relaxed);
+    next_check_ = now + a_.limits_.handshake_stall; // a stall is timed from the place's start
+    return true;
+}
+
+bool admission::handshake_place::try_take(clock::time_point now) {
+    const std::lock_guard<std::mutex> lock(a_.mutex_);
+    return take_locked(now);
+}
+
 bool admission::handshake_place::request(std::function<void()> granted, clock::time_point now) {
     const std::lock_guard<std::mutex> lock(a_.mutex_);
-    if (state_ != state::silent) return state_ == state::granted;
-    if (a_.max_handshakes_ == 0 || a_.handshakes_.load(std::memory_order_relaxed) < a_.max_handshakes_) {
-        state_ = state::granted;
-        a_.handshakes_.fetch_add(1, std::memory_order_relaxed);
-        next_check_ = now + a_.limits_.handshake_stall; // a stall is timed from the place's start
-        return true;
-    }
+    if (state_ != state::silent || take_locked(now)) return state_ == state::granted;
     unlink();
     state_ = state::queued;
     granted_ = std::move(granted);

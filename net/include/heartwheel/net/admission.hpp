@@ -98,11 +98,15 @@ public:
         /// false; `granted` is then called once (with the admission's lock held: it must only post)
         /// when a place is this handshake's. Called once. `now`: when (the stall checks it may make).
         bool request(std::function<void()> granted, clock::time_point now = clock::now());
+        /// request() without queueing: takes a place if one is free (true), else changes nothing —
+        /// the common case, before the caller makes what waiting needs.
+        bool try_take(clock::time_point now = clock::now());
         bool holds_place() const noexcept { return state_ == state::granted; }
 
     private:
         friend class admission;
         enum class state : unsigned char { silent, queued, granted };
+        bool take_locked(clock::time_point now); ///< a free place, if any, becomes this one's
         admission& a_;
         std::function<void()> check_, granted_;
         clock::time_point next_check_;

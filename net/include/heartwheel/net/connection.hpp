@@ -442,6 +442,7 @@ private:
                 return handshake(self);
             case step::silent:
                 if (c->closing_) return closed(self);
+                if (place->try_take()) return handshake(self); // what waiting needs is made only to wait
                 wake = std::make_shared<asio::steady_timer>(c->stream_.get_executor());
                 if (place->request([w = std::weak_ptr<asio::steady_timer>(wake), ex = c->get_executor()] {
                         asio::post(ex, [w] {
