@@ -2,11 +2,12 @@
 // operation are counted, not timed, so the figure is the same on a busy machine and a quiet one.
 //
 //   valgrind --tool=callgrind --collect-atstart=no --callgrind-out-file=F instructions SYSTEM OP N K
+//   instructions --build     (the compiler and flags it was built with)
 //
 // Collection is switched on only around the measured loop (the set-up of N timers is not counted),
 // and the program prints how many operations that loop made; bench/run_instructions.sh divides the
 // instructions callgrind collected by that. Operations are the micro-benchmark's (micro_timers.cpp):
-// arm, cancel, rearm, touch (heartwheel only) and expire (all N armed already due; per fired timer),
+// arm, cancel, rearm, touch and arm_tick (heartwheel only: the deadline already in ticks) and expire (all N armed already due; per fired timer),
 // plus expire_cascade (heartwheel and the heap: deadlines over 1–30 s, then 31 s pass) and `loop`:
 // the same loop as every other operation — read the next timer's number and value from two arrays,
 // find that timer in the system's array (a server holds its connection's timer already) — calling
@@ -60,7 +61,7 @@ std::size_t measure(const std::string& op, std::size_t n, std::size_t k) {
     // The operation's k timers and values: new timers for arm and cancel, live ones for the rest.
     std::vector<std::size_t> idx(k);
     std::vector<std::int64_t> val(k);
-    const bool fresh = op == "arm" || op == "cancel" || op == "loop";
+    const bool fresh = op == "arm" || op == "arm_tick" || op == "cancel" || op == "loop";
     for (std::size_t j = 0; j < k; ++j) {
         idx[j] = fresh ? order[n + j] : order[j % n];
         val[j] = delays[idx[j]] + 1'000'000; // rearm: 1 ms later, as a read pushes an idle deadline
@@ -77,6 +78,13 @@ std::size_t measure(const std::string& op, std::size_t n, std::size_t k) {
         drive(idx, val, [&](std::size_t i, std::int64_t) { sys.cancel(i); });
     } else if (op == "rearm") {
         drive(idx, val, [&](std::size_t i, std::int64_t v) { sys.rearm(i, v); });
+    } else if (op == "arm_tick") {
+        if constexpr (requires { sys.arm_tick(0, 0); }) {
+            for (std::size_t j = 0; j < k; ++j) val[j] = static_cast<std::int64_t>(sys.tick_of(val[j]));
+            drive(idx, val, [&](std::size_t i, std::int64_t v) { sys.arm_tick(i, static_cast<std::uint64_t>(v)); });
+        } else {
+            return 0;
+        }
     } else if (op == "touch") {
         if constexpr (requires { sys.touch_tick(0, 0); }) {
             for (std::size_t j = 0; j < k; ++j) val[j] = static_cast<std::int64_t>(sys.tick_of(val[j]));
@@ -93,9 +101,16 @@ std::size_t measure(const std::string& op, std::size_t n, std::size_t k) {
 } // namespace
 
 int main(int argc, char** argv) {
+    // The compiler and flags this binary was built with: counts recorded by one build are compared
+    // only with counts of the same build (bench/instructions.py check).
+    if (argc == 2 && std::string(argv[1]) == "--build") {
+        std::printf("%s\n", HEARTWHEEL_BENCH_BUILD);
+        return 0;
+    }
     if (argc != 5) {
         std::fprintf(stderr, "usage: %s heartwheel|asio|libevent|libevent-common|libev|libuv|heap "
-                             "loop|arm|cancel|rearm|touch|expire|expire_cascade N K\n", argv[0]);
+                             "loop|arm|arm_tick|cancel|rearm|touch|expire|expire_cascade N K\n"
+                             "       %s --build\n", argv[0], argv[0]);
         return 2;
     }
     const std::string sys = argv[1], op = argv[2];

@@ -97,15 +97,18 @@ def chart(table, path):
 
 
 # The targets at 1,000,000 live timers, instructions per operation (heartwheel), the harness's loop
-# subtracted. expire's target is per fired timer, for both ways of arming.
-TARGETS = {"touch": 10, "rearm": 40, "arm": 30, "cancel": 20, "expire": 100, "expire_cascade": 100}
-LOOPED = ("arm", "cancel", "rearm", "touch")  # driven by the benchmark loop; expire is one call
+# subtracted. expire's target is per fired timer, for both ways of arming. arm: back at its earlier
+# floor (65.5), and the aim beyond it, which the tick path (arm_tick) is closer to.
+TARGETS = {"touch": [10], "rearm": [40], "arm": [65.5, 30], "arm_tick": [30], "cancel": [20], "expire": [100],
+           "expire_cascade": [100]}
+LOOPED = ("arm", "arm_tick", "cancel", "rearm", "touch")  # driven by the benchmark loop; expire is one call
 
 
 def instructions_table(path):
-    rows = json.load(open(path))
+    recorded = json.load(open(path))
+    rows = recorded["results"]
     per = defaultdict(dict)
-    n = rows[0]["n"] if rows else 0
+    n = recorded["n"]
     for r in rows:
         per[r["op"]][r["system"]] = r["per_op"]
     loops = per.get("loop", {})
@@ -113,12 +116,13 @@ def instructions_table(path):
     loop_text = ", ".join(f"{s} {loops[s]:.1f}" for s in present if s in loops)
     out = [f"Instructions per operation at {n:,} live timers (callgrind), **the operation only**: each system's "
            f"harness loop (`loop`: the same loop — next timer's number and value, the timer's address in the "
-           f"system's array — calling nothing; {loop_text} instructions per iteration) is subtracted from arm, "
+           f"system's array — calling nothing; {loop_text} instructions per iteration) is subtracted from arm, arm_tick, "
            "cancel, rearm and touch; in parentheses, with the loop. expire is per fired timer (one call fires them "
-           "all). Ratios: how many times heartwheel's figure.\n",
+           "all). arm_tick: heartwheel's schedule_tick(), a deadline the caller already has in ticks (no division). "
+           f"Ratios: how many times heartwheel's figure. Build: {recorded['build']}.\n",
            "| operation | " + " | ".join(present) + " | heartwheel target |",
            "|---|" + "---:|" * (len(present) + 1)]
-    for op in ["arm", "cancel", "rearm", "touch", "expire", "expire_cascade"]:
+    for op in ["arm", "arm_tick", "cancel", "rearm", "touch", "expire", "expire_cascade"]:
         if op not in per:
             continue
         def sub_of(system):
@@ -134,8 +138,8 @@ def instructions_table(path):
             sub = sub_of(s)
             ratio = f", {(v - sub) / base_op:.1f}×" if base_op and s != "heartwheel" else ""
             cells.append(f"{fmt(v - sub)} ({fmt(v)}{ratio})" if sub else f"{fmt(v)}{' (' + ratio[2:] + ')' if ratio else ''}")
-        target = TARGETS.get(op)
-        verdict = "" if base_op is None or target is None else (f"≤ {target}: met" if base_op <= target else f"≤ {target}: **missed**")
+        verdict = "" if base_op is None else "; ".join(
+            f"≤ {t}: met" if base_op <= t else f"≤ {t}: **missed**" for t in TARGETS.get(op, []))
         out.append(f"| {op} | " + " | ".join(cells) + f" | {verdict} |")
     return "\n".join(out) + "\n"
 

@@ -22,6 +22,8 @@ public:
     void arm(std::size_t i, std::int64_t delay) { wheel_.schedule(nodes_[i], now_ + std::chrono::nanoseconds(delay)); }
     void cancel(std::size_t i) { wheel_.cancel(nodes_[i]); }
     void rearm(std::size_t i, std::int64_t delay) { arm(i, delay); }
+    /// schedule_tick(): the deadline already in ticks (arm_tick).
+    void arm_tick(std::size_t i, std::uint64_t tick) { wheel_.schedule_tick(nodes_[i], tick); }
     void touch(std::size_t i, std::int64_t delay) { wheel_.touch(nodes_[i], now_ + std::chrono::nanoseconds(delay)); }
     /// The net/ hot path: the deadline already in ticks, as an idle tracker keeps it.
     void touch_tick(std::size_t i, std::uint64_t tick) { wheel_.touch_tick(nodes_[i], tick); }

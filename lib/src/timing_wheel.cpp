@@ -326,22 +326,27 @@ bool timing_wheel::fire_due_batch() {
     due_ = batch ^ 1u;
     due_max_ = 0;
     due_unsorted_ = false;
-    return walk<false>(batch);
+    return walk<0>(batch);
 }
 
 // One entry of a walk: a tombstone is skipped, a timer due later is re-filed lower (a cascade, or a
 // timer touched later: no callback runs), a due one fires. walk_.e is written only where something may
 // read it: before a callback runs, and when the budget stops the walk. False if the budget ran out.
-// Walking a level-1 slot (FromLevel1), a timer due within its 64 ticks goes to level 0 by its low
-// digit alone.
-template <bool FromLevel1>
-inline bool timing_wheel::visit_entry(std::uint32_t e, std::uint64_t now) {
-    timer_node* t = pool_.at(e);
+// Walking a slot of level From (1 or 2; 0: any other store), a timer due within the slot's span — all
+// but a touched one — shares the wheel's digits from From up, so its level and slot come from its
+// low digits alone. `entries` is the pool's storage, read again after a callback (which may grow it).
+template <unsigned From>
+inline bool timing_wheel::visit_entry(timer_node**& entries, std::uint32_t e, std::uint64_t now) {
+    timer_node* t = entries[e];
     if (t == nullptr) return true;
     if (const std::uint64_t d = t->deadline_; d > now) {
-        if (FromLevel1 && (d ^ now) < slots_per_level) {
+        const std::uint64_t differs = d ^ now;
+        if (From >= 1 && differs < slots_per_level) {
             const auto index = static_cast<std::uint32_t>(d % slots_per_level);
             file_in(index, index, *t); // level 0 has no start stores
+        } else if (From == 2 && differs < slots_per_level * slots_per_level) {
+            const auto slot = static_cast<std::uint32_t>(slots_per_level + (d >> slot_bits) % slots_per_level);
+            file_in(slot, d % slots_per_level == 0 ? slot + start_stores : slot, *t);
         } else {
             file_later(*t);
         }
@@ -349,8 +354,9 @@ inline bool timing_wheel::visit_entry(std::uint32_t e, std::uint64_t now) {
     }
     walk_.e = e;
     if (!budget_left()) return false;
-    pool_.put(e, nullptr); // finish_walk() resumes at walk_.e if the callback throws
+    entries[e] = nullptr; // finish_walk() resumes at walk_.e if the callback throws
     fire(*t);
+    entries = pool_.entries();
     return true;
 }
 
@@ -362,7 +368,7 @@ inline bool timing_wheel::visit_entry(std::uint32_t e, std::uint64_t now) {
 // and make_room() does not count on them. The nodes ahead are prefetched: the walk reads
 // contiguous entries, so their nodes' cache misses overlap. False if the budget ran out; what is left
 // (then, or when a callback throws) moves to the due store in order.
-template <bool FromLevel1>
+template <unsigned From>
 bool timing_wheel::walk(std::uint32_t store) {
     if (pool_.empty(store)) return true;
     walk_state& w = walk_;
@@ -379,6 +385,7 @@ bool timing_wheel::walk(std::uint32_t store) {
         ~finish() { wheel.finish_walk(); }
     } guard{*this};
     const std::uint64_t now = elapsed_; // it cannot move during a walk (advance() from a callback does nothing)
+    timer_node** entries = pool_.entries();
     for (; w.ci < w.chunks.size(); ++w.ci) {
         const std::uint32_t first = w.chunks[w.ci] << pool::chunk_bits;
         const std::uint32_t chunk_end = pool::chunk_end(w.chunks, w.ci, w.end);
@@ -387,18 +394,18 @@ bool timing_wheel::walk(std::uint32_t store) {
         const std::uint32_t split = chunk_end - first > prefetch_distance ? chunk_end - prefetch_distance : first;
         std::uint32_t e = first;
         for (; e < split; ++e) {
-            __builtin_prefetch(pool_.at(e + prefetch_distance), 1);
-            if (!visit_entry<FromLevel1>(e, now)) return false;
+            __builtin_prefetch(entries[e + prefetch_distance], 1);
+            if (!visit_entry<From>(entries, e, now)) return false;
         }
         if (w.ci + 1 < w.chunks.size()) {
             const std::uint32_t next_first = w.chunks[w.ci + 1] << pool::chunk_bits;
             for (; e < chunk_end; ++e) {
-                __builtin_prefetch(pool_.at(next_first + (e + prefetch_distance - chunk_end)), 1);
-                if (!visit_entry<FromLevel1>(e, now)) return false;
+                __builtin_prefetch(entries[next_first + (e + prefetch_distance - chunk_end)], 1);
+                if (!visit_entry<From>(entries, e, now)) return false;
             }
         } else {
             for (; e < chunk_end; ++e)
-                if (!visit_entry<FromLevel1>(e, now)) return false;
+                if (!visit_entry<From>(entries, e, now)) return false;
         }
         pool_.release(w.chunks[w.ci]);
     }
@@ -437,7 +444,8 @@ bool timing_wheel::process_slot(const slot_ref& s) {
         ~requeue_rest() { w.requeue(slot); }
     } guard{*this, slot};
     // The timers due at the slot's start fire first; then the rest cascade.
-    return walk<false>(slot + start_stores) && (s.level == 1 ? walk<true>(slot) : walk<false>(slot));
+    if (!walk<0>(slot + start_stores)) return false;
+    return s.level == 1 ? walk<1>(slot) : s.level == 2 ? walk<2>(slot) : walk<0>(slot);
 }
 
 std::size_t timing_wheel::advance(time_point now) {

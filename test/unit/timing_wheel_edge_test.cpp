@@ -270,6 +270,33 @@ BOOST_AUTO_TEST_CASE(a_touched_exact_timer_is_never_early_for_its_new_deadline) 
     w.check_invariants();
 }
 
+// schedule_tick() files by a tick the caller already has, exactly as schedule() files the time the
+// tick ends at: never before it, at the same advance; re-armed in ticks; clamped to max_tick().
+BOOST_AUTO_TEST_CASE(schedule_tick_files_as_schedule_does_for_the_ticks_time) {
+    timing_wheel w(t0, {.tick = 10ms});
+    std::vector<int> log;
+    recording_timer a(log, 1), b(log, 2), c(log, 3);
+    w.schedule_tick(a, 3);               // the end of tick 3: 30 ms
+    w.schedule(b, t0 + 25ms);            // rounds up to the same tick
+    BOOST_TEST(a.deadline_tick() == b.deadline_tick());
+    BOOST_TEST((w.deadline(a) == t0 + 30ms));
+    w.schedule_tick(c, 64 * 64);         // a slot's start two levels up
+    w.check_invariants();
+    BOOST_TEST(w.advance(t0 + 29ms) == 0u);
+    BOOST_TEST(w.advance(t0 + 30ms) == 2u);
+    BOOST_TEST(log == (std::vector<int>{1, 2}));
+    w.schedule_tick(a, 5);
+    w.schedule_tick(a, 7);               // re-armed later while pending
+    BOOST_TEST(w.advance(t0 + 69ms) == 0u);
+    BOOST_TEST(w.advance(t0 + 70ms) == 1u);
+    BOOST_TEST(w.advance(t0 + 64 * 64 * 10ms - 1ms) == 0u);
+    BOOST_TEST(w.advance(t0 + 64 * 64 * 10ms) == 1u);
+    BOOST_TEST(log == (std::vector<int>{1, 2, 1, 3}));
+    w.schedule_tick(a, ~std::uint64_t{0}); // beyond any time: clamped, pending, never fires here
+    BOOST_TEST(a.deadline_tick() == w.max_tick());
+    w.check_invariants();
+}
+
 // A timer due exactly at a higher slot's start fires before that slot's other timers cascade: with
 // a million timers in the slot, it would otherwise wait for all of them to be re-filed.
 BOOST_AUTO_TEST_CASE(a_timer_due_at_a_slot_start_fires_before_the_slot_cascades) {

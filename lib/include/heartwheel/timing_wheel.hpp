@@ -45,19 +45,20 @@ namespace heartwheel {
 
 namespace detail {
 /// Where a deadline is filed, by the highest bit in which it differs from the wheel's time (6-bit
-/// digits): its level's first slot number, the digit's shift, and the bits below the digit (all ones
-/// at level 0, so that no level-0 deadline — never 0 — reads as a slot's start).
+/// digits): its level's first slot number, the digit's shift, and from how many trailing zero bits
+/// on a deadline is a slot's start (the digit's shift; never at level 0, whose deadlines are not 0).
+/// Four bytes, so an entry is read straight from the bit's index.
 struct level_of {
-    std::uint64_t below;
     std::uint16_t base;
     std::uint8_t shift;
+    std::uint8_t start_zeros;
 };
 inline constexpr std::array<level_of, 64> level_of_bit = [] {
     std::array<level_of, 64> a{};
     for (unsigned bit = 0; bit < 64; ++bit) {
         const unsigned level = bit / 6, shift = level * 6;
-        a[bit] = {shift == 0 ? ~std::uint64_t{0} : (std::uint64_t{1} << shift) - 1, static_cast<std::uint16_t>(level * 64),
-                  static_cast<std::uint8_t>(shift)};
+        a[bit] = {static_cast<std::uint16_t>(level * 64), static_cast<std::uint8_t>(shift),
+                  static_cast<std::uint8_t>(shift == 0 ? 64 : shift)};
     }
     return a;
 }();
@@ -81,8 +82,15 @@ public:
     /// deadline at or before the wheel's current time fires on the next advance. Throws
     /// std::system_error(errc::wheel_full or errc::wheel_stopped).
     void schedule(timer_node& t, time_point deadline) {
+        // Not schedule_tick(tick_ceil(deadline)): GCC 12 then keeps the two apart (a call more).
         // tick_ceil() clamps already; clamping again saves GCC 12 an instruction on this path.
         const std::uint64_t d = clamp(tick_ceil(deadline));
+        if (!place_inline(t, d)) schedule_general(t, d);
+    }
+    /// schedule() for a caller that keeps its deadlines in ticks (tick_ceil() of a time, plus a
+    /// period in ticks, say): the same filing without the division that turns a time into a tick.
+    void schedule_tick(timer_node& t, std::uint64_t deadline_tick) {
+        const std::uint64_t d = clamp(deadline_tick);
         if (!place_inline(t, d)) schedule_general(t, d);
     }
     /// Files `t` to fire at the first advance whose time is at or past `deadline` itself instead of at
@@ -258,11 +266,13 @@ private:
     /// its store. False, having changed nothing, for every other case.
     [[gnu::always_inline]] bool place_inline(timer_node& t, std::uint64_t d) noexcept {
         if (t.wheel_ == nullptr) {
-            if (size_ < limit_ && d > elapsed_ && &t != firing_) [[likely]] {
+            // d > target_ (never below elapsed_) also keeps off this path a timer whose callback
+            // runs now and re-arms it due within the advance: place_general files it as due.
+            if (size_ < limit_ && d > target_) [[likely]] {
                 t.wheel_ = this;
                 t.deadline_ = d;
-                t.state_ = timer_state::pending;
                 t.flags_ = 0;
+                t.state_ = timer_state::pending;
                 ++size_;
                 file_later(t);
                 return true;
@@ -296,12 +306,13 @@ private:
         const std::uint64_t d = t.deadline_;
         const auto& l = detail::level_of_bit[63 - static_cast<unsigned>(__builtin_clzll(elapsed_ ^ d))];
         const auto slot = static_cast<std::uint32_t>(l.base + ((d >> l.shift) & (slots_per_level - 1)));
-        file_in(slot, (d & l.below) == 0 ? slot + start_stores : slot, t);
+        file_in(slot, static_cast<std::uint8_t>(__builtin_ctzll(d)) >= l.start_zeros ? slot + start_stores : slot, t);
     }
     /// Files `t` in `store`, which is `slot` or the slot's start store, and marks the slot occupied.
+    /// The push comes last: its rare out-of-line step then leaves nothing to restore after it.
     [[gnu::always_inline]] void file_in(std::uint32_t slot, std::uint32_t store, timer_node& t) noexcept {
-        pool_.push(store, t);
         occupied_[slot / slots_per_level] |= std::uint64_t{1} << (slot % slots_per_level);
+        pool_.push(store, t);
     }
     void push_due(timer_node& t) noexcept;
     [[gnu::always_inline]] void unlink(timer_node& t) noexcept {
@@ -325,10 +336,10 @@ private:
     void rearm_periodic(periodic_timer& t) noexcept;
     bool fire_due_batch();
     void sort_store(std::uint32_t store);
-    template <bool FromLevel1>
+    template <unsigned From>
     bool walk(std::uint32_t store);
-    template <bool FromLevel1>
-    [[gnu::always_inline]] bool visit_entry(std::uint32_t e, std::uint64_t now);
+    template <unsigned From>
+    [[gnu::always_inline]] bool visit_entry(timer_node**& entries, std::uint32_t e, std::uint64_t now);
     void finish_walk() noexcept;
     struct walk_state {
         std::vector<std::uint32_t> chunks; ///< the walked store's chunks, first to last

@@ -86,14 +86,15 @@ public:
         return true;
     }
 
+    /// Appends `t` to store s. Nothing is live after the rare call (a new chunk, once per 32 pushes),
+    /// so an inlined push costs its caller no saved registers.
     [[gnu::always_inline]] void push(std::uint32_t s, timer_node& t) noexcept {
-        std::uint32_t e = end_[s];
-        if ((e & mask) == 0) [[unlikely]]
-            e = take_chunk(e);
-        entries_[e] = &t;
-        t.pos_ = e;
-        t.slot_ = static_cast<std::uint16_t>(s);
-        end_[s] = e + 1;
+        const std::uint32_t e = end_[s];
+        if ((e & mask) == 0) [[unlikely]] {
+            push_in_new_chunk(s, t);
+            return;
+        }
+        put_last(s, e, t);
     }
 
     /// Removes `t` (filed in store t.slot_); returns whether the store became empty.
@@ -112,6 +113,8 @@ public:
     void tombstone(const timer_node& t) noexcept { entries_[t.pos_] = nullptr; }
 
     timer_node* at(std::uint32_t e) const noexcept { return entries_[e]; }
+    /// The storage itself, for a walk over many entries: valid until the next reserve().
+    timer_node** entries() const noexcept { return entries_.get(); }
     void put(std::uint32_t e, timer_node* t) noexcept { entries_[e] = t; }
     std::uint32_t end(std::uint32_t s) const noexcept { return end_[s]; }
 
@@ -201,6 +204,15 @@ private:
         while (fits(n + 1)) ++n;
         return n;
     }
+
+    [[gnu::always_inline]] void put_last(std::uint32_t s, std::uint32_t e, timer_node& t) noexcept {
+        entries_[e] = &t;
+        t.pos_ = e;
+        t.slot_ = static_cast<std::uint16_t>(s);
+        end_[s] = e + 1;
+    }
+
+    [[gnu::noinline]] void push_in_new_chunk(std::uint32_t s, timer_node& t) noexcept { put_last(s, take_chunk(end_[s]), t); }
 
     std::uint32_t take_chunk(std::uint32_t end) noexcept {
         std::uint32_t c = free_;
