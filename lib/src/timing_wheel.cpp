@@ -27,8 +27,9 @@ void for_each_unwalked(const Walk& w, F f) {
     using pool = Pool;
     for (std::size_t ci = w.ci; ci < w.chunks.size(); ++ci) {
         const std::uint32_t first = w.chunks[ci] << pool::chunk_bits;
-        const bool here = ci == w.ci && w.e >= first && w.e < first + pool::chunk_size;
-        for (std::uint32_t e = here ? w.e : first; e < pool::chunk_end(w.chunks, ci, w.end); ++e) f(e);
+        const std::uint32_t at = w.e();
+        const bool here = ci == w.ci && at >= first && at < first + pool::chunk_size;
+        for (std::uint32_t e = here ? at : first; e < pool::chunk_end(w.chunks, ci, w.end); ++e) f(e);
     }
 }
 } // namespace
@@ -330,33 +331,37 @@ bool timing_wheel::fire_due_batch() {
 }
 
 // One entry of a walk: a tombstone is skipped, a timer due later is re-filed lower (a cascade, or a
-// timer touched later: no callback runs), a due one fires. walk_.e is written only where something may
+// timer touched later: no callback runs), a due one fires. walk_.at is written only where something may
 // read it: before a callback runs, and when the budget stops the walk. False if the budget ran out.
 // Walking a slot of level From (1 or 2; 0: any other store), a timer due within the slot's span — all
 // but a touched one — shares the wheel's digits from From up, so its level and slot come from its
-// low digits alone. `entries` is the pool's storage, read again after a callback (which may grow it).
+// low digits alone. The cursor's storage is read again after a callback (which may grow it).
 template <unsigned From>
-inline bool timing_wheel::visit_entry(timer_node**& entries, std::uint32_t e, std::uint64_t now) {
-    timer_node* t = entries[e];
+inline bool timing_wheel::visit_entry(walk_cursor& c, std::uint64_t now) {
+    timer_node* t = *c.at;
     if (t == nullptr) return true;
     if (const std::uint64_t d = t->deadline_; d > now) {
         const std::uint64_t differs = d ^ now;
         if (From >= 1 && differs < slots_per_level) {
             const auto index = static_cast<std::uint32_t>(d % slots_per_level);
-            file_in(index, index, *t); // level 0 has no start stores
+            file_in(index, index, *t, c.base); // level 0 has no start stores
         } else if (From == 2 && differs < slots_per_level * slots_per_level) {
             const auto slot = static_cast<std::uint32_t>(slots_per_level + (d >> slot_bits) % slots_per_level);
-            file_in(slot, d % slots_per_level == 0 ? slot + start_stores : slot, *t);
+            file_in(slot, d % slots_per_level == 0 ? slot + start_stores : slot, *t, c.base);
         } else {
-            file_later(*t);
+            file_later(*t, c.base);
         }
         return true;
     }
-    walk_.e = e;
+    walk_.at = c.at;
     if (!budget_left()) return false;
-    entries[e] = nullptr; // finish_walk() resumes at walk_.e if the callback throws
+    *c.at = nullptr; // finish_walk() resumes at walk_.at if the callback throws
     fire(*t);
-    entries = pool_.entries();
+    if (timer_node** now_at = pool_.entries(); now_at != c.base) [[unlikely]] { // the callback grew the pool
+        c.rebase(now_at);
+        walk_.base = c.base;
+        walk_.at = c.at;
+    }
     return true;
 }
 
@@ -375,7 +380,8 @@ bool timing_wheel::walk(std::uint32_t store) {
     pool_.chunks_of(store, w.chunks);
     w.end = pool_.end(store);
     w.ci = 0;
-    w.e = w.chunks[0] << pool::chunk_bits;
+    w.base = pool_.entries();
+    w.at = w.base + (w.chunks[0] << pool::chunk_bits);
     pool_.detach(store);
     batch_ = store;
     slow_from_ = 0;
@@ -385,27 +391,30 @@ bool timing_wheel::walk(std::uint32_t store) {
         ~finish() { wheel.finish_walk(); }
     } guard{*this};
     const std::uint64_t now = elapsed_; // it cannot move during a walk (advance() from a callback does nothing)
-    timer_node** entries = pool_.entries();
+    walk_cursor c{w.base, nullptr, nullptr};
     for (; w.ci < w.chunks.size(); ++w.ci) {
         const std::uint32_t first = w.chunks[w.ci] << pool::chunk_bits;
         const std::uint32_t chunk_end = pool::chunk_end(w.chunks, w.ci, w.end);
         // While the entry prefetch_distance ahead is in this chunk, prefetch its node; after that, the
         // next chunk's first nodes.
         const std::uint32_t split = chunk_end - first > prefetch_distance ? chunk_end - prefetch_distance : first;
-        std::uint32_t e = first;
-        for (; e < split; ++e) {
-            __builtin_prefetch(entries[e + prefetch_distance], 1);
-            if (!visit_entry<From>(entries, e, now)) return false;
+        c.at = c.base + first;
+        for (c.stop = c.base + split; c.at < c.stop; ++c.at) {
+            __builtin_prefetch(c.at[prefetch_distance], 1);
+            if (!visit_entry<From>(c, now)) return false;
         }
+        c.stop = c.base + chunk_end;
         if (w.ci + 1 < w.chunks.size()) {
-            const std::uint32_t next_first = w.chunks[w.ci + 1] << pool::chunk_bits;
-            for (; e < chunk_end; ++e) {
-                __builtin_prefetch(entries[next_first + (e + prefetch_distance - chunk_end)], 1);
-                if (!visit_entry<From>(entries, e, now)) return false;
+            // The entry prefetch_distance ahead, in the next chunk: at + ahead.
+            const auto ahead = static_cast<std::ptrdiff_t>(w.chunks[w.ci + 1] << pool::chunk_bits) -
+                               static_cast<std::ptrdiff_t>(chunk_end) + prefetch_distance;
+            for (; c.at < c.stop; ++c.at) {
+                __builtin_prefetch(c.at[ahead], 1);
+                if (!visit_entry<From>(c, now)) return false;
             }
         } else {
-            for (; e < chunk_end; ++e)
-                if (!visit_entry<From>(entries, e, now)) return false;
+            for (; c.at < c.stop; ++c.at)
+                if (!visit_entry<From>(c, now)) return false;
         }
         pool_.release(w.chunks[w.ci]);
     }

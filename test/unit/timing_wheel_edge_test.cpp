@@ -270,6 +270,31 @@ BOOST_AUTO_TEST_CASE(a_touched_exact_timer_is_never_early_for_its_new_deadline) 
     w.check_invariants();
 }
 
+// A walk holds the slot storage's address while it goes; a callback that grows the storage (it
+// schedules many timers) moves it. The walk must go on over the new storage: every later timer of the
+// slot still fires once, in order, and the tombstone of one cancelled after the growth is skipped.
+BOOST_AUTO_TEST_CASE(a_callback_that_grows_the_storage_mid_walk_leaves_the_walk_whole) {
+    timing_wheel w(t0, {.tick = 1ms});
+    std::vector<int> log;
+    std::deque<recording_timer> slot; // one level-0 slot: all due at 5 ms, fired in filing order
+    for (int i = 0; i < 100; ++i) slot.emplace_back(log, i);
+    std::deque<recording_timer> far;
+    slot[10].action = [&] {
+        for (int i = 0; i < 50'000; ++i) w.schedule(far.emplace_back(log, -1), t0 + 1h + std::chrono::milliseconds(i));
+        slot[60].cancel();
+    };
+    for (auto& t : slot) w.schedule(t, t0 + 5ms);
+    const auto before = w.storage_bytes();
+    BOOST_TEST(w.advance(t0 + 5ms) == 99u);
+    BOOST_TEST(w.storage_bytes() > before); // the storage did grow under the walk
+    std::vector<int> expected;
+    for (int i = 0; i < 100; ++i)
+        if (i != 60) expected.push_back(i);
+    BOOST_TEST(log == expected);
+    BOOST_TEST(w.size() == 50'000u);
+    w.check_invariants();
+}
+
 // schedule_tick() files by a tick the caller already has, exactly as schedule() files the time the
 // tick ends at: never before it, at the same advance; re-armed in ticks; clamped to max_tick().
 BOOST_AUTO_TEST_CASE(schedule_tick_files_as_schedule_does_for_the_ticks_time) {

@@ -302,17 +302,18 @@ private:
     void file_now(timer_node& t) noexcept;
 
     /// Files a pending timer whose deadline is later than elapsed_.
-    [[gnu::always_inline]] void file_later(timer_node& t) noexcept {
+    [[gnu::always_inline]] void file_later(timer_node& t) noexcept { file_later(t, pool_.entries()); }
+    [[gnu::always_inline]] void file_later(timer_node& t, timer_node** entries) noexcept {
         const std::uint64_t d = t.deadline_;
         const auto& l = detail::level_of_bit[63 - static_cast<unsigned>(__builtin_clzll(elapsed_ ^ d))];
         const auto slot = static_cast<std::uint32_t>(l.base + ((d >> l.shift) & (slots_per_level - 1)));
-        file_in(slot, static_cast<std::uint8_t>(__builtin_ctzll(d)) >= l.start_zeros ? slot + start_stores : slot, t);
+        file_in(slot, static_cast<std::uint8_t>(__builtin_ctzll(d)) >= l.start_zeros ? slot + start_stores : slot, t, entries);
     }
     /// Files `t` in `store`, which is `slot` or the slot's start store, and marks the slot occupied.
     /// The push comes last: its rare out-of-line step then leaves nothing to restore after it.
-    [[gnu::always_inline]] void file_in(std::uint32_t slot, std::uint32_t store, timer_node& t) noexcept {
+    [[gnu::always_inline]] void file_in(std::uint32_t slot, std::uint32_t store, timer_node& t, timer_node** entries) noexcept {
         occupied_[slot / slots_per_level] |= std::uint64_t{1} << (slot % slots_per_level);
-        pool_.push(store, t);
+        pool_.push(entries, store, t);
     }
     void push_due(timer_node& t) noexcept;
     [[gnu::always_inline]] void unlink(timer_node& t) noexcept {
@@ -338,13 +339,29 @@ private:
     void sort_store(std::uint32_t store);
     template <unsigned From>
     bool walk(std::uint32_t store);
+    /// Where a walk is: the pool's storage (re-read after a callback), the entry, the end of the run.
+    struct walk_cursor {
+        timer_node** base;
+        timer_node** at;
+        timer_node** stop;
+        void rebase(timer_node** to) noexcept {
+            at = to + (at - base);
+            stop = to + (stop - base);
+            base = to;
+        }
+    };
     template <unsigned From>
-    [[gnu::always_inline]] bool visit_entry(timer_node**& entries, std::uint32_t e, std::uint64_t now);
+    [[gnu::always_inline]] bool visit_entry(walk_cursor& c, std::uint64_t now);
     void finish_walk() noexcept;
     struct walk_state {
         std::vector<std::uint32_t> chunks; ///< the walked store's chunks, first to last
         std::size_t ci = 0;                ///< the chunk being walked
-        std::uint32_t e = 0, end = 0;      ///< the entry being walked; one past the store's last
+        std::uint32_t end = 0;             ///< one past the store's last entry
+        /// The entry being walked, as a pointer into the pool's storage at `base` (a callback that
+        /// grows the pool leaves both stale, which still give the entry's index).
+        timer_node** base = nullptr;
+        timer_node** at = nullptr;
+        std::uint32_t e() const noexcept { return static_cast<std::uint32_t>(at - base); }
     };
     bool process_slot(const slot_ref& s);
     void requeue(std::uint32_t store) noexcept;

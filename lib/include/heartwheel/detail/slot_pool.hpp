@@ -88,13 +88,18 @@ public:
 
     /// Appends `t` to store s. Nothing is live after the rare call (a new chunk, once per 32 pushes),
     /// so an inlined push costs its caller no saved registers.
-    [[gnu::always_inline]] void push(std::uint32_t s, timer_node& t) noexcept {
+    [[gnu::always_inline]] void push(std::uint32_t s, timer_node& t) noexcept { push(entries_.get(), s, t); }
+    /// push() given entries(), which a walk holds in a register.
+    [[gnu::always_inline]] void push(timer_node** entries, std::uint32_t s, timer_node& t) noexcept {
         const std::uint32_t e = end_[s];
         if ((e & mask) == 0) [[unlikely]] {
             push_in_new_chunk(s, t);
             return;
         }
-        put_last(s, e, t);
+        entries[e] = &t;
+        t.pos_ = e;
+        t.slot_ = static_cast<std::uint16_t>(s);
+        end_[s] = e + 1;
     }
 
     /// Removes `t` (filed in store t.slot_); returns whether the store became empty.
@@ -205,14 +210,13 @@ private:
         return n;
     }
 
-    [[gnu::always_inline]] void put_last(std::uint32_t s, std::uint32_t e, timer_node& t) noexcept {
+    [[gnu::noinline]] void push_in_new_chunk(std::uint32_t s, timer_node& t) noexcept {
+        const std::uint32_t e = take_chunk(end_[s]);
         entries_[e] = &t;
         t.pos_ = e;
         t.slot_ = static_cast<std::uint16_t>(s);
         end_[s] = e + 1;
     }
-
-    [[gnu::noinline]] void push_in_new_chunk(std::uint32_t s, timer_node& t) noexcept { put_last(s, take_chunk(end_[s]), t); }
 
     std::uint32_t take_chunk(std::uint32_t end) noexcept {
         std::uint32_t c = free_;
