@@ -166,9 +166,9 @@ int main(int argc, char** argv) {
     asio::io_context io(1);
     heartwheel::asio_wheel wheel(io.get_executor());
     net::liveness_counters counters;
-    net::connection_options opts;
-    opts.output = cfg.output; // a client that never reads its replies: closed past the [output] limits
-    const net::connection_context ctx(wheel, cfg, &counters, nullptr, opts); // what every connection shares
+    // What every connection shares: a client that never reads its replies is closed past the
+    // configuration's [output] limits.
+    const net::connection_context ctx(wheel, cfg, &counters);
     store db;
     net::listener_options lo;
     lo.name = "kv_server";

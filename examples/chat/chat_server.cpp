@@ -144,8 +144,8 @@ int main(int argc, char** argv) {
     net::liveness_counters counters;
     net::connection_options opts;
     opts.reads_are_idle_activity = false; // a chat line is activity, a PONG is not
-    opts.output = cfg.output;             // slow consumers: closed past the limits
-    const net::connection_context ctx(wheel, cfg, &counters, nullptr, opts); // what every connection shares
+    // What every connection shares; slow consumers are closed past the configuration's [output] limits.
+    const net::connection_context ctx(wheel, cfg, &counters, nullptr, opts);
     room r;
     net::listener_options lo;
     lo.name = "chat_server";

@@ -145,9 +145,7 @@ int serve(const options& o, asio::ssl::context* tls) {
     asio::io_context io(1);
     heartwheel::asio_wheel wheel(io.get_executor());
     net::liveness_counters counters;
-    net::connection_options copts;
-    copts.output = o.live.output;
-    const net::connection_context ctx(wheel, o.live, &counters, nullptr, copts);
+    const net::connection_context ctx(wheel, o.live, &counters); // its [output] bound included
     server_state<Stream> state;
     net::listener_options lo;
     lo.name = "http_server";

@@ -158,10 +158,9 @@ Stream make_stream(tcp::socket s, asio::ssl::context* tls) {
 template <class Stream>
 int serve(const options& o, asio::ssl::context* tls) {
     net::liveness_counters counters;
-    net::connection_options copts;
-    copts.output = o.live.output; // slow consumers: closed past the limits
-    // A strand of one io_context per thread, each with its wheel (a shard).
-    net::shards shards(o.io_threads, net::threading::thread_pool, o.live, &counters, copts);
+    // A strand of one io_context per thread, each with its wheel (a shard); slow consumers are closed
+    // past the configuration's [output] limits.
+    net::shards shards(o.io_threads, net::threading::thread_pool, o.live, &counters);
     const auto home = shards[0].get_executor(); // the acceptor's and the shutdown's
     room<Stream> r;
     net::listener_options lo;

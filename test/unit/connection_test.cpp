@@ -393,13 +393,12 @@ BOOST_FIXTURE_TEST_CASE(last_words_and_fin_share_one_segment, fixture) {
 BOOST_FIXTURE_TEST_CASE(non_reading_peer_is_closed_by_the_write_timeout, fixture) {
     net::liveness_config cfg;
     cfg.timeouts.write_timeout = 200ms;
-    net::connection_options opts;
-    opts.output.high_water = 64 << 10;
-    opts.output.low_water = 16 << 10;
+    cfg.output.high_water = 64 << 10;
+    cfg.output.low_water = 16 << 10;
     bool last_words = false;
     net::connection_hooks hooks;
     hooks.last_words = [&](net::close_reason) { last_words = true; };
-    auto c = make(accept_one(), cfg, hooks, opts);
+    auto c = make(accept_one(), cfg, hooks);
     peer.set_option(asio::socket_base::receive_buffer_size(4096));
     const std::string chunk(4096, 'x');
     std::size_t sent = 0;
@@ -420,14 +419,14 @@ BOOST_FIXTURE_TEST_CASE(non_reading_peer_is_closed_by_the_write_timeout, fixture
 // the hard limit the queued bytes go at once, later sends are ignored, and the close follows on the
 // next turn (not inside send(): a broadcast loop stays valid), counted slow-consumer, with last words.
 BOOST_FIXTURE_TEST_CASE(hard_limit_closes_a_slow_consumer_outside_send, fixture) {
-    net::connection_options opts;
-    opts.output.high_water = 64 << 10;
-    opts.output.low_water = 16 << 10;
-    opts.output.hard_limit = 256 << 10;
-    opts.output.soft_limit = 0;
+    net::liveness_config cfg;
+    cfg.output.high_water = 64 << 10;
+    cfg.output.low_water = 16 << 10;
+    cfg.output.hard_limit = 256 << 10;
+    cfg.output.soft_limit = 0;
     std::vector<std::string> words;
     net::connection_hooks hooks;
-    auto c = make(accept_one(), net::liveness_config{}, hooks, opts);
+    auto c = make(accept_one(), cfg, hooks);
     hooks.last_words = [&, raw = c.get()](net::close_reason r) {
         words.push_back(net::to_string(r));
         raw->send("BYE\n");
@@ -457,16 +456,16 @@ BOOST_FIXTURE_TEST_CASE(hard_limit_closes_a_slow_consumer_outside_send, fixture)
 BOOST_FIXTURE_TEST_CASE(soft_limit_held_too_long_closes_drained_in_time_does_not, fixture) {
     for (bool drains : {false, true}) {
         if (peer.is_open()) peer.close();
-        net::connection_options opts;
-        opts.output.high_water = 64 << 10;
-        opts.output.low_water = 16 << 10;
-        opts.output.hard_limit = 0;
-        opts.output.soft_limit = 128 << 10;
-        opts.output.soft_limit_time = drains ? 2000ms : 150ms;
+        net::liveness_config cfg;
+        cfg.output.high_water = 64 << 10;
+        cfg.output.low_water = 16 << 10;
+        cfg.output.hard_limit = 0;
+        cfg.output.soft_limit = 128 << 10;
+        cfg.output.soft_limit_time = drains ? 2000ms : 150ms;
         bool writable_again = false;
         net::connection_hooks hooks;
         hooks.on_writable = [&] { writable_again = true; };
-        auto c = make(accept_one(), net::liveness_config{}, hooks, opts);
+        auto c = make(accept_one(), cfg, hooks);
         const std::string msg(64 << 10, 'y'); // (default buffers: with tiny ones, loopback's window
                                               // updates wait for the persist timer, seconds apart)
         while (c->output().queued() <= (192u << 10)) { // the kernel's buffers full, then above the soft limit
@@ -500,14 +499,54 @@ BOOST_FIXTURE_TEST_CASE(soft_limit_held_too_long_closes_drained_in_time_does_not
     BOOST_TEST(by_bound[static_cast<std::size_t>(net::slow_bound::hard_limit)] == 0u);
 }
 
+// The output bound is configured once, in the liveness configuration ([output]): the context gives it
+// to every connection made with it (no example copies it into the options by hand any more, and one
+// that forgot — kv_server once did — validated [output] and then ignored it). Options that name
+// another bound are refused, not silently overridden.
+BOOST_FIXTURE_TEST_CASE(the_context_gives_its_connections_the_configured_output_bound, fixture) {
+    net::liveness_config cfg;
+    cfg.output.hard_limit = 300 << 10;
+    cfg.output.soft_limit = 0;
+    cfg.output.high_water = 100 << 10;
+    cfg.output.low_water = 10 << 10;
+    const net::connection_context ctx(wheel, cfg, &counters);
+    BOOST_TEST((ctx.options.output == cfg.output));
+    net::connection_options same;
+    same.output = cfg.output;
+    BOOST_TEST((net::connection_context(wheel, cfg, &counters, nullptr, same).options.output == cfg.output));
+    net::connection_options other;
+    other.output.hard_limit = 1 << 20;
+    try {
+        net::connection_context refused(wheel, cfg, &counters, nullptr, other);
+        BOOST_FAIL("a second output bound in the options was accepted");
+    } catch (const net::config_error& e) {
+        BOOST_TEST(e.field() == "output");
+    }
+    // And the connection is bounded by it: past the configured hard limit (not the default 8 MiB),
+    // slow-consumer.
+    auto c = std::make_shared<net::connection<tcp::socket>>(accept_one(), ctx);
+    peer.set_option(asio::socket_base::receive_buffer_size(4096));
+    const std::string msg(4096, 'h');
+    std::size_t sent = 0;
+    while (!c->closing() && sent < (64u << 20)) { // nothing is read, nothing polled
+        const std::size_t before = c->output().queued();
+        c->send(msg);
+        sent += msg.size();
+        if (c->output().queued() < before) break; // the backlog dropped: past the limit
+    }
+    run_until([&] { return c->closing(); });
+    BOOST_TEST((c->reason() == net::close_reason::slow_consumer));
+    BOOST_TEST(sent < (4u << 20));
+}
+
 // A soft limit below the high-water mark is judged all the same (the bound starts at the lower of
 // the two limits, not at the water mark).
 BOOST_FIXTURE_TEST_CASE(soft_limit_below_the_high_water_mark_still_closes, fixture) {
-    net::connection_options opts;
-    opts.output.hard_limit = 0;
-    opts.output.soft_limit = 128 << 10; // the high-water mark stays at 1 MiB
-    opts.output.soft_limit_time = 100ms;
-    auto c = make(accept_one(), net::liveness_config{}, {}, opts);
+    net::liveness_config cfg;
+    cfg.output.hard_limit = 0;
+    cfg.output.soft_limit = 128 << 10; // the high-water mark stays at 1 MiB
+    cfg.output.soft_limit_time = 100ms;
+    auto c = make(accept_one(), cfg);
     const std::string msg(64 << 10, 'z');
     while (c->output().queued() <= (192u << 10)) { // the kernel's buffers full, then above the soft limit
         c->send(msg);

@@ -98,12 +98,12 @@ BOOST_AUTO_TEST_CASE(a_flood_of_tiny_messages_fills_the_bound_by_what_it_holds) 
     // 20,000 one-byte messages to a reader that never reads: 20 KB of text, ~1.3 MB held. Counted
     // with their overhead they pass a 1 MiB hard limit: slow-consumer.
     fixture f;
-    net::connection_options o;
-    o.output.hard_limit = 1 << 20;
-    o.output.soft_limit = 0;
-    o.output.high_water = 512 << 10;
-    o.output.low_water = 256 << 10;
-    net::connection_context ctx(*f.wheel, net::liveness_config{}, &f.counters, nullptr, o);
+    net::liveness_config cfg;
+    cfg.output.hard_limit = 1 << 20;
+    cfg.output.soft_limit = 0;
+    cfg.output.high_water = 512 << 10;
+    cfg.output.low_water = 256 << 10;
+    net::connection_context ctx(*f.wheel, cfg, &f.counters);
     auto c = f.connect_client();
     auto m = ws::ws_connection<tcp::socket>::create(f.acceptor.accept(), ctx);
     for (int i = 0; i < 20000; ++i) m->send(std::string_view("x"));

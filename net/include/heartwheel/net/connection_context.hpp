@@ -23,7 +23,8 @@ struct connection_options {
     /// (2^32 - 1 ms), checked by the connection's constructor (config_error naming "linger").
     std::chrono::milliseconds linger{1000};
     /// The output's bounds: water marks (writable(), on_writable, can_read) and the slow-consumer
-    /// hard and soft limits. Validated by the constructor (config_error).
+    /// hard and soft limits. Validated by the constructor (config_error). A connection_context sets
+    /// it from its configuration's `output` ([output] in TOML): configure it there.
     output_policy output;
     /// How the queue chunks its bytes.
     write_queue_limits queue;
@@ -40,14 +41,26 @@ struct connection_options {
 /// and events are counted, the overload scale (one timeout_scale per wheel, or none), and the
 /// connection options. Must outlive its connections; a connection reads it when it is made.
 struct connection_context {
+    /// The options' output bound is the configuration's: options given with an output of their own
+    /// that differs from it are refused (config_error naming "output"), not silently overridden.
     explicit connection_context(timer_scheduler& t, liveness_config c = {}, liveness_counters* n = nullptr,
                                 timeout_scale* s = nullptr, connection_options o = {})
-        : timers(t), config(std::move(c)), counters(n), scale(s), options(std::move(o)) {}
+        : timers(t), config(std::move(c)), counters(n), scale(s), options(with_output(std::move(o), config.output)) {}
     timer_scheduler& timers;
     liveness_config config;
     liveness_counters* counters;
     timeout_scale* scale;
     connection_options options;
+
+private:
+    static connection_options with_output(connection_options o, const output_policy& configured) {
+        if (!(o.output == output_policy{}) && !(o.output == configured))
+            throw config_error("output", "set in connection_options",
+                               "the liveness configuration's output ([output] in TOML), which the context gives its connections",
+                               "set in the wrong place");
+        o.output = configured;
+        return o;
+    }
 };
 
 } // namespace heartwheel::net

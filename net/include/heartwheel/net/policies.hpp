@@ -137,6 +137,7 @@ struct output_policy {
     milliseconds soft_limit_time{10'000};
     static constexpr std::size_t size_max = 0xffffffffu; ///< 4 GiB - 1: the largest size any of these takes
     void validate(const std::string& prefix = "output") const;
+    bool operator==(const output_policy&) const = default;
     static const policy_description& description();
 };
 
