@@ -112,8 +112,7 @@ asio::awaitable<void> listen(net::listener& listener, const net::connection_cont
         net::connection_hooks hooks;
         hooks.send_ping = [raw = c.get()] { raw->send("PING\n"); };
         hooks.last_words = [raw = c.get()](net::close_reason r) { raw->send(std::string("BYE ") + net::to_string(r) + "\n"); };
-        c->set_hooks(std::move(hooks));
-        c->apply_socket_options(ctx.config.keepalive);
+        c->set_hooks(std::move(hooks)); // keepalive: set from ctx when made
         // --- end of liveness ---
         asio::co_spawn(listener.acceptor().get_executor(), serve(std::move(c), db), asio::detached);
     }

@@ -86,8 +86,7 @@ asio::awaitable<void> listen(net::listener& listener, const net::connection_cont
         hooks.send_ping = [raw = c.get(), n = std::uint64_t{0}]() mutable { raw->send("PING " + std::to_string(++n) + "\n"); };
         hooks.last_words = [raw = c.get()](net::close_reason why) { raw->send(std::string("BYE ") + net::to_string(why) + "\n"); };
         hooks.on_close = [&r, weak = std::weak_ptr<connection>(c)](net::close_reason) { r.members.erase(weak.lock()); };
-        c->set_hooks(std::move(hooks));
-        c->apply_socket_options(ctx.config.keepalive);
+        c->set_hooks(std::move(hooks)); // keepalive: set from ctx when made
         // --- end of liveness ---
         r.members.insert(c);
         asio::co_spawn(listener.acceptor().get_executor(), serve(std::move(c), r), asio::detached);

@@ -315,8 +315,7 @@ public:
             if (std::exchange(self->paused_, false)) self->read();
         };
         conn_ = std::make_shared<connection_type>(std::move(stream), c.context());
-        conn_->set_hooks(std::move(hooks));
-        conn_->apply_socket_options(c.options().live.keepalive);
+        conn_->set_hooks(std::move(hooks)); // keepalive: set from the context when made
     }
     ~link() override { close(); }
 

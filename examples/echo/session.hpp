@@ -85,6 +85,7 @@ public:
         auto s = heartwheel::net::make_connection_with<connection_type>(
             [&w, &peer](connection_type& c) { return session(c, w, peer); }, std::move(stream), make_liveness, nullptr,
             w.context.options);
+        s->conn_.apply_socket_options(w.options.live.keepalive); // no context: set here
         s->begin(peer);
         return s;
     }
@@ -104,7 +105,6 @@ private:
 
     /// Starts the protocol on its connection.
     void begin(const asio::ip::address& peer) {
-        conn_.apply_socket_options(w_.options.live.keepalive);
         if constexpr (connection_type::is_tls) {
             if (!admit_handshake(peer)) return;
             conn_.async_handshake(asio::ssl::stream_base::server, [self = ref()](std::error_code ec) {

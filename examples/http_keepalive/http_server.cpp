@@ -120,7 +120,6 @@ asio::awaitable<void> session(Stream stream, const net::connection_context& ctx,
     auto handler = std::make_shared<forget<Stream>>(s);
     auto c = http::http_connection<Stream>::create(std::move(stream), ctx, handler, o.http);
     handler->self = c.get();
-    c->connection().apply_socket_options(o.live.keepalive);
     s.open.insert(c);
     if constexpr (net::connection<Stream>::is_tls) { // failed or timed out: closed and counted
         if (auto [ec] = co_await c->connection().async_handshake(asio::ssl::stream_base::server, use_tuple); ec) co_return;

@@ -133,7 +133,6 @@ asio::awaitable<void> session(Stream stream, const net::connection_context& ctx,
     auto handler = std::make_shared<leaves_room<Stream>>(r);
     auto c = ws::ws_connection<Stream>::create(std::move(stream), ctx, handler, o.ws);
     handler->self = c.get();
-    c->connection().apply_socket_options(o.live.keepalive);
     if constexpr (net::connection<Stream>::is_tls) {
         auto [ec] = co_await c->connection().async_handshake(asio::ssl::stream_base::server, use_tuple);
         if (ec) co_return; // closed handshake-failed or handshake-timeout, counted

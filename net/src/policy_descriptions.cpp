@@ -155,7 +155,7 @@ void overload_policy::validate(const std::string& p) const { validate_policy(des
 
 const policy_description& keepalive_options::description() {
     static const field_description fields[] = {
-        field<&keepalive_options::enabled>("enabled", 0, 1, "`SO_KEEPALIVE` via `apply_keepalive()`"),
+        field<&keepalive_options::enabled>("enabled", 0, 1, "`SO_KEEPALIVE`, set when a connection is made with a context (`apply_keepalive()` otherwise)"),
         field<&keepalive_options::idle>("idle", 0, 32767, "`TCP_KEEPIDLE`: idle time before the first probe (0: the system's)"),
         field<&keepalive_options::interval>("interval", 0, 32767, "`TCP_KEEPINTVL`: between probes (0: the system's)"),
         field<&keepalive_options::count>("count", 0, count_max, "`TCP_KEEPCNT`: probes before the kernel gives up (0: the system's)"),

@@ -659,23 +659,32 @@ BOOST_FIXTURE_TEST_CASE(no_ping_before_the_tls_handshake_is_done, fixture) {
     BOOST_TEST((c->reason() == net::close_reason::handshake_timeout));
 }
 
-// Keepalive options from the policy reach the socket.
+// The configuration's keepalive reaches the socket when the connection is made with a context — no
+// call needed (each example once made it by hand); apply_socket_options sets others later; a socket
+// not open yet is left alone.
 BOOST_FIXTURE_TEST_CASE(keepalive_options_are_applied, fixture) {
+    auto keep_idle = [](auto& c) {
+        int idle = 0;
+        socklen_t len = sizeof idle;
+        ::getsockopt(c->lowest_layer().native_handle(), IPPROTO_TCP, TCP_KEEPIDLE, &idle, &len);
+        return idle;
+    };
     net::liveness_config cfg;
+    cfg.keepalive.enabled = true;
+    cfg.keepalive.idle = std::chrono::seconds(30);
+    cfg.keepalive.interval = std::chrono::seconds(5);
+    cfg.keepalive.count = 4;
     auto c = make(accept_one(), cfg);
-    net::keepalive_options k;
-    k.enabled = true;
-    k.idle = std::chrono::seconds(30);
-    k.interval = std::chrono::seconds(5);
-    k.count = 4;
-    BOOST_TEST(!c->apply_socket_options(k));
     asio::socket_base::keep_alive on;
     c->lowest_layer().get_option(on);
     BOOST_TEST(on.value());
-    int idle = 0;
-    socklen_t len = sizeof idle;
-    ::getsockopt(c->lowest_layer().native_handle(), IPPROTO_TCP, TCP_KEEPIDLE, &idle, &len);
-    BOOST_TEST(idle == 30);
+    BOOST_TEST(keep_idle(c) == 30);
+    net::keepalive_options k = cfg.keepalive;
+    k.idle = std::chrono::seconds(40);
+    BOOST_TEST(!c->apply_socket_options(k));
+    BOOST_TEST(keep_idle(c) == 40);
+    auto unopened = make(tcp::socket(io), cfg); // nothing to set yet: no error, no throw
+    BOOST_TEST(!unopened->lowest_layer().is_open());
 }
 
 // The connection says what a failed read means: the peer's end of stream (eof, or over TLS a TCP close

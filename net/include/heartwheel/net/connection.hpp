@@ -16,7 +16,7 @@
 //   };
 //   net::connection_context ctx(wheel, config, &counters);   // once per thread
 //   auto c = std::make_shared<net::connection<tcp::socket>>(std::move(socket), ctx, session_ptr);
-//   c->apply_socket_options(config.keepalive);             // TLS: c->async_handshake(...)
+//   c->async_handshake(ssl::stream_base::server, h);       // TLS only (keepalive: set from the context)
 //   n = co_await c->stream().async_read_some(buf, use_awaitable);   // recorded: no on_read() by hand
 //   c->send(reply);                                        // coalesced, bounded, timed
 //   c->expires_after(10s, header_timeout);                 // a phase of the protocol, on the wheel
@@ -109,7 +109,8 @@ public:
         std::is_same_v<typename stream_type::lowest_layer_type::protocol_type, asio::ip::tcp>;
 
     /// A connection timed by the wheel's liveness (connection_liveness), with everything else from its
-    /// thread's context. `handler` may be null (set_handler() later, or nothing to be told).
+    /// thread's context — its TCP keepalive included, set on an open TCP lowest layer here.
+    /// `handler` may be null (set_handler() later, or nothing to be told).
     template <class L = Liveness, std::enable_if_t<std::is_same_v<L, connection_liveness>, int> = 0>
     connection(NextLayer next_layer, const connection_context& context, std::shared_ptr<connection_handler> handler = nullptr)
         : connection(std::move(next_layer), context, std::move(handler), context.options) {}
@@ -123,7 +124,11 @@ public:
               [&context](liveness_handler& h) {
                   return connection_liveness(context.timers, context.config, h, context.counters, context.scale);
               },
-              std::move(handler), std::move(options)) {}
+              std::move(handler), std::move(options)) {
+        // A socket not connected yet (opened later) gets it from apply_socket_options, as does a
+        // connection made with a liveness of its own.
+        if (stream_.lowest_layer().is_open()) (void)apply_socket_options(context.config.keepalive);
+    }
 
     /// A connection with a liveness of your own: `make_liveness(liveness_handler&)` returns a Liveness
     /// by value — a prvalue, so it need not be movable: `return my_liveness(h, ...);` (Liveness: what
@@ -158,7 +163,8 @@ public:
     executor_type get_executor() noexcept { return stream_.get_executor(); }
     Liveness& liveness() noexcept { return live_; }
 
-    /// Applies the keepalive options to a TCP lowest layer (errors are returned, not thrown).
+    /// Applies the keepalive options to a TCP lowest layer (errors are returned, not thrown). A
+    /// connection made with a context has its configuration's already, when its socket was open.
     error_code apply_socket_options(const keepalive_options& k) {
         if constexpr (is_tcp) {
             if (!k.enabled && k.user_timeout.count() == 0) return {};

@@ -137,7 +137,10 @@ struct output_policy {
     milliseconds soft_limit_time{10'000};
     static constexpr std::size_t size_max = 0xffffffffu; ///< 4 GiB - 1: the largest size any of these takes
     void validate(const std::string& prefix = "output") const;
-    bool operator==(const output_policy&) const = default;
+    friend bool operator==(const output_policy& a, const output_policy& b) noexcept { // C++17: spelled out
+        return a.high_water == b.high_water && a.low_water == b.low_water && a.hard_limit == b.hard_limit &&
+               a.soft_limit == b.soft_limit && a.soft_limit_time == b.soft_limit_time;
+    }
     static const policy_description& description();
 };
 
