@@ -78,17 +78,13 @@ std::size_t measure(const std::string& op, std::size_t n, std::size_t k) {
         drive(idx, val, [&](std::size_t i, std::int64_t) { sys.cancel(i); });
     } else if (op == "rearm") {
         drive(idx, val, [&](std::size_t i, std::int64_t v) { sys.rearm(i, v); });
-    } else if (op == "arm_tick") {
-        if constexpr (requires { sys.arm_tick(0, 0); }) {
+    } else if (op == "arm_tick" || op == "touch") { // heartwheel's tick paths: the values in ticks first
+        if constexpr (requires { sys.arm_tick(0, 0); sys.touch_tick(0, 0); }) {
             for (std::size_t j = 0; j < k; ++j) val[j] = static_cast<std::int64_t>(sys.tick_of(val[j]));
-            drive(idx, val, [&](std::size_t i, std::int64_t v) { sys.arm_tick(i, static_cast<std::uint64_t>(v)); });
-        } else {
-            return 0;
-        }
-    } else if (op == "touch") {
-        if constexpr (requires { sys.touch_tick(0, 0); }) {
-            for (std::size_t j = 0; j < k; ++j) val[j] = static_cast<std::int64_t>(sys.tick_of(val[j]));
-            drive(idx, val, [&](std::size_t i, std::int64_t v) { sys.touch_tick(i, static_cast<std::uint64_t>(v)); });
+            if (op == "arm_tick")
+                drive(idx, val, [&](std::size_t i, std::int64_t v) { sys.arm_tick(i, static_cast<std::uint64_t>(v)); });
+            else
+                drive(idx, val, [&](std::size_t i, std::int64_t v) { sys.touch_tick(i, static_cast<std::uint64_t>(v)); });
         } else {
             return 0;
         }
