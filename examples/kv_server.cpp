@@ -183,8 +183,8 @@ int main(int argc, char** argv) {
         std::cerr << "kv_server: " << e.what() << '\n';
         return 1;
     }
+    asio::signal_set signals(io, SIGINT, SIGTERM); // before the first line: a supervisor may signal at once
     std::cout << "listening on " << listener->local_address() << std::endl;
-    asio::signal_set signals(io, SIGINT, SIGTERM);
     // The first signal asks every client to leave (BYE draining) over --drain-window, then stops.
     net::drain_on_signals(signals, *listener, io.get_executor(), drain_window, [&] { io.stop(); });
     asio::co_spawn(io, listen(*listener, ctx, db), asio::detached);

@@ -413,15 +413,16 @@ void server::stop() {
 }
 
 int server::run(std::ostream& out) {
+    // Caught before the first line: a supervisor that reads it may signal at once, and must get a drain.
+    signals_.add(SIGINT);
+    signals_.add(SIGTERM);
+    await_signal();
     out << "listening on " << local_endpoint().text() << std::endl;
     if (!limit_note_.empty()) std::cerr << limit_note_ << std::endl;
     if (metrics_acceptor_) { // after the pinned first line: where /metrics is (with --metrics HOST:0, the port chosen)
         const auto ep = metrics_acceptor_->local_endpoint();
         out << "metrics on " << endpoint_spec{ep.address().to_string(), ep.port()}.text() << std::endl;
     }
-    signals_.add(SIGINT);
-    signals_.add(SIGTERM);
-    await_signal();
     fd_base_ = open_descriptors();
     if (options_.live.scales())
         for (auto& w : workers_) w->on_population_change = [this] { population_changed(); };

@@ -175,7 +175,6 @@ int serve(const options& o, asio::ssl::context* tls) {
         std::cerr << "ws_chat_server: " << e.what() << '\n';
         return 1;
     }
-    std::cout << "listening on " << listener->local_address() << std::endl;
     // net::listener's accept ends only when it is closed: at the descriptor limit it refuses and rests.
     asio::co_spawn(home, [&]() -> asio::awaitable<void> {
         for (;;) {
@@ -209,6 +208,8 @@ int serve(const options& o, asio::ssl::context* tls) {
         }, asio::detached);
     };
     net::drain_on_signals(signals, *listener, home, o.drain_window, shutdown);
+    // The first line tells a supervisor the server is ready: only once a SIGTERM would drain it.
+    std::cout << "listening on " << listener->local_address() << std::endl;
     shards.run();
     std::cout << "final closes=" << counters.snapshot().closes_text() << " messages=" << r.messages.load() << std::endl;
     return 0;

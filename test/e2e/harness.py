@@ -263,3 +263,32 @@ def only_fd_exhaustion_reports(err):
                     "invalid vptr" in lines[i + 1] and "memory cannot be printed" in lines[i + 2]):
                 return False
     return True
+
+
+# x86-64 system calls a thread idles in: read, poll, futex, nanosleep, clock_nanosleep, epoll_wait,
+# epoll_pwait.
+_IDLE_CALLS = {"0", "7", "202", "35", "230", "232", "281"}
+
+
+def wait_parked(pid, timeout=10.0):
+    """Waits until every thread of `pid` sits in a blocking system call (its event loop, a lock),
+    seen twice 20 ms apart. A test that signals a server the moment it has started waits for this
+    first: GCC 12's ThreadSanitizer runtime can lose a signal that arrives as a thread enters a
+    blocking call (SIGTERM right after "listening on" never reached the handler, 27 runs of 60; the
+    same with a plain sigaction + epoll_wait program, never without TSan). The servers catch it."""
+    if os.uname().machine != "x86_64":
+        time.sleep(0.5)
+        return
+    deadline = time.monotonic() + timeout
+    seen = 0
+    while seen < 2 and time.monotonic() < deadline:
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+            calls = []
+            for t in tasks:
+                with open(f"/proc/{pid}/task/{t}/syscall") as f:
+                    calls.append(f.read().split(" ", 1)[0].strip())
+        except OSError:  # a thread came or went
+            calls = ["running"]
+        seen = seen + 1 if all(c in _IDLE_CALLS for c in calls) else 0
+        time.sleep(0.02)

@@ -14,6 +14,7 @@ through net::listener and makes its TLS context with net::server_tls_context, so
    one), and close one without a header, counted proxy-missing;
  - with --handover PATH, let a successor take its listening socket — connects refused by neither
    meanwhile — then drain and exit 0 while the successor serves;
+ - catch SIGTERM before it says "listening on" (a supervisor signals once it has read that line);
  - answer --help with its usage, exit 0.
 What is judged is what a client sees, and the server's CPU from /proc."""
 import os
@@ -30,7 +31,7 @@ import warnings
 
 sys.path.insert(0, os.path.dirname(__file__))
 import side_by_side  # noqa: E402
-from harness import BUILD, cpu_seconds, make_cert, only_fd_exhaustion_reports, tempdir, tls_cipher  # noqa: E402
+from harness import BUILD, cpu_seconds, make_cert, only_fd_exhaustion_reports, tempdir, tls_cipher, wait_parked  # noqa: E402
 
 SANITIZED = bool(os.environ.get("HEARTWHEEL_SANITIZE"))
 
@@ -363,6 +364,64 @@ class Promises(unittest.TestCase):
                 tests = [n.name for c in classes.values() if any(getattr(b, "id", None) == cls for b in c.bases)
                          for n in ast.walk(c) if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]
             self.assertTrue(tests, f"{layer}: {suite} {cls} has no test")
+
+
+class ReadyLine(unittest.TestCase):
+    """A supervisor (systemd's notify shim, a deploy script, these tests) signals as soon as it has read
+    "listening on": by then SIGTERM must be caught, so that it drains and exits 0 rather than killing
+    the process mid-flight. Checked without a race: the server's stdout is a full pipe, so it blocks
+    in the write of that line; its caught signals are read from /proc while it waits there."""
+
+    def test_every_server_catches_sigterm_before_it_says_it_is_listening(self):
+        import fcntl
+        for name, (binary, _, _) in SERVERS.items():
+            r, w = os.pipe()
+            fcntl.fcntl(w, fcntl.F_SETFL, os.O_NONBLOCK)
+            filled = 0
+            try:
+                while True:
+                    filled += os.write(w, b"x" * 4096)
+            except BlockingIOError:
+                pass
+            fcntl.fcntl(w, fcntl.F_SETFL, 0)
+            proc = subprocess.Popen([os.path.join(BUILD, "examples", binary), "--listen", "127.0.0.1:0"],
+                                    stdout=w, stderr=subprocess.PIPE)
+            os.close(w)
+            try:
+                deadline = time.monotonic() + 20
+                blocked = False
+                while not blocked and proc.poll() is None and time.monotonic() < deadline:
+                    with open(f"/proc/{proc.pid}/syscall") as f:
+                        blocked = f.read().startswith("1 0x1 ")  # write(1, ...): the first line
+                    time.sleep(0.01)
+                self.assertTrue(blocked, f"{name}: never blocked writing its first line (exit {proc.poll()})")
+                with open(f"/proc/{proc.pid}/status") as f:
+                    caught = int(re.search(r"SigCgt:\s*([0-9a-f]+)", f.read()).group(1), 16)
+                for sig in (signal.SIGTERM, signal.SIGINT):
+                    self.assertTrue(caught >> (sig - 1) & 1, f"{name}: {sig.name} not caught when it says it is listening")
+                out = b""
+                while filled > 0:  # the filler, then the server's own lines
+                    filled -= len(os.read(r, min(filled, 65536)))
+                first = b""
+                while not first.endswith(b"\n"):
+                    chunk = os.read(r, 1)
+                    self.assertTrue(chunk, f"{name}: stdout closed before the first line")
+                    first += chunk
+                self.assertTrue(first.startswith(b"listening on 127.0.0.1:"), (name, first))
+                wait_parked(proc.pid)
+                proc.send_signal(signal.SIGTERM)
+                _, err = proc.communicate(timeout=20)
+                with os.fdopen(r, "rb") as rest:
+                    out = rest.read()
+                r = None
+                self.assertEqual(proc.returncode, 0, (name, err[-500:]))
+                self.assertTrue(b"final " in out or b"closed " in out, (name, out))  # kv_server: "closed N"
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.communicate()
+                if r is not None:
+                    os.close(r)
 
 
 class Help(unittest.TestCase):

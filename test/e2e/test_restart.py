@@ -19,7 +19,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import SERVER, Server, parse_stats  # noqa: E402
+from harness import SERVER, Server, parse_stats, wait_parked  # noqa: E402
 
 THREADS, PER_THREAD_HZ = 4, 250  # 1,000 connects a second in all
 # A sanitized server answers each connect slower: fewer connects in the same time, none lost either way.
@@ -247,6 +247,7 @@ class SocketActivation(unittest.TestCase):
         p = subprocess.Popen([SERVER, "--listen", "127.0.0.1:0", "--drain-window", "0"], env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = p.stdout.readline()
+        wait_parked(p.pid)
         p.send_signal(signal.SIGTERM)
         p.communicate(timeout=10)
         self.assertTrue(line.startswith("listening on 127.0.0.1:") and not line.endswith(":0\n"), line)

@@ -128,9 +128,9 @@ int main(int argc, char** argv) {
         tls->use_private_key_file(key, asio::ssl::context::pem);
     }
     tcp::acceptor acceptor(shards[0]->ex, {asio::ip::make_address(host), static_cast<std::uint16_t>(std::stoi(port))});
+    asio::signal_set signals(shards[0]->ex, SIGINT, SIGTERM); // before the first line: a supervisor may signal at once
     std::cout << "listening on " << acceptor.local_endpoint().address().to_string() << ':'
               << acceptor.local_endpoint().port() << std::endl;
-    asio::signal_set signals(shards[0]->ex, SIGINT, SIGTERM);
     signals.async_wait([&](error_code, int) {
         acceptor.close();
         io.stop();
