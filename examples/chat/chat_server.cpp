@@ -16,10 +16,12 @@
 #include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/net/connection.hpp>
 #include <heartwheel/net/liveness_config.hpp>
-#include <heartwheel/net/liveness_toml.hpp>
+#include <heartwheel/net/server_toml.hpp>
 #include <heartwheel/net/drain.hpp>
-#include <heartwheel/net/handover.hpp>
+#include <heartwheel/net/listen.hpp>
 #include <heartwheel/net/listener.hpp>
+#include <heartwheel/net/metrics_endpoint.hpp>
+#include <heartwheel/net/prometheus.hpp>
 
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
@@ -98,42 +100,31 @@ asio::awaitable<void> listen(net::listener& listener, const net::connection_cont
 constexpr const char* usage =
     "usage: chat_server [--listen HOST:PORT] [--max-connections N] [--drain-window MS] [--config FILE]\n"
     "                   [--proxy-protocol] [--proxy-from CIDRS] [--proxy-timeout MS] [--handover PATH]\n"
-    "  --listen HOST:PORT  where to listen (default 127.0.0.1:7200; port 0 picks one)\n"
-    "  --max-connections N open at once, 1..10000000 (default 100000); beyond, newcomers wait in the backlog\n"
-    "  --drain-window MS   on SIGINT/SIGTERM, ask clients to leave (BYE draining) over this long, then stop\n"
-    "                      (default 10000; 0 = stop at once); a second signal stops at once\n"
-    "  --config FILE       liveness tables ([idle], [heartbeat], [output], ...) over the defaults:\n"
-    "                      reader idle 5 min, a PING every 30 s answered within 10 s";
+    "                   [--metrics HOST:PORT]\n"
+    "liveness defaults: reader idle 5 min, a PING every 30 s answered within 10 s ([idle], [heartbeat], ... in --config)\n";
 
 int main(int argc, char** argv) {
-    std::string listen_on = "127.0.0.1:7200";
-    asio::ip::tcp::endpoint endpoint;
-    std::size_t max_connections = 100'000;
-    std::chrono::milliseconds drain_window{10'000};
-    net::proxy_protocol_options proxy;
-    std::string handover; // --handover: a restart that refuses no connect
+    net::server_settings settings; // --listen, --max-connections, --drain-window, PROXY, --handover, --metrics
+    settings.listen = "127.0.0.1:7200";
     net::liveness_config cfg;
     cfg.idle.reader_idle = std::chrono::minutes(5);
     cfg.heartbeat.interval = std::chrono::seconds(30);
     cfg.heartbeat.timeout = std::chrono::seconds(10);
+    asio::ip::tcp::endpoint endpoint;
     try {
         for (int i = 1; i < argc; ++i) {
             const std::string a = argv[i];
-            if (a == "--listen" && i + 1 < argc) listen_on = argv[++i];
-            else if (a == "--max-connections" && i + 1 < argc) max_connections = net::parse_count(argv[++i], a, 1, 10'000'000);
-            else if (a == "--drain-window" && i + 1 < argc)
-                drain_window = std::chrono::milliseconds(net::parse_count(argv[++i], a, 0, 600'000));
-            else if (a == "--config" && i + 1 < argc) cfg = net::load_liveness_config(argv[++i], cfg); // over these defaults
-            else if (net::parse_proxy_flag(argc, argv, i, proxy)) continue;
-            else if (net::parse_handover_flag(argc, argv, i, handover)) continue;
+            if (a == "--config" && i + 1 < argc) net::load_server_config(argv[++i], settings, cfg); // over these defaults
+            else if (net::parse_server_flag(argc, argv, i, settings)) continue;
             else if (a == "--help" || a == "-h") {
-                std::cout << usage << '\n' << net::proxy_flags_help << net::handover_flag_help;
+                std::cout << usage << net::server_flags_help(settings, false);
                 return 0;
             } else throw std::invalid_argument("unknown argument '" + a + "': accepted --listen HOST:PORT, --max-connections N, "
-                                                  "--drain-window MS, --config FILE, --proxy-protocol, "
-                                                  "--proxy-from CIDRS, --proxy-timeout MS, --handover PATH, --help");
+                                                  "--drain-window MS, --config FILE, --proxy-protocol, --proxy-from CIDRS, "
+                                                  "--proxy-timeout MS, --handover PATH, --metrics HOST:PORT, --help");
         }
-        endpoint = net::parse_endpoint(listen_on, "--listen");
+        settings.validate();
+        endpoint = settings.endpoint();
     } catch (const std::exception& e) {
         std::cerr << "chat_server: " << e.what() << '\n';
         return 2;
@@ -146,24 +137,40 @@ int main(int argc, char** argv) {
     // What every connection shares; slow consumers are closed past the configuration's [output] limits.
     const net::connection_context ctx(wheel, cfg, &counters, nullptr, opts);
     room r;
-    net::listener_options lo;
+    // Beyond --max-connections accepting waits for a place; behind a balancer PROXY headers come
+    // first; with --handover a predecessor's socket is taken, and this one served for a successor.
+    net::listener_options lo = settings.listener();
     lo.name = "chat_server";
     lo.refusal = "BYE busy\n";
     lo.counters = &counters;
-    lo.admission.max_connections = max_connections; // beyond: accepting waits for a place
-    lo.proxy = proxy;                               // behind a balancer: PROXY headers first
-    lo.handover = handover;                         // a predecessor's socket, and this one's for a successor
     std::optional<net::listener> listener;
+    std::optional<asio::ip::tcp::acceptor> metrics;
     try {
         listener.emplace(io.get_executor(), endpoint, lo);
+        // With --handover, a successor binds the metrics port beside this one while it drains.
+        if (settings.metrics) metrics.emplace(net::listen(io.get_executor(), *settings.metrics, {!settings.handover.empty()}));
     } catch (const net::listen_error& e) {
         std::cerr << "chat_server: " << e.what() << '\n';
         return 1;
     }
-    asio::signal_set signals(io, SIGINT, SIGTERM); // before the first line: a supervisor may signal at once
+    // The first signal asks every client to leave (BYE draining) over --drain-window, then stops;
+    // caught before the first line, as a supervisor that read it may signal at once.
+    asio::signal_set signals(io, SIGINT, SIGTERM);
+    const auto drain = net::drain_on_signals(signals, *listener, io.get_executor(), settings.drain_window, [&] { io.stop(); });
     std::cout << "listening on " << listener->local_address() << std::endl;
-    // The first signal asks every client to leave (BYE draining) over --drain-window, then stops.
-    net::drain_on_signals(signals, *listener, io.get_executor(), drain_window, [&] { io.stop(); });
+    if (metrics) {
+        std::cout << "metrics on " << net::endpoint_text(metrics->local_endpoint()) << std::endl;
+        net::serve_metrics(*metrics, wheel, [&] {
+            net::prometheus_writer out;
+            out.metric("chat_members", "gauge", "Members in the room.", r.members.size());
+            out.metric("chat_lines_total", "counter", "Lines said in the room.", r.lines);
+            out.accepting(*listener);
+            out.process(drain.draining());
+            out.liveness(counters.snapshot());
+            out.wheels(wheel.size(), wheel.stats());
+            return out.text();
+        });
+    }
     asio::co_spawn(io, listen(*listener, ctx, r), asio::detached);
     io.run();
     std::cout << "final closes=" << counters.snapshot().closes_text() << " lines=" << r.lines << std::endl;

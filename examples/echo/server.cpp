@@ -3,7 +3,7 @@
 
 #include <heartwheel/net/handover.hpp>
 
-#include "metrics.hpp"
+#include <heartwheel/net/metrics_endpoint.hpp>
 #include "session.hpp"
 
 #include <heartwheel/net/drain.hpp>
@@ -13,9 +13,7 @@
 #include <asio/post.hpp>
 #include <asio/write.hpp>
 
-#include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -24,7 +22,6 @@
 #include <csignal>
 #include <cstring>
 #include <iostream>
-#include <filesystem>
 #include <iomanip>
 #include <sstream>
 #include <type_traits>
@@ -214,16 +211,6 @@ void server::reject_busy(Socket socket) {
 // /proc/self/fd (one stat, whatever the count); older kernels report 0 there, and the directory is
 // walked instead — a walk that costs ~3 µs per descriptor on this thread (15,000 connections: tens
 // of milliseconds per scrape, every wheel wake-up of this worker waiting behind it).
-static std::size_t open_descriptors() {
-    struct stat st {};
-    if (::stat("/proc/self/fd", &st) == 0 && st.st_size > 0) return static_cast<std::size_t>(st.st_size);
-    std::size_t fds = 0;
-    std::error_code ec;
-    for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec); !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
-        ++fds;
-    return fds > 0 ? fds - 1 : 0; // less the walk's own descriptor for the directory
-}
-
 // Open connections are accepted minus closed, from the same reading: a connection counts as closed
 // from the moment its close begins (its goodbye may linger for up to a second), so accepted = the
 // sum of closes + open holds in every stats line and scrape; the lingering ones are `closing`.
@@ -281,12 +268,7 @@ std::string server::prometheus_text() const {
     out.metric("heartwheel_overload_pressure", "gauge", "Connections or descriptors in use over their limit, the fuller.",
                pressure());
     out.metric("heartwheel_timeout_scale", "gauge", "Scaled timeouts at min + scale * (max - min); 1 = unscaled.", scale());
-    out.metric("heartwheel_draining", "gauge", "1 while connections are asked to leave (a drain), else 0.",
-               draining_.load() ? 1.0 : 0.0);
-    rlimit lim{};
-    ::getrlimit(RLIMIT_NOFILE, &lim);
-    out.metric("process_open_fds", "gauge", "Open file descriptors.", open_descriptors());
-    out.metric("process_max_fds", "gauge", "The file descriptor limit.", static_cast<double>(lim.rlim_cur));
+    out.process(draining_.load());
     out.liveness(c);
     out.wheels(wheel, drivers);
     out.read_chunks();
@@ -423,11 +405,11 @@ int server::run(std::ostream& out) {
         const auto ep = metrics_acceptor_->local_endpoint();
         out << "metrics on " << endpoint_spec{ep.address().to_string(), ep.port()}.text() << std::endl;
     }
-    fd_base_ = open_descriptors();
+    fd_base_ = heartwheel::net::open_descriptors();
     if (options_.live.scales())
         for (auto& w : workers_) w->on_population_change = [this] { population_changed(); };
     accept();
-    if (metrics_acceptor_) serve_metrics(*workers_[0], *metrics_acceptor_, [this] { return prometheus_text(); });
+    if (metrics_acceptor_) heartwheel::net::serve_metrics(*metrics_acceptor_, workers_[0]->wheel, [this] { return prometheus_text(); });
     start_timers(out);
     workers_.shards().run(); // every shard's thread, this one among them, until the shutdown's stop()
     for (auto& w : workers_) w->mirror_stats();

@@ -17,10 +17,12 @@
 #include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/beast/http.hpp>
 #include <heartwheel/net/drain.hpp>
-#include <heartwheel/net/handover.hpp>
+#include <heartwheel/net/listen.hpp>
 #include <heartwheel/net/listener.hpp>
+#include <heartwheel/net/metrics_endpoint.hpp>
+#include <heartwheel/net/prometheus.hpp>
 #include <heartwheel/net/liveness_config.hpp>
-#include <heartwheel/net/liveness_toml.hpp>
+#include <heartwheel/net/server_toml.hpp>
 #include <heartwheel/net/tls_socket.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -49,15 +51,17 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 namespace {
 
 struct options {
-    std::string listen = "127.0.0.1:7400";
+    net::server_settings server = defaults(); ///< listen, admission, drain, PROXY, handover, metrics
     http::http_policy http;
     net::liveness_config live;
-    net::admission_limits admission{100'000};
-    std::chrono::milliseconds drain_window{10'000};
-    net::proxy_protocol_options proxy;
-    std::string handover; ///< --handover: a restart that refuses no connect
     std::optional<std::pair<std::string, std::string>> tls; // certificate, key
     bool help = false;
+
+    static net::server_settings defaults() {
+        net::server_settings s;
+        s.listen = "127.0.0.1:7400";
+        return s;
+    }
 };
 
 constexpr const char* usage =
@@ -66,7 +70,7 @@ constexpr const char* usage =
     "                   [--header-limit BYTES] [--body-limit BYTES] [--max-connections N] [--max-handshakes N]\n"
     "                   [--drain-window MS] [--config FILE] [--tls CERT KEY]\n"
     "                   [--proxy-protocol] [--proxy-from CIDRS] [--proxy-timeout MS] [--handover PATH]\n"
-    "  --listen HOST:PORT        where to listen (default 127.0.0.1:7400; port 0 picks one)\n"
+    "                   [--metrics HOST:PORT]\n"
     "  --keepalive-timeout MS    an idle kept-alive connection closes silently after this (0: at once)\n"
     "  --header-timeout MS       a request head must be whole within this (else 408)\n"
     "  --body-timeout MS         at most this between two reads of a body (else 408)\n"
@@ -75,14 +79,8 @@ constexpr const char* usage =
     "  --max-age MS              no new request on a connection older than this (0: none)\n"
     "  --header-limit BYTES      a larger request head is answered 431\n"
     "  --body-limit BYTES        a larger body is answered 413\n"
-    "  --max-connections N       open at once (default 100000); beyond, newcomers wait in the backlog\n"
-    "  --max-handshakes N        TLS handshakes in progress at once, at most half of --max-connections (default\n"
-    "                            1024; 0 = off); beyond, newcomers wait and stalled handshakes are shed\n"
-    "  --drain-window MS         on the first SIGINT/SIGTERM, ask connections to leave over this long (idle ones\n"
-    "                            at once, a request in progress answered Connection: close), 0..600000 (default\n"
-    "                            10000; 0 = close at once); a second signal closes at once\n"
-    "  --config FILE             the library's tables ([timeouts], [output], [keepalive], ...)\n"
-    "  --tls CERT KEY            serve HTTPS with this certificate chain and key (PEM)";
+    "  --tls CERT KEY            serve HTTPS with this certificate chain and key (PEM)\n"
+    "  (a drain closes idle connections at once and answers a request in progress with Connection: close)\n";
 
 template <class Stream>
 struct server_state {
@@ -146,15 +144,17 @@ int serve(const options& o, asio::ssl::context* tls) {
     net::liveness_counters counters;
     const net::connection_context ctx(wheel, o.live, &counters); // its [output] bound included
     server_state<Stream> state;
-    net::listener_options lo;
+    // Admission, PROXY headers behind a balancer, a predecessor's socket taken over (and this one's
+    // served for a successor): from the server settings.
+    net::listener_options lo = o.server.listener();
     lo.name = "http_server";
     lo.counters = &counters;
-    lo.admission = o.admission;
-    lo.proxy = o.proxy; // behind a balancer: PROXY headers first
-    lo.handover = o.handover; // a predecessor's socket, and this one's for a successor
     std::optional<net::listener> listener;
+    std::optional<tcp::acceptor> metrics;
     try {
-        listener.emplace(io.get_executor(), net::parse_endpoint(o.listen, "--listen"), lo);
+        listener.emplace(io.get_executor(), o.server.endpoint(), lo);
+        // With --handover, a successor binds the metrics port beside this one while it drains.
+        if (o.server.metrics) metrics.emplace(net::listen(io.get_executor(), *o.server.metrics, {!o.server.handover.empty()}));
     } catch (const net::listen_error& e) {
         std::cerr << "http_server: " << e.what() << '\n';
         return 1;
@@ -189,9 +189,22 @@ int serve(const options& o, asio::ssl::context* tls) {
             io.stop();
         }, asio::detached);
     };
-    net::drain_on_signals(signals, *listener, io.get_executor(), o.drain_window, shutdown);
+    const auto drain = net::drain_on_signals(signals, *listener, io.get_executor(), o.server.drain_window, shutdown);
     // The first line tells a supervisor the server is ready: only once a SIGTERM would drain it.
     std::cout << "listening on " << listener->local_address() << std::endl;
+    if (metrics) {
+        std::cout << "metrics on " << net::endpoint_text(metrics->local_endpoint()) << std::endl;
+        net::serve_metrics(*metrics, wheel, [&] {
+            net::prometheus_writer out;
+            out.metric("http_connections", "gauge", "Open connections.", state.open.size());
+            out.metric("http_requests_total", "counter", "Requests answered.", state.requests);
+            out.accepting(*listener);
+            out.process(drain.draining());
+            out.liveness(counters.snapshot());
+            out.wheels(wheel.size(), wheel.stats());
+            return out.text();
+        });
+    }
     io.run();
     std::cout << "final closes=" << counters.snapshot().closes_text() << " requests=" << state.requests << std::endl;
     return 0;
@@ -205,8 +218,7 @@ options parse(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         const bool has = i + 1 < argc;
-        if (a == "--listen" && has) o.listen = argv[++i];
-        else if (a == "--keepalive-timeout" && has) o.http.keepalive_timeout = ms(a, argv[++i], 0);
+        if (a == "--keepalive-timeout" && has) o.http.keepalive_timeout = ms(a, argv[++i], 0);
         else if (a == "--header-timeout" && has) o.http.header_timeout = ms(a, argv[++i], 1);
         else if (a == "--body-timeout" && has) o.http.body_timeout = ms(a, argv[++i], 1);
         else if (a == "--body-deadline" && has) o.http.body_deadline = ms(a, argv[++i], 0);
@@ -214,12 +226,8 @@ options parse(int argc, char** argv) {
         else if (a == "--max-requests" && has) o.http.max_requests = static_cast<std::uint32_t>(net::parse_count(argv[++i], a, 1, 1'000'000'000));
         else if (a == "--header-limit" && has) o.http.header_limit = static_cast<std::uint32_t>(net::parse_count(argv[++i], a, 256, 1u << 20));
         else if (a == "--body-limit" && has) o.http.body_limit = net::parse_count(argv[++i], a, 0, 1ull << 32);
-        else if (a == "--max-connections" && has) o.admission.max_connections = net::parse_count(argv[++i], a, 1, 10'000'000);
-        else if (a == "--max-handshakes" && has) o.admission.max_handshakes = net::parse_count(argv[++i], a, 0, 10'000'000);
-        else if (a == "--drain-window" && has) o.drain_window = std::chrono::milliseconds(net::parse_count(argv[++i], a, 0, 600'000));
-        else if (a == "--config" && has) o.live = net::load_liveness_config(argv[++i], o.live); // over these defaults
-        else if (net::parse_proxy_flag(argc, argv, i, o.proxy)) continue;
-        else if (net::parse_handover_flag(argc, argv, i, o.handover)) continue;
+        else if (a == "--config" && has) net::load_server_config(argv[++i], o.server, o.live); // over these defaults
+        else if (net::parse_server_flag(argc, argv, i, o.server)) continue;
         else if (a == "--tls" && i + 2 < argc) {
             o.tls.emplace(argv[i + 1], argv[i + 2]);
             i += 2;
@@ -230,10 +238,10 @@ options parse(int argc, char** argv) {
                                         "--header-timeout MS, --body-timeout MS, --body-deadline MS, --max-requests N, --max-age MS, "
                                         "--header-limit BYTES, --body-limit BYTES, --max-connections N, --max-handshakes N, "
                                         "--drain-window MS, --config FILE, --tls CERT KEY, --proxy-protocol, --proxy-from CIDRS, "
-                                        "--proxy-timeout MS, --handover PATH, --help");
+                                        "--proxy-timeout MS, --handover PATH, --metrics HOST:PORT, --help");
     }
     o.http.validate(); // the flags' ranges are the policy's: this only confirms them
-    net::parse_endpoint(o.listen, "--listen"); // a bad address is a usage error (exit 2)
+    o.server.validate(); // a bad address is a usage error (exit 2)
     return o;
 }
 
@@ -245,7 +253,7 @@ int main(int argc, char** argv) {
     try {
         o = parse(argc, argv);
         if (o.help) {
-            std::cout << usage << '\n' << net::proxy_flags_help << net::handover_flag_help;
+            std::cout << usage << net::server_flags_help(o.server, true);
             return 0;
         }
         if (o.tls) tls.emplace(net::server_tls_context(o.tls->first, o.tls->second, "--tls"));

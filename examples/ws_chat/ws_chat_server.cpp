@@ -17,10 +17,12 @@
 #include <heartwheel/asio_ssl.hpp>
 #include <heartwheel/beast/websocket.hpp>
 #include <heartwheel/net/drain.hpp>
-#include <heartwheel/net/handover.hpp>
+#include <heartwheel/net/listen.hpp>
 #include <heartwheel/net/listener.hpp>
+#include <heartwheel/net/metrics_endpoint.hpp>
+#include <heartwheel/net/prometheus.hpp>
 #include <heartwheel/net/liveness_config.hpp>
-#include <heartwheel/net/liveness_toml.hpp>
+#include <heartwheel/net/server_toml.hpp>
 #include <heartwheel/net/shards.hpp>
 #include <heartwheel/net/tls_socket.hpp>
 
@@ -51,33 +53,30 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 namespace {
 
 struct options {
-    std::string listen = "127.0.0.1:7300";
+    net::server_settings server = defaults(); ///< listen, admission, drain, PROXY, handover, metrics
     unsigned io_threads = 2;
     net::liveness_config live;
     ws::ws_options ws;
-    net::admission_limits admission{100'000};
-    std::chrono::milliseconds drain_window{10'000};
-    net::proxy_protocol_options proxy;
-    std::string handover; ///< --handover: a restart that refuses no connect
     std::optional<std::pair<std::string, std::string>> tls; // certificate, key
     bool help = false;
+
+    static net::server_settings defaults() {
+        net::server_settings s;
+        s.listen = "127.0.0.1:7300";
+        return s;
+    }
 };
 
 constexpr const char* usage =
     "usage: ws_chat_server [--listen HOST:PORT] [--io-threads N] [--config FILE] [--max-message BYTES]\n"
     "                      [--max-connections N] [--max-handshakes N] [--drain-window MS] [--tls CERT KEY]\n"
     "                      [--proxy-protocol] [--proxy-from CIDRS] [--proxy-timeout MS] [--handover PATH]\n"
-    "  --listen HOST:PORT   where to listen (default 127.0.0.1:7300; port 0 picks one)\n"
-    "  --io-threads N       threads running the one io_context, 1..256 (default 2)\n"
-    "  --config FILE        liveness tables ([idle], [heartbeat], [output], ...) over the defaults:\n"
-    "                       reader idle 5 min, a ping every 30 s answered within 10 s\n"
-    "  --max-message BYTES  a larger incoming message closes message-too-big, 16..64 MiB (default 65536)\n"
-    "  --max-connections N  open at once, 1..10000000 (default 100000); beyond, newcomers wait in the backlog\n"
-    "  --max-handshakes N   TLS handshakes in progress at once, 0..10000000, at most half of --max-connections\n"
-    "                       (default 1024; 0 = off); beyond, newcomers wait and stalled handshakes are shed\n"
-    "  --drain-window MS    on the first SIGINT/SIGTERM, ask clients to leave (close 1012) spread over this long,\n"
-    "                       0..600000 (default 10000; 0 = close at once); a second signal closes at once\n"
-    "  --tls CERT KEY       serve wss:// with this certificate chain and key (PEM)";
+    "                      [--metrics HOST:PORT]\n"
+    "  --io-threads N        threads running the one io_context, 1..256 (default 2)\n"
+    "  --max-message BYTES   a larger incoming message closes message-too-big, 16..64 MiB (default 65536)\n"
+    "  --tls CERT KEY        serve wss:// with this certificate chain and key (PEM)\n"
+    "  (a drain asks each client to leave with close 1012; liveness defaults: reader idle 5 min, a ping\n"
+    "  every 30 s answered within 10 s)\n";
 
 // The clients of every shard. Members are added and removed on their own strands; a broadcast
 // copies the list under the lock and sends outside it (send() posts to each member's strand).
@@ -162,15 +161,17 @@ int serve(const options& o, asio::ssl::context* tls) {
     net::shards shards(o.io_threads, net::threading::thread_pool, o.live, &counters);
     const auto home = shards[0].get_executor(); // the acceptor's and the shutdown's
     room<Stream> r;
-    net::listener_options lo;
+    // Admission, PROXY headers behind a balancer, a predecessor's socket taken over (and this one's
+    // served for a successor): from the server settings.
+    net::listener_options lo = o.server.listener();
     lo.name = "ws_chat_server";
     lo.counters = &counters;
-    lo.admission = o.admission;
-    lo.proxy = o.proxy; // behind a balancer: PROXY headers first
-    lo.handover = o.handover; // a predecessor's socket, and this one's for a successor
     std::optional<net::listener> listener;
+    std::optional<tcp::acceptor> metrics;
     try {
-        listener.emplace(home, net::parse_endpoint(o.listen, "--listen"), lo);
+        listener.emplace(home, o.server.endpoint(), lo);
+        // With --handover, a successor binds the metrics port beside this one while it drains.
+        if (o.server.metrics) metrics.emplace(net::listen(home, *o.server.metrics, {!o.server.handover.empty()}));
     } catch (const net::listen_error& e) {
         std::cerr << "ws_chat_server: " << e.what() << '\n';
         return 1;
@@ -207,9 +208,21 @@ int serve(const options& o, asio::ssl::context* tls) {
             shards.stop();
         }, asio::detached);
     };
-    net::drain_on_signals(signals, *listener, home, o.drain_window, shutdown);
+    const auto drain = net::drain_on_signals(signals, *listener, home, o.server.drain_window, shutdown);
     // The first line tells a supervisor the server is ready: only once a SIGTERM would drain it.
     std::cout << "listening on " << listener->local_address() << std::endl;
+    if (metrics) { // answered on the acceptor's strand, timed by its shard's wheel
+        std::cout << "metrics on " << net::endpoint_text(metrics->local_endpoint()) << std::endl;
+        net::serve_metrics(*metrics, shards[0].wheel(), [&] {
+            net::prometheus_writer out;
+            out.metric("ws_chat_members", "gauge", "Members in the room.", r.everyone().size());
+            out.metric("ws_chat_messages_total", "counter", "Messages broadcast.", r.messages.load());
+            out.accepting(*listener);
+            out.process(drain.draining());
+            out.liveness(counters.snapshot());
+            return out.text(); // the wheels run on other threads: echo_server mirrors them, this one does not
+        });
+    }
     shards.run();
     std::cout << "final closes=" << counters.snapshot().closes_text() << " messages=" << r.messages.load() << std::endl;
     return 0;
@@ -223,15 +236,10 @@ options parse(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         const bool has = i + 1 < argc;
-        if (a == "--listen" && has) o.listen = argv[++i];
-        else if (a == "--io-threads" && has) o.io_threads = static_cast<unsigned>(net::parse_count(argv[++i], a, 1, 256));
-        else if (a == "--config" && has) o.live = net::load_liveness_config(argv[++i], o.live); // over these defaults
+        if (a == "--io-threads" && has) o.io_threads = static_cast<unsigned>(net::parse_count(argv[++i], a, 1, 256));
+        else if (a == "--config" && has) net::load_server_config(argv[++i], o.server, o.live); // over these defaults
         else if (a == "--max-message" && has) o.ws.max_message = net::parse_count(argv[++i], a, 16, 64ull << 20);
-        else if (a == "--max-connections" && has) o.admission.max_connections = net::parse_count(argv[++i], a, 1, 10'000'000);
-        else if (a == "--max-handshakes" && has) o.admission.max_handshakes = net::parse_count(argv[++i], a, 0, 10'000'000);
-        else if (a == "--drain-window" && has) o.drain_window = std::chrono::milliseconds(net::parse_count(argv[++i], a, 0, 600'000));
-        else if (net::parse_proxy_flag(argc, argv, i, o.proxy)) continue;
-        else if (net::parse_handover_flag(argc, argv, i, o.handover)) continue;
+        else if (net::parse_server_flag(argc, argv, i, o.server)) continue;
         else if (a == "--tls" && i + 2 < argc) {
             o.tls.emplace(argv[i + 1], argv[i + 2]);
             i += 2;
@@ -241,9 +249,9 @@ options parse(int argc, char** argv) {
             throw std::invalid_argument("unknown argument '" + a + "': accepted --listen HOST:PORT, --io-threads N, "
                                         "--config FILE, --max-message BYTES, --max-connections N, --max-handshakes N, "
                                         "--drain-window MS, --tls CERT KEY, --proxy-protocol, --proxy-from CIDRS, "
-                                        "--proxy-timeout MS, --handover PATH, --help");
+                                        "--proxy-timeout MS, --handover PATH, --metrics HOST:PORT, --help");
     }
-    net::parse_endpoint(o.listen, "--listen"); // a bad address is a usage error (exit 2)
+    o.server.validate(); // a bad address is a usage error (exit 2)
     o.ws.validate(o.live.output);              // --max-message against the output's limits
     return o;
 }
@@ -256,7 +264,7 @@ int main(int argc, char** argv) {
     try {
         o = parse(argc, argv);
         if (o.help) {
-            std::cout << usage << '\n' << net::proxy_flags_help << net::handover_flag_help;
+            std::cout << usage << net::server_flags_help(o.server, true);
             return 0;
         }
         if (o.tls) tls.emplace(net::server_tls_context(o.tls->first, o.tls->second, "--tls"));

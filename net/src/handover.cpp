@@ -205,16 +205,6 @@ std::optional<asio::ip::tcp::acceptor> inherited_listeners::claim(const asio::an
     return std::nullopt;
 }
 
-bool parse_handover_flag(int argc, const char* const* argv, int& i, std::string& path) {
-    if (std::string_view(argv[i]) != "--handover") return false;
-    if (i + 1 >= argc) throw config_error("--handover", "", "a Unix socket path", "missing");
-    path = argv[++i];
-    if (path.empty() || path.size() >= sizeof(sockaddr_un{}.sun_path))
-        throw config_error("--handover", path, "a Unix socket path of 1.." + std::to_string(sizeof(sockaddr_un{}.sun_path) - 1) + " bytes",
-                           "not a path");
-    return true;
-}
-
 // --- the old process -----------------------------------------------------------------------------
 
 struct handover_server::state : std::enable_shared_from_this<state> {

@@ -38,11 +38,14 @@ asio::ip::tcp::acceptor listen(const asio::any_io_executor& ex, const asio::ip::
     if (!ec) a.bind(endpoint, ec);
     if (!ec) a.listen(options.backlog, ec);
     if (ec) {
-        const auto host = endpoint.address().to_string();
-        const auto shown = endpoint.address().is_v6() ? "[" + host + "]" : host;
-        throw listen_error("cannot listen on " + shown + ":" + std::to_string(endpoint.port()) + ": " + ec.message());
+        throw listen_error("cannot listen on " + endpoint_text(endpoint) + ": " + ec.message());
     }
     return a;
+}
+
+std::string endpoint_text(const asio::ip::tcp::endpoint& ep) {
+    const auto host = ep.address().to_string();
+    return (ep.address().is_v6() ? "[" + host + "]" : host) + ":" + std::to_string(ep.port());
 }
 
 asio::ip::tcp::acceptor listen(const asio::any_io_executor& ex, std::string_view host_port, const listen_options& options) {

@@ -22,12 +22,6 @@ std::string shown(std::string_view bytes) {
     return std::string(bytes);
 }
 
-// "HOST:PORT", an IPv6 host in brackets.
-std::string address_text(const asio::ip::tcp::endpoint& ep) {
-    const auto host = ep.address().to_string();
-    return (ep.address().is_v6() ? "[" + host + "]" : host) + ":" + std::to_string(ep.port());
-}
-
 } // namespace
 
 close_reason busy_reason() {
@@ -56,7 +50,7 @@ listener::listener(const asio::any_io_executor& ex, const asio::ip::tcp::endpoin
         acceptor_ = std::move(*taken);
     } else if (!inherited.empty()) {
         throw listen_error("handover " + options_.handover + ": the process serving it listens on no socket for " +
-                           address_text(endpoint) + " (it serves on)");
+                           endpoint_text(endpoint) + " (it serves on)");
     } else if (auto activated = options_.inherit ? inherited_listeners::claim_systemd(ex, endpoint) : std::nullopt) {
         acceptor_ = std::move(*activated);
     } else {
@@ -114,7 +108,7 @@ asio::ip::tcp::endpoint listener::local_endpoint() const {
     return acceptor_.local_endpoint();
 }
 
-std::string listener::local_address() const { return address_text(local_endpoint()); }
+std::string listener::local_address() const { return endpoint_text(local_endpoint()); }
 
 void listener::say(const std::string& line) {
     if (options_.log) options_.log(line);

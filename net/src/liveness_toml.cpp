@@ -167,8 +167,10 @@ liveness_config load_liveness_config(const std::string& path) {
     return load_liveness_config(path, liveness_config{});
 }
 
+toml::table load_toml_file(const std::string& path) { return parse_toml(read_config_file(path), path); }
+
 liveness_config load_liveness_config(const std::string& path, liveness_config base) {
-    apply_liveness_tables(base, parse_toml(read_config_file(path), path), path);
+    apply_liveness_tables(base, load_toml_file(path), path);
     try {
         base.validate();
     } catch (const config_error& e) {

@@ -4,6 +4,10 @@
 #include <heartwheel/net/close_reason.hpp>
 #include <heartwheel/net/read_chunk.hpp>
 
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include <filesystem>
 #include <iomanip>
 
 namespace heartwheel::net {
@@ -54,6 +58,35 @@ void prometheus_writer::wheels(std::size_t pending_timers, const driver_stats& s
 void prometheus_writer::read_chunks() {
     metric("heartwheel_read_chunks_lent", "gauge", "Read chunks lent by the threads' pools and not yet given back.",
            read_chunk::outstanding());
+}
+
+void prometheus_writer::accepting(const listener& l) {
+    metric("heartwheel_accepted_total", "counter", "Connections the listener accepted.", l.accepted());
+    metric("heartwheel_accept_pauses_total", "counter", "Times accepting paused at the descriptor limit.", l.pauses());
+    metric("heartwheel_accept_waits_total", "counter", "Times accepting stopped at an admission limit.", l.waits());
+    head("heartwheel_accept_refused_total", "counter", "Connections the listener closed itself, by why.");
+    os_ << "heartwheel_accept_refused_total{reason=\"descriptor-limit\"} " << l.refused()
+        << "\nheartwheel_accept_refused_total{reason=\"max-connections\"} " << l.refused_at_limit()
+        << "\nheartwheel_accept_refused_total{reason=\"proxy\"} " << l.proxy_refused() << '\n';
+}
+
+void prometheus_writer::process(bool draining) {
+    metric("heartwheel_draining", "gauge", "1 while connections are asked to leave (a drain), else 0.", draining ? 1 : 0);
+    rlimit lim{};
+    ::getrlimit(RLIMIT_NOFILE, &lim);
+    metric("process_open_fds", "gauge", "Open file descriptors.", open_descriptors());
+    metric("process_max_fds", "gauge", "The file descriptor limit.", static_cast<double>(lim.rlim_cur));
+}
+
+std::size_t open_descriptors() {
+    struct stat st {};
+    if (::stat("/proc/self/fd", &st) == 0 && st.st_size > 0) return static_cast<std::size_t>(st.st_size);
+    std::size_t fds = 0;
+    std::error_code ec;
+    for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec); !ec && it != std::filesystem::directory_iterator();
+         it.increment(ec))
+        ++fds;
+    return fds > 0 ? fds - 1 : 0; // less the walk's own descriptor for the directory
 }
 
 } // namespace heartwheel::net

@@ -220,20 +220,6 @@ void proxy_protocol_options::validate() const {
         throw config_error("proxy_from", "", "at least one address range (the balancers')", "empty");
 }
 
-bool parse_proxy_flag(int argc, const char* const* argv, int& i, proxy_protocol_options& o) {
-    const std::string_view flag = argv[i];
-    if (flag == "--proxy-protocol") {
-        o.enabled = true;
-        return true;
-    }
-    if (flag != "--proxy-from" && flag != "--proxy-timeout") return false;
-    if (i + 1 >= argc) throw config_error(std::string(flag), "", "a value", "missing");
-    const std::string_view value = argv[++i];
-    if (flag == "--proxy-from") o.trusted = parse_cidrs(value, "--proxy-from");
-    else o.timeout = std::chrono::milliseconds(parse_count(value, "--proxy-timeout", 10, 60'000));
-    return true;
-}
-
 close_reason proxy_untrusted_reason() {
     static const close_reason r = define_close_reason("proxy-untrusted");
     return r;

@@ -14,6 +14,7 @@ through net::listener and makes its TLS context with net::server_tls_context, so
    one), and close one without a header, counted proxy-missing;
  - with --handover PATH, let a successor take its listening socket — connects refused by neither
    meanwhile — then drain and exit 0 while the successor serves;
+ - serve /metrics with --metrics HOST:PORT (the library's families; draining 1 during a drain);
  - catch SIGTERM before it says "listening on" (a supervisor signals once it has read that line);
  - answer --help with its usage, exit 0.
 What is judged is what a client sees, and the server's CPU from /proc."""
@@ -236,20 +237,42 @@ class Admission(unittest.TestCase):
 class ProxyProtocol(unittest.TestCase):
     """--proxy-protocol on every server: the listener reads the header, the protocol never sees it."""
 
-    def test_every_server_reads_the_header_and_refuses_a_connection_without_one(self):
+    def check_header_required(self, name, probe, *flags):
+        """A server started with `flags` serves a client after a PROXY header, and refuses one without:
+        the server's stdout."""
         global PREFIX
-        for name, (binary, _, probe) in SERVERS.items():
-            proc, port = start(binary, "--proxy-protocol")
-            try:
-                PREFIX = b"PROXY TCP4 192.0.2.1 127.0.0.1 40000 80\r\n"
-                self.assertTrue(probe(port), f"{name}: not served after a PROXY header")
-                PREFIX = b""
-                self.assertFalse(probe(port), f"{name}: served without a PROXY header")
-            finally:
-                PREFIX = b""
-                out, err = stop(proc)
+        proc, port = start(SERVERS[name][0], *flags)
+        try:
+            PREFIX = b"PROXY TCP4 192.0.2.1 127.0.0.1 40000 80\r\n"
+            self.assertTrue(probe(port), f"{name} {flags}: not served after a PROXY header")
+            PREFIX = b""
+            self.assertFalse(probe(port), f"{name} {flags}: served without a PROXY header")
+        finally:
+            PREFIX = b""
+            out, _ = stop(proc)
+        return out
+
+    def test_every_server_reads_the_header_and_refuses_a_connection_without_one(self):
+        for name, (_, _, probe) in SERVERS.items():
+            out = self.check_header_required(name, probe, "--proxy-protocol")
             if "final closes=" in out:
                 self.assertGreaterEqual(closes(out).get("proxy-missing", 0), 1, f"{name}: {out}")
+
+    def test_every_server_takes_it_from_its_config_file(self):
+        """The same settings as keys of --config (net::server_settings: one set() for flag and key); a
+        misspelled key exits 2 naming it."""
+        with tempdir() as d:
+            good, bad = os.path.join(d, "good.toml"), os.path.join(d, "bad.toml")
+            with open(good, "w") as f:
+                f.write('proxy_protocol = true\nproxy_from = "127.0.0.0/8"\ndrain_window = "1s"\n')
+            with open(bad, "w") as f:
+                f.write("proxy_protcol = true\n")
+            for name, (binary, _, probe) in SERVERS.items():
+                self.check_header_required(name, probe, "--config", good)
+                p = subprocess.run([os.path.join(BUILD, "examples", binary), "--listen", "127.0.0.1:0", "--config", bad],
+                                   capture_output=True, text=True, timeout=20)
+                self.assertEqual(p.returncode, 2, (name, p.stderr))
+                self.assertIn("proxy_protcol", p.stderr, name)
 
     def test_tls_after_the_header(self):
         with tempdir() as d:
@@ -364,6 +387,60 @@ class Promises(unittest.TestCase):
                 tests = [n.name for c in classes.values() if any(getattr(b, "id", None) == cls for b in c.bases)
                          for n in ast.walk(c) if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]
             self.assertTrue(tests, f"{layer}: {suite} {cls} has no test")
+
+
+def scrape(port, path="/metrics"):
+    """GET `path` from a server's metrics port: (status line, body)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(f"GET {path} HTTP/1.0\r\nHost: x\r\n\r\n".encode())
+        got = b""
+        while chunk := s.recv(65536):
+            got += chunk
+    head, _, body = got.decode().partition("\r\n\r\n")
+    return head.split("\r\n", 1)[0], body
+
+
+def gauge(body, name):
+    m = re.search(rf"^{re.escape(name)} (\S+)$", body, re.M)
+    return float(m.group(1)) if m else None
+
+
+class Metrics(unittest.TestCase):
+    """net::serve_metrics on every server (--metrics HOST:PORT, the second line says where): the
+    library's families, and the draining gauge at 1 while a drain asks the connections to leave."""
+
+    def test_every_server_serves_metrics_and_its_draining_gauge(self):
+        for name, (binary, _, _) in SERVERS.items():
+            proc, port = start(binary, "--metrics", "127.0.0.1:0", "--drain-window", "3000")
+            held = []
+            try:
+                second = proc.stdout.readline()
+                self.assertTrue(second.startswith("metrics on 127.0.0.1:"), (name, second))
+                mport = int(second.strip().rsplit(":", 1)[1])
+                held = [connect(port) for _ in range(40)]
+                deadline = time.monotonic() + 10
+                while True:
+                    status, body = scrape(mport)
+                    self.assertIn(" 200 ", status, name)
+                    if (gauge(body, "heartwheel_accepted_total") or 0) >= 40 or time.monotonic() > deadline:
+                        break
+                    time.sleep(0.1)
+                if name != "echo_server":  # echo_server counts its own accepted (= closes + open)
+                    self.assertGreaterEqual(gauge(body, "heartwheel_accepted_total"), 40, (name, body))
+                self.assertEqual(gauge(body, "heartwheel_draining"), 0, (name, body))
+                self.assertIn('heartwheel_closes_total{reason="reader-idle"}', body, name)
+                self.assertGreater(gauge(body, "process_open_fds"), 40, name)
+                self.assertIn(" 404 ", scrape(mport, "/")[0], name)
+                proc.send_signal(signal.SIGTERM)
+                time.sleep(0.5)  # 40 connections asked over 3 s: most are still there
+                status, body = scrape(mport)
+                self.assertEqual(gauge(body, "heartwheel_draining"), 1, (name, body))
+                out, err = proc.communicate(timeout=20)
+                self.assertEqual(proc.returncode, 0, (name, err[-500:]))
+            finally:
+                for c in held:
+                    c.close()
+                stop(proc)
 
 
 class ReadyLine(unittest.TestCase):

@@ -29,6 +29,7 @@
 
 #include <heartwheel/asio.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <memory>
@@ -93,23 +94,39 @@ auto async_drain(const Executor& ex, std::chrono::milliseconds window, Token&& t
         token, ex);
 }
 
+/// Whether drain_on_signals's drain is under way: a server's draining gauge (read from any thread).
+class drain_status {
+public:
+    drain_status() = default;
+    explicit drain_status(std::shared_ptr<const std::atomic<bool>> flag) noexcept : flag_(std::move(flag)) {}
+    /// From the first signal (or a handover) until the drain ends and stop() is called.
+    bool draining() const noexcept { return flag_ && flag_->load(std::memory_order_relaxed); }
+
+private:
+    std::shared_ptr<const std::atomic<bool>> flag_;
+};
+
 /// What a server does with SIGINT/SIGTERM (`signals`, an asio::signal_set, waited for here): the
 /// first stops `l` accepting and drains `ex`'s connections over `window`, then calls `stop()` (the
 /// server closes what is left and stops); a second signal, or a window of 0, calls `stop()` at once.
 /// A successor taking `l`'s socket over (listener_options::handover) starts the same drain.
 /// `stop` is called once, on the signals' executor or ex's (give both the same thread or strand).
+/// Install it before the server says it is listening: a supervisor may signal at once.
 template <class SignalSet, class Executor, class Stop>
-void drain_on_signals(SignalSet& signals, listener& l, const Executor& ex, std::chrono::milliseconds window, Stop stop) {
+drain_status drain_on_signals(SignalSet& signals, listener& l, const Executor& ex, std::chrono::milliseconds window,
+                              Stop stop) {
     struct state {
         SignalSet& signals;
         listener& l;
         Executor ex;
         std::chrono::milliseconds window;
         Stop stop;
+        std::shared_ptr<std::atomic<bool>> gauge = std::make_shared<std::atomic<bool>>(false);
         bool draining = false, stopped = false;
 
         void finish() {
             if (std::exchange(stopped, true)) return;
+            gauge->store(false, std::memory_order_relaxed);
             l.close();
             stop();
         }
@@ -118,6 +135,7 @@ void drain_on_signals(SignalSet& signals, listener& l, const Executor& ex, std::
             if (self->stopped || self->draining) return;
             if (self->window.count() == 0) return self->finish();
             self->draining = true;
+            self->gauge->store(true, std::memory_order_relaxed);
             self->l.close();
             async_drain(self->ex, self->window, [self](const error_code&, std::size_t) { self->finish(); });
         }
@@ -135,6 +153,7 @@ void drain_on_signals(SignalSet& signals, listener& l, const Executor& ex, std::
         if (auto self = weak.lock()) state::begin_drain(self);
     });
     state::wait(s);
+    return drain_status(s->gauge);
 }
 
 } // namespace heartwheel::net

@@ -112,14 +112,6 @@ private:
     std::shared_ptr<state> state_;
 };
 
-/// The flag every example server spells the same: `--handover PATH` sets `path` (argv[i] and its
-/// value consumed: true); false when argv[i] is another flag; config_error when the value is missing.
-bool parse_handover_flag(int argc, const char* const* argv, int& i, std::string& path);
-/// Its line for a --help text.
-inline constexpr const char* handover_flag_help =
-    "  --handover PATH     a Unix socket path: take the listening socket from the process serving it (which\n"
-    "                      then drains) and serve it for the next one: a restart that refuses no connect\n";
-
 } // namespace heartwheel::net
 
 #endif

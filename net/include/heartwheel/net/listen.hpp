@@ -35,6 +35,10 @@ struct listen_options {
 /// `field` (the flag or key the text came from) otherwise.
 asio::ip::tcp::endpoint parse_endpoint(std::string_view host_port, const std::string& field = "listen");
 
+/// "HOST:PORT", an IPv6 host in brackets: what parse_endpoint reads (and what a server prints after
+/// "listening on ").
+std::string endpoint_text(const asio::ip::tcp::endpoint& endpoint);
+
 /// A socket listening on `endpoint`; throws listen_error naming `endpoint` and the reason.
 asio::ip::tcp::acceptor listen(const asio::any_io_executor& ex, const asio::ip::tcp::endpoint& endpoint,
                                const listen_options& options = {});

@@ -30,6 +30,10 @@ liveness_config load_liveness_config(const std::string& path);
 /// heartbeat; each table present sets the keys it names, over `base`. Validated.
 liveness_config load_liveness_config(const std::string& path, liveness_config base);
 
+/// A TOML file read and parsed (see read_config_file for what is refused); config_error naming the
+/// file, and the line and column of a syntax error.
+toml::table load_toml_file(const std::string& path);
+
 /// The names of the liveness tables: idle, timeouts, heartbeat, request, backoff, limits, keepalive.
 bool is_liveness_table(std::string_view name) noexcept;
 

@@ -4,7 +4,8 @@
 // A prometheus_writer accumulates families: the application's own (metric(), histogram()), then the
 // library's — liveness() for a counters_snapshot (closes by reason, idle events, heartbeats, round
 // trips, death lateness, closes while scaled), wheels() for the drivers' health (pending timers,
-// wake-ups, wake-up lateness), read_chunks() for the thread pools' lent chunks. Names are the
+// wake-ups, wake-up lateness), read_chunks() for the thread pools' lent chunks, accepting() for a
+// listener's, process() for the drain and the descriptors. Names are the
 // `heartwheel_` families echo_server publishes (docs/echo_server.md lists them); every family gets
 // its HELP and TYPE lines once; histograms are cumulative with +Inf, _sum and _count. No I/O: serve
 // text() however the application serves HTTP.
@@ -13,6 +14,7 @@
 
 #include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/net/counters.hpp>
+#include <heartwheel/net/listener.hpp>
 
 #include <cstdint>
 #include <sstream>
@@ -56,6 +58,13 @@ public:
     void wheels(std::size_t pending_timers, const driver_stats& summed);
     /// heartwheel_read_chunks_lent: read chunks lent by the threads' pools and not yet given back.
     void read_chunks();
+    /// heartwheel_accepted_total, heartwheel_accept_pauses_total (at the descriptor limit),
+    /// heartwheel_accept_waits_total (at an admission limit) and heartwheel_accept_refused_total{reason}
+    /// (descriptor-limit, max-connections, proxy), from `l`.
+    void accepting(const listener& l);
+    /// heartwheel_draining (1 while a drain asks connections to leave: drain_status::draining()),
+    /// process_open_fds and process_max_fds.
+    void process(bool draining);
 
     std::string text() const { return os_.str(); }
 
@@ -63,6 +72,9 @@ private:
     void head(std::string_view name, std::string_view type, std::string_view help);
     std::ostringstream os_;
 };
+
+/// The process's open descriptors (counted in /proc/self/fd).
+std::size_t open_descriptors();
 
 } // namespace heartwheel::net
 

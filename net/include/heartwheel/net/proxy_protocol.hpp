@@ -77,17 +77,6 @@ struct proxy_protocol_options {
     void validate() const;
 };
 
-/// The command-line flags a server takes for the PROXY protocol, spelled the same in every example:
-/// `--proxy-protocol`, `--proxy-from CIDR[,CIDR...]`, `--proxy-timeout MS`. When argv[i] is one of
-/// them, sets `o`, moves i past its value and returns true; throws config_error naming the flag and
-/// its range on a bad value.
-bool parse_proxy_flag(int argc, const char* const* argv, int& i, proxy_protocol_options& o);
-/// Their lines for a --help text.
-inline constexpr const char* proxy_flags_help =
-    "  --proxy-protocol    behind a balancer: every connection starts with a PROXY header (v1 or v2)\n"
-    "  --proxy-from CIDRS  the balancers trusted to send one (default 127.0.0.0/8,::1/128)\n"
-    "  --proxy-timeout MS  a header must be whole within this, 10..60000 (default 3000)\n";
-
 /// The close reasons of a connection refused for its header (counted by the listener).
 close_reason proxy_untrusted_reason(); ///< "proxy-untrusted": a header from a peer outside the trusted ranges
 close_reason proxy_missing_reason();   ///< "proxy-missing": the first bytes are not a header (a peer that leaves first: peer-closed)

@@ -1,22 +1,28 @@
-// metrics.cpp — accept, read one request head, answer, close. Bounded: at most `max_scrapes`
-// connections at once, a head of at most 8 KiB within 1 s, 5 s per connection in all; header lines
-// may end in "\r\n" or a bare "\n". Built to keep answering under abuse: when all the places are taken,
-// a new scrape evicts the oldest one still waiting for its request head (so slowloris connections
-// cannot lock the scrapes out), and a spare descriptor, given up at the descriptor limit for one
-// scrape at a time, keeps /metrics reachable when the server's connections have taken every other
-// one; otherwise, at the limit, accepting pauses instead of spinning.
-#include "metrics.hpp"
+// metrics_endpoint.cpp — accept, read one request head, answer, close (metrics_endpoint.hpp says
+// what is bounded and why). The scrapes in progress are listed oldest first, so that a full house
+// evicts the oldest one still waiting for its head; a scrape lives as long as its operations.
+#include <heartwheel/net/metrics_endpoint.hpp>
 
+#include <heartwheel/net/listen.hpp>
+#include <heartwheel/net/policies.hpp>
+
+#if defined(HEARTWHEEL_BOOST_ASIO)
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/write.hpp>
+#else
 #include <asio/read_until.hpp>
 #include <asio/write.hpp>
+#endif
 
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <list>
 #include <memory>
+#include <string_view>
+#include <utility>
 
-namespace echo {
+namespace heartwheel::net {
 namespace {
 
 constexpr std::size_t max_scrapes = 8;
@@ -41,38 +47,39 @@ struct scrape;
 using scrape_list = std::list<std::weak_ptr<scrape>>;
 
 struct scrape : std::enable_shared_from_this<scrape> {
-    scrape(worker& w, asio::ip::tcp::socket s, std::function<std::string()> b, scrape_list& list, std::function<void()> gone)
-        : w(w), socket(std::move(s)), body(std::move(b)), list(list), gone(std::move(gone)) {}
+    scrape(asio_wheel& w, asio::ip::tcp::socket s, std::function<std::string()> b, std::shared_ptr<scrape_list> list,
+           std::function<void()> gone)
+        : w(w), socket(std::move(s)), body(std::move(b)), list(std::move(list)), gone(std::move(gone)) {}
     ~scrape() {
-        list.erase(place);
+        list->erase(place);
         if (gone) gone();
     }
-    worker& w;
+    asio_wheel& w;
     asio::ip::tcp::socket socket;
     std::function<std::string()> body;
-    scrape_list& list;
+    std::shared_ptr<scrape_list> list; ///< shared: a scrape may outlive its acceptor's state (a stopped io_context)
     scrape_list::iterator place;
-    std::function<void()> gone; ///< the listener takes its spare descriptor back
+    std::function<void()> gone; ///< the acceptor takes its spare descriptor back
     std::string request, response;
-    heartwheel::timer_handle deadline;
+    timer_handle deadline;
     bool answering = false;
 
     void start() {
-        place = list.insert(list.end(), weak_from_this());
+        place = list->insert(list->end(), weak_from_this());
         // The head must come within a second (a slowloris sends it a byte at a time), the whole
         // exchange within five.
-        deadline = w.wheel.schedule_after(std::chrono::seconds(1), [weak = weak_from_this()] {
+        deadline = w.schedule_after(std::chrono::seconds(1), [weak = weak_from_this()] {
             if (auto self = weak.lock(); self && !self->answering) self->socket.close();
         });
         asio::async_read_until(socket, asio::dynamic_buffer(request, 8192),
                                head_end{},
-                               [self = shared_from_this()](std::error_code ec, std::size_t) { self->answer(ec); });
+                               [self = shared_from_this()](error_code ec, std::size_t) { self->answer(ec); });
     }
 
-    void answer(std::error_code ec) {
+    void answer(error_code ec) {
         if (ec) return;
         answering = true;
-        deadline = w.wheel.schedule_after(std::chrono::seconds(4), [weak = weak_from_this()] {
+        deadline = w.schedule_after(std::chrono::seconds(4), [weak = weak_from_this()] {
             if (auto self = weak.lock()) self->socket.close();
         });
         const bool ok = request.rfind("GET /metrics ", 0) == 0 || request.rfind("GET /metrics?", 0) == 0 ||
@@ -81,29 +88,29 @@ struct scrape : std::enable_shared_from_this<scrape> {
         response = std::string(ok ? "HTTP/1.0 200 OK\r\n" : "HTTP/1.0 404 Not Found\r\n") +
                    "Content-Type: text/plain; version=0.0.4\r\nContent-Length: " + std::to_string(text.size()) +
                    "\r\nConnection: close\r\n\r\n" + text;
-        asio::async_write(socket, asio::buffer(response), [self = shared_from_this()](std::error_code, std::size_t) {
-            std::error_code ignored;
+        asio::async_write(socket, asio::buffer(response), [self = shared_from_this()](error_code, std::size_t) {
+            error_code ignored;
             self->socket.shutdown(asio::socket_base::shutdown_both, ignored);
             self->deadline.cancel();
         });
     }
 };
 
-struct listener : std::enable_shared_from_this<listener> {
-    listener(worker& w, asio::ip::tcp::acceptor& a, std::function<std::string()> b)
+struct scrape_acceptor : std::enable_shared_from_this<scrape_acceptor> {
+    scrape_acceptor(asio_wheel& w, asio::ip::tcp::acceptor& a, std::function<std::string()> b)
         : w(w), acceptor(a), body(std::move(b)), spare(::open("/dev/null", O_RDONLY | O_CLOEXEC)) {}
-    ~listener() {
+    ~scrape_acceptor() {
         if (spare >= 0) ::close(spare);
     }
-    worker& w;
+    asio_wheel& w;
     asio::ip::tcp::acceptor& acceptor;
     std::function<std::string()> body;
-    scrape_list scrapes;
-    heartwheel::timer_handle pause;
+    std::shared_ptr<scrape_list> scrapes = std::make_shared<scrape_list>();
+    timer_handle pause;
     int spare; ///< a descriptor kept for one scrape at the descriptor limit
 
     void accept() {
-        acceptor.async_accept([self = shared_from_this()](std::error_code ec, asio::ip::tcp::socket s) {
+        acceptor.async_accept([self = shared_from_this()](error_code ec, asio::ip::tcp::socket s) {
             if (ec == asio::error::operation_aborted || !self->acceptor.is_open()) return;
             if (ec) {
                 // Out of descriptors: give up the spare for the scrape waiting in the backlog (it gets
@@ -112,7 +119,7 @@ struct listener : std::enable_shared_from_this<listener> {
                     ::close(std::exchange(self->spare, -1));
                     return self->accept();
                 }
-                self->pause = self->w.wheel.schedule_after(std::chrono::milliseconds(100), [self] {
+                self->pause = self->w.schedule_after(std::chrono::milliseconds(100), [self] {
                     const auto keep = self; // the handle (and this lambda) go now: no cycle left behind
                     keep->pause = {};
                     keep->accept();
@@ -125,14 +132,14 @@ struct listener : std::enable_shared_from_this<listener> {
     }
 
     void serve(asio::ip::tcp::socket s) {
-        if (scrapes.size() >= max_scrapes) { // full: the oldest still waiting for its head makes room
-            for (auto& weak : scrapes)
+        if (scrapes->size() >= max_scrapes) { // full: the oldest still waiting for its head makes room
+            for (auto& weak : *scrapes)
                 if (auto old = weak.lock(); old && !old->answering && old->socket.is_open()) {
-                    std::error_code ignored;
+                    error_code ignored;
                     old->socket.close(ignored);
                     break;
                 }
-            if (scrapes.size() >= max_scrapes + 8) return; // all answering (or closing): `s` closes here
+            if (scrapes->size() >= max_scrapes + 8) return; // all answering (or closing): `s` closes here
         }
         std::function<void()> gone;
         if (spare < 0) // this scrape may hold the spare's number: take it back when it ends
@@ -145,8 +152,8 @@ struct listener : std::enable_shared_from_this<listener> {
 
 } // namespace
 
-void serve_metrics(worker& w, asio::ip::tcp::acceptor& acceptor, std::function<std::string()> body) {
-    std::make_shared<listener>(w, acceptor, std::move(body))->accept();
+void serve_metrics(asio::ip::tcp::acceptor& acceptor, asio_wheel& wheel, std::function<std::string()> body) {
+    std::make_shared<scrape_acceptor>(wheel, acceptor, std::move(body))->accept();
 }
 
-} // namespace echo
+} // namespace heartwheel::net
