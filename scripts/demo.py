@@ -22,6 +22,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -376,6 +377,47 @@ def descriptor_scene():
     return answer == "OK" and used < 0.5 and told > 0
 
 
+def metrics_scene():
+    """Any server's /metrics and its drain, set up from a TOML file: chat_server reads its server
+    settings (metrics, drain_window) as --config keys beside the liveness tables."""
+    say("scene", "chat_server configured by a TOML file: /metrics while 20 members chat, then a 2 s drain watched there")
+    conf = os.path.join(tempfile.mkdtemp(prefix="heartwheel-demo-"), "chat.toml")
+    with open(conf, "w") as f:
+        f.write('metrics = "127.0.0.1:0"\ndrain_window = "2s"\n[heartbeat]\ninterval = "10s"\n')
+    server = subprocess.Popen([os.path.join(BUILD, "examples", "chat_server"), "--listen", "127.0.0.1:0", "--config", conf],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    PROCS.append(server)
+    port = int(server.stdout.readline().strip().rsplit(":", 1)[1])
+    mport = int(server.stdout.readline().strip().rsplit(":", 1)[1])
+
+    def scrape():
+        with socket.create_connection(("127.0.0.1", mport), timeout=5) as c:
+            c.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+            got = b""
+            while chunk := c.recv(65536):
+                got += chunk
+        text = got.decode(errors="replace")
+        pick = lambda name: next((l.split()[-1] for l in text.splitlines() if l.startswith(name + " ")), "?")
+        return {k: pick(k) for k in ("chat_members", "heartwheel_accepted_total", "heartwheel_draining")} | {
+            "closed draining": pick('heartwheel_closes_total{reason="draining"}')}
+
+    members = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(20)]
+    time.sleep(0.3)
+    members[0].sendall(b"hello, room\n")
+    time.sleep(0.2)
+    before = scrape()
+    say("metrics", f"serving: {before}")
+    server.send_signal(signal.SIGTERM)
+    time.sleep(0.8)
+    during = scrape()
+    say("metrics", f"0.8 s into the drain: {during}")
+    out, _ = server.communicate(timeout=15)
+    for m in members:
+        m.close()
+    say("chat_server", out.strip().splitlines()[-1] if out.strip() else "(no final line)")
+    return before["heartwheel_draining"] == "0" and during["heartwheel_draining"] == "1" and server.returncode == 0
+
+
 def balancer_scene():
     """Behind HAProxy (send-proxy-v2, health checks): the PROXY protocol gives echo_server each client's
     own address, so --source-share judges clients, not the balancer; a peer without a header is closed."""
@@ -512,6 +554,7 @@ def main():
     ok = http_scene() and ok
     ok = storm_scene() and ok
     ok = descriptor_scene() and ok
+    ok = metrics_scene() and ok
     ok = balancer_scene() and ok
     print("\ndemo", "finished: every behaviour shown" if ok else "finished, but a scene did not go as scripted")
     return 0 if ok else 1
