@@ -65,6 +65,25 @@ class KvServer(unittest.TestCase):
             a.close()
             b.close()
 
+    def test_a_drain_answers_a_wait_in_progress_before_the_goodbye(self):
+        """A connection asked to leave with a tracked request in flight (its WAIT) answers it first,
+        then says BYE draining (net::connection::leave)."""
+        with Kv("--drain-window", "3000") as kv:
+            a, fa = kv.client()
+            self.assertEqual(ask(fa, "SET k v"), "OK")
+            fa.write(b"WAIT w 800\n")
+            fa.flush()
+            time.sleep(0.1)
+            kv.proc.send_signal(signal.SIGTERM)  # the only connection: asked at once
+            start = time.monotonic()
+            self.assertEqual(fa.readline().decode().strip(), "TIMEOUT")  # its own deadline, not the drain
+            self.assertGreaterEqual(time.monotonic() - start, 0.5)
+            self.assertTrue(fa.readline().decode().startswith("BYE draining"))
+            self.assertEqual(fa.readline(), b"")
+            a.close()
+            kv.proc.communicate(timeout=10)
+            self.assertEqual(kv.proc.returncode, 0)
+
     def test_liveness_from_a_toml_file(self):
         with tempdir() as d:
             cfg = os.path.join(d, "live.toml")

@@ -658,6 +658,30 @@ BOOST_AUTO_TEST_CASE(keepalive_user_timeout_below_probe_interval_is_refused) {
 
 // Every documented counter is counted: requests started, timed out and failed on close; reconnect
 // attempts and failures.
+// when_idle: called once, when the last outstanding request is done (answered or timed out), after
+// its completion was posted: what a connection asked to leave waits for.
+BOOST_AUTO_TEST_CASE(when_idle_is_called_once_after_the_last_request_is_done) {
+    asio::io_context io;
+    manual_service svc;
+    request_policy p;
+    p.timeout = 100ms;
+    request_tracker<> t(svc, io.get_executor(), p);
+    std::vector<std::string> order;
+    t.track(1, [&](std::error_code, request_state) { order.push_back("done 1"); });
+    t.track(2, 300ms, [&](std::error_code, request_state) { order.push_back("done 2"); });
+    t.when_idle([&] { asio::post(io, [&] { order.push_back("idle"); }); });
+    BOOST_TEST(t.complete(1));
+    io.poll();
+    BOOST_TEST((order == std::vector<std::string>{"done 1"})); // one still outstanding
+    svc.step_by(300ms); // the other times out
+    io.poll();
+    BOOST_TEST((order == std::vector<std::string>{"done 1", "done 2", "idle"})); // behind its completion
+    t.track(3, [&](std::error_code, request_state) {});
+    BOOST_TEST(t.complete(3));
+    io.poll();
+    BOOST_TEST(order.size() == 3u); // once
+}
+
 BOOST_AUTO_TEST_CASE(request_and_reconnect_counters) {
     asio::io_context io;
     manual_service svc;

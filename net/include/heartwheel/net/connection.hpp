@@ -212,11 +212,19 @@ public:
         asio::post(stream_.get_executor(), [self = this->shared_from_this(), f = std::forward<F>(fn)]() mutable { f(*self); });
     }
     /// Asks the connection to leave, as a drain does: its handler leaves its protocol's way if it
-    /// says so (connection_handler::on_drain), else it closes `draining` (its last words say so). On
-    /// the connection's executor.
+    /// says so (connection_handler::on_drain), else it closes `draining` (its last words say so) —
+    /// once no tracked request (requests()) is in flight: each is answered first, and the connection
+    /// leaves just after the last one's completion has run (posted behind it, on the connection's
+    /// executor), or at the drain window's end with the rest. On the connection's executor.
     void leave() {
         if (closing_) return;
         if (handler_ && handler_->on_drain()) return;
+        if constexpr (std::is_same_v<Liveness, connection_liveness>) {
+            if (live_.outstanding_requests() > 0)
+                return live_.requests().when_idle([w = this->weak_from_this()] {
+                    if (auto self = w.lock()) self->post([](connection& c) { c.leave(); });
+                });
+        }
         close(draining_reason());
     }
     /// A tracked request's response arrived (requests().complete(id)); from outside the connection's

@@ -106,6 +106,8 @@ public:
     /// The connection's outstanding requests (made on first use, with config.request). After close()
     /// a request tracked here completes at once with errc::connection_closed.
     request_tracker<std::uint64_t>& requests();
+    /// Tracked requests in flight (0 when none was ever tracked: the tracker is not made for this).
+    std::size_t outstanding_requests() const noexcept { return requests_ ? requests_->outstanding() : 0; }
     bool closed() const noexcept { return closed_; }
     /// Stops every timer and fails outstanding requests; idempotent. No callback runs afterwards.
     void close();

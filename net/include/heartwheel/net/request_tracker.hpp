@@ -27,8 +27,10 @@
 #include <heartwheel/asio.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <unordered_map>
+#include <utility>
 
 namespace heartwheel::net {
 
@@ -90,6 +92,7 @@ public:
         entries_.clear();
         if (counters_ && !all.empty() && ec == errc::connection_closed) counters_->requests_failed_on_close(all.size());
         for (auto& [id, e] : all) e->finish(ec);
+        if (!all.empty() && on_idle_) std::exchange(on_idle_, nullptr)();
         return all.size();
     }
 
@@ -101,6 +104,10 @@ public:
     }
 
     std::size_t outstanding() const noexcept { return entries_.size(); }
+
+    /// Calls `f` once, when the last outstanding request is done (answered, timed out or failed),
+    /// just after its completion was posted: a connection asked to leave waits for this.
+    void when_idle(std::function<void()> f) { on_idle_ = std::move(f); }
 
 private:
     struct entry_base : heartwheel::completion_node {
@@ -135,6 +142,7 @@ private:
         entry_base* e = it->second;
         entries_.erase(it);
         e->finish(ec);
+        if (entries_.empty() && on_idle_) std::exchange(on_idle_, nullptr)();
         return true;
     }
 
@@ -149,6 +157,7 @@ private:
     liveness_counters* counters_;
     std::unordered_map<Id, entry_base*> entries_;
     error_code closed_; ///< set by close(): what a later track() completes with
+    std::function<void()> on_idle_; ///< when_idle()'s, called once
 };
 
 } // namespace heartwheel::net
