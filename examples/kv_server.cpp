@@ -187,9 +187,7 @@ int main(int argc, char** argv) {
         net::serve_metrics(*metrics, wheel, [&] {
             net::prometheus_writer out;
             out.metric("kv_keys", "gauge", "Keys in the store.", db.values.size());
-            out.accepting(*listener);
-            out.process(drain.draining());
-            out.liveness(counters.snapshot());
+            out.serving(*listener, drain.draining(), counters.snapshot());
             out.wheels(wheel.size(), wheel.stats());
             return out.text();
         });

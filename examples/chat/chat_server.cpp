@@ -164,9 +164,7 @@ int main(int argc, char** argv) {
             net::prometheus_writer out;
             out.metric("chat_members", "gauge", "Members in the room.", r.members.size());
             out.metric("chat_lines_total", "counter", "Lines said in the room.", r.lines);
-            out.accepting(*listener);
-            out.process(drain.draining());
-            out.liveness(counters.snapshot());
+            out.serving(*listener, drain.draining(), counters.snapshot());
             out.wheels(wheel.size(), wheel.stats());
             return out.text();
         });

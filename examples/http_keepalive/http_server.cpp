@@ -198,9 +198,7 @@ int serve(const options& o, asio::ssl::context* tls) {
             net::prometheus_writer out;
             out.metric("http_connections", "gauge", "Open connections.", state.open.size());
             out.metric("http_requests_total", "counter", "Requests answered.", state.requests);
-            out.accepting(*listener);
-            out.process(drain.draining());
-            out.liveness(counters.snapshot());
+            out.serving(*listener, drain.draining(), counters.snapshot());
             out.wheels(wheel.size(), wheel.stats());
             return out.text();
         });

@@ -217,9 +217,7 @@ int serve(const options& o, asio::ssl::context* tls) {
             net::prometheus_writer out;
             out.metric("ws_chat_members", "gauge", "Members in the room.", r.everyone().size());
             out.metric("ws_chat_messages_total", "counter", "Messages broadcast.", r.messages.load());
-            out.accepting(*listener);
-            out.process(drain.draining());
-            out.liveness(counters.snapshot());
+            out.serving(*listener, drain.draining(), counters.snapshot());
             return out.text(); // the wheels run on other threads: echo_server mirrors them, this one does not
         });
     }

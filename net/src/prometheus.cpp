@@ -78,6 +78,12 @@ void prometheus_writer::process(bool draining) {
     metric("process_max_fds", "gauge", "The file descriptor limit.", static_cast<double>(lim.rlim_cur));
 }
 
+void prometheus_writer::serving(const listener& l, bool draining, const counters_snapshot& c) {
+    accepting(l);
+    process(draining);
+    liveness(c);
+}
+
 std::size_t open_descriptors() {
     struct stat st {};
     if (::stat("/proc/self/fd", &st) == 0 && st.st_size > 0) return static_cast<std::size_t>(st.st_size);

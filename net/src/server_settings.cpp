@@ -15,7 +15,6 @@ namespace {
 
 constexpr std::array<const char*, 9> names = {"listen", "max_connections", "max_handshakes", "drain_window",
                                               "proxy_protocol", "proxy_from", "proxy_timeout", "handover", "metrics"};
-constexpr std::size_t key_total = names.size();
 
 // "max-connections" and "--max-connections" read as "max_connections".
 std::string normal(std::string_view key) {
@@ -40,13 +39,13 @@ bool yes(std::string_view value, const std::string& who) {
 
 } // namespace
 
-bool server_settings::is_key(std::string_view key) noexcept {
+bool server_settings::is_key(std::string_view key) {
     const std::string k = normal(key);
     return std::find(names.begin(), names.end(), k) != names.end();
 }
 
 const char* const* server_settings::keys() noexcept { return names.data(); }
-std::size_t server_settings::key_count() noexcept { return key_total; }
+std::size_t server_settings::key_count() noexcept { return names.size(); }
 
 bool server_settings::set(std::string_view key, std::string_view value, const std::string& who, bool from_file) {
     const std::string k = normal(key);

@@ -65,6 +65,9 @@ public:
     /// heartwheel_draining (1 while a drain asks connections to leave: drain_status::draining()),
     /// process_open_fds and process_max_fds.
     void process(bool draining);
+    /// What every server exports after its own families: accepting(l), process(draining) and
+    /// liveness(c).
+    void serving(const listener& l, bool draining, const counters_snapshot& c);
 
     std::string text() const { return os_.str(); }
 

@@ -41,7 +41,7 @@ struct server_settings {
     bool set(std::string_view key, std::string_view value, const std::string& who, bool from_file = false);
 
     /// Whether `key` is one of these settings ('_' or '-').
-    static bool is_key(std::string_view key) noexcept;
+    static bool is_key(std::string_view key);
     /// Their config-file names: listen, max_connections, ..., metrics.
     static const char* const* keys() noexcept;
     static std::size_t key_count() noexcept;

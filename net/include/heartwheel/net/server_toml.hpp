@@ -18,6 +18,7 @@
 #include <heartwheel/net/liveness_toml.hpp>
 #include <heartwheel/net/server_settings.hpp>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
