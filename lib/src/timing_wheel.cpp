@@ -60,16 +60,17 @@ timing_wheel::timing_wheel(time_point start, wheel_config config)
     // two due stores), not for all of them.
     const unsigned top = top_level();
     const auto top_slots = static_cast<std::uint32_t>(top_index()) + 1;
-    const std::uint32_t below = top * slots_per_level + (top > 0 ? (top - 1) * slots_per_level : 0);
-    pool_.reach(below + (top > 0 ? 2 : 1) * top_slots + 2);
+    const std::uint32_t below = detail::level_base(top); // the slots of the levels below the top
+    const std::uint32_t below_starts = top > 0 ? below - low_slots : 0;
+    pool_.reach(below + below_starts + (top > 0 ? 2 : 1) * top_slots + 2);
 }
 
 unsigned timing_wheel::top_level() const noexcept {
-    return static_cast<unsigned>(63 - __builtin_clzll(max_tick_ | 1)) / slot_bits;
+    return detail::level_at_bit(static_cast<unsigned>(63 - __builtin_clzll(max_tick_ | 1)));
 }
 
 // The last slot of the top level a timer can be filed in: max_tick_'s digit there.
-std::uint64_t timing_wheel::top_index() const noexcept { return max_tick_ >> (top_level() * slot_bits); }
+std::uint64_t timing_wheel::top_index() const noexcept { return max_tick_ >> detail::level_shift(top_level()); }
 
 timing_wheel::~timing_wheel() { stop(); }
 
@@ -213,9 +214,9 @@ void timing_wheel::release_exact(time_point now) noexcept {
 
 // A slot's store emptied by a removal: its occupancy bit goes when the slot's other store is empty too.
 void timing_wheel::slot_emptied(std::uint32_t store) noexcept {
-    const std::uint32_t slot = store >= start_stores ? store - start_stores : store;
-    if (pool_.empty(slot) && pool_.empty(slot + start_stores))
-        occupied_[slot / slots_per_level] &= ~(std::uint64_t{1} << (slot % slots_per_level));
+    const std::uint32_t slot = slot_of_store(store);
+    if (pool_.empty(slot) && (slot < low_slots || pool_.empty(slot + start_offset)))
+        occupied_[slot / 64] &= ~(std::uint64_t{1} << (slot % 64));
 }
 
 std::error_code timing_wheel::try_schedule(timer_node& t, time_point deadline) noexcept {
@@ -237,21 +238,23 @@ bool timing_wheel::touch(timer_node& t, time_point deadline) { return touch_tick
 // The first tick of slot `index` of `level` in the wheel's current window (the digits above the level
 // are elapsed_'s).
 std::uint64_t timing_wheel::slot_start(unsigned level, unsigned index) const noexcept {
-    const unsigned span_bits = (level + 1) * slot_bits;
+    const unsigned span_bits = detail::level_shift(level + 1); // the level's digit and those below it
     const std::uint64_t base = span_bits >= 64 ? 0 : elapsed_ & ~((std::uint64_t{1} << span_bits) - 1);
-    return base + (std::uint64_t{index} << (level * slot_bits));
+    return base + (std::uint64_t{index} << detail::level_shift(level));
 }
 
 std::uint64_t timing_wheel::filed_wakeup_tick(const timer_node& t) const noexcept {
     if (t.slot_ >= due_a) return elapsed_;
-    const unsigned slot = t.slot_ >= start_stores ? t.slot_ - start_stores : t.slot_;
-    return slot_start(slot / slots_per_level, slot % slots_per_level);
+    const std::uint32_t slot = slot_of_store(t.slot_);
+    const unsigned level = detail::level_of_slot(slot);
+    return slot_start(level, slot - detail::level_base(level));
 }
 
 std::optional<timing_wheel::slot_ref> timing_wheel::next_slot() const noexcept {
-    for (unsigned level = 0; level < levels; ++level) {
-        if (occupied_[level] == 0) continue;
-        const auto index = static_cast<unsigned>(__builtin_ctzll(occupied_[level]));
+    for (std::uint32_t word = 0; word < occupied_.size(); ++word) {
+        if (occupied_[word] == 0) continue;
+        const std::uint32_t slot = word * 64 + static_cast<std::uint32_t>(__builtin_ctzll(occupied_[word]));
+        const unsigned level = detail::level_of_slot(slot), index = slot - detail::level_base(level);
         return slot_ref{level, index, slot_start(level, index)};
     }
     return std::nullopt;
@@ -342,12 +345,12 @@ inline bool timing_wheel::visit_entry(walk_cursor& c, std::uint64_t now) {
     if (t == nullptr) return true;
     if (const std::uint64_t d = t->deadline_; d > now) {
         const std::uint64_t differs = d ^ now;
-        if (From >= 1 && differs < slots_per_level) {
-            const auto index = static_cast<std::uint32_t>(d % slots_per_level);
+        if (From >= 1 && differs < low_slots) {
+            const auto index = static_cast<std::uint32_t>(d % low_slots);
             file_in(index, index, *t, c.base); // level 0 has no start stores
-        } else if (From == 2 && differs < slots_per_level * slots_per_level) {
-            const auto slot = static_cast<std::uint32_t>(slots_per_level + (d >> slot_bits) % slots_per_level);
-            file_in(slot, d % slots_per_level == 0 ? slot + start_stores : slot, *t, c.base);
+        } else if (From == 2 && differs < (std::uint64_t{1} << detail::level_shift(2))) {
+            const auto slot = static_cast<std::uint32_t>(low_slots + (d >> detail::low_bits) % slots_per_level);
+            file_in(slot, d % low_slots == 0 ? slot + start_offset : slot, *t, c.base);
         } else {
             file_later(*t, c.base);
         }
@@ -442,8 +445,8 @@ void timing_wheel::requeue(std::uint32_t store) noexcept {
 }
 
 bool timing_wheel::process_slot(const slot_ref& s) {
-    const std::uint32_t slot = s.level * slots_per_level + s.index;
-    occupied_[s.level] &= ~(std::uint64_t{1} << s.index);
+    const std::uint32_t slot = s.slot();
+    occupied_[slot / 64] &= ~(std::uint64_t{1} << (slot % 64));
     elapsed_ = s.start;
     // Whatever is left when the budget runs out (or a callback throws) moves to the due store, so the
     // invariant "no occupied slot at or behind elapsed" holds on every exit.
@@ -453,7 +456,8 @@ bool timing_wheel::process_slot(const slot_ref& s) {
         ~requeue_rest() { w.requeue(slot); }
     } guard{*this, slot};
     // The timers due at the slot's start fire first; then the rest cascade.
-    if (!walk<0>(slot + start_stores)) return false;
+    if (s.level == 0) return walk<0>(slot);
+    if (!walk<0>(slot + start_offset)) return false;
     return s.level == 1 ? walk<1>(slot) : s.level == 2 ? walk<2>(slot) : walk<0>(slot);
 }
 
@@ -529,14 +533,14 @@ void timing_wheel::check_invariants() const {
             if (t->state_ != timer_state::pending || t->wheel_ != this) fail("filed timer not pending here");
             if (t->deadline_ > max_tick_) fail("deadline beyond max_tick");
             if (store < due_a) {
-                const std::uint32_t slot = store >= start_stores ? store - start_stores : store;
-                const unsigned level = slot / slots_per_level, index = slot % slots_per_level;
+                const std::uint32_t slot = slot_of_store(store);
+                const unsigned level = detail::level_of_slot(slot), index = slot - detail::level_base(level);
                 if (level > top_level() || (level == top_level() && index > top_index()))
                     fail("a timer filed out of the slot storage's reach (above max_tick's level or digit)");
                 if (t->deadline_ <= elapsed_) fail("filed timer already due");
-                const unsigned above = (level + 1) * slot_bits;
+                const unsigned above = detail::level_shift(level + 1);
                 if (above < 64 && (t->deadline_ >> above) < (elapsed_ >> above)) fail("timer filed below its deadline's level");
-                const std::uint64_t digit = (elapsed_ >> (level * slot_bits)) & (slots_per_level - 1);
+                const std::uint64_t digit = (elapsed_ >> detail::level_shift(level)) & (level == 0 ? low_slots - 1 : slots_per_level - 1);
                 if (index <= digit) fail("slot at or behind elapsed is occupied");
                 // A deadline at its slot's start belongs in the slot's start store (touch only moves
                 // deadlines later, so not even a lazily filed timer can have it).
@@ -547,17 +551,12 @@ void timing_wheel::check_invariants() const {
         });
     };
     if (batch_ != no_store) fail("a due batch outlived its advance");
-    for (std::uint32_t store = 0; store < store_count; ++store) {
-        if (store >= start_stores && store < start_stores + slots_per_level && !pool_.empty(store))
-            fail("a level-0 slot has a start store");
-        check_store(store);
+    for (std::uint32_t store = 0; store < store_count; ++store) check_store(store);
+    for (std::uint32_t slot = 0; slot < slot_count; ++slot) {
+        const bool bit = (occupied_[slot / 64] >> (slot % 64)) & 1;
+        const bool held = !pool_.empty(slot) || (slot >= low_slots && !pool_.empty(slot + start_offset));
+        if (bit != held) fail("occupancy bit disagrees with the slot");
     }
-    for (unsigned level = 0; level < levels; ++level)
-        for (unsigned index = 0; index < slots_per_level; ++index) {
-            const std::uint32_t slot = level * slots_per_level + index;
-            const bool bit = (occupied_[level] >> index) & 1;
-            if (bit != (!pool_.empty(slot) || !pool_.empty(slot + start_stores))) fail("occupancy bit disagrees with the slot");
-        }
     for (std::size_t i = 0; i < exact_.size(); ++i) {
         const timer_node* t = exact_[i].t;
         if (t->slot_ != exact_slot || t->pos_ != i) fail("exact timer's entry fields disagree with its list");

@@ -325,18 +325,18 @@ BOOST_AUTO_TEST_CASE(schedule_tick_files_as_schedule_does_for_the_ticks_time) {
 // A timer due exactly at a higher slot's start fires before that slot's other timers cascade: with
 // a million timers in the slot, it would otherwise wait for all of them to be re-filed.
 BOOST_AUTO_TEST_CASE(a_timer_due_at_a_slot_start_fires_before_the_slot_cascades) {
-    timing_wheel w(t0); // 1 ms tick: 4096 ticks is the start of level 2's slot 1
+    timing_wheel w(t0); // 1 ms tick: 32,768 ticks (512 * 64) is the start of level 2's slot 1
     std::vector<int> log;
     recording_timer later(log, 2), at_start(log, 1);
-    w.schedule(later, t0 + 4101ms); // same level-2 slot, filed first
-    w.schedule(at_start, t0 + 4096ms);
+    w.schedule(later, t0 + 32773ms); // same level-2 slot, filed first
+    w.schedule(at_start, t0 + 32768ms);
     std::uint64_t later_filed_at = 0;
     at_start.action = [&] { later_filed_at = w.filed_wakeup_tick(later); };
-    BOOST_TEST(w.advance(t0 + 4096ms) == 1u);
+    BOOST_TEST(w.advance(t0 + 32768ms) == 1u);
     BOOST_TEST(log == std::vector<int>{1});
-    BOOST_TEST(later_filed_at == 4096u); // still in the level-2 slot when the callback ran
-    BOOST_TEST(w.filed_wakeup_tick(later) == 4101u);
-    w.advance(t0 + 4101ms);
+    BOOST_TEST(later_filed_at == 32768u); // still in the level-2 slot when the callback ran
+    BOOST_TEST(w.filed_wakeup_tick(later) == 32773u);
+    w.advance(t0 + 32773ms);
     BOOST_TEST(log == (std::vector<int>{1, 2}));
     w.check_invariants();
 }
@@ -398,15 +398,16 @@ BOOST_AUTO_TEST_CASE(a_live_timer_costs_at_most_48_bytes) {
 }
 
 // The slot storage reserves one partly filled chunk for each store a timer can be filed in, and
-// with a 1 ms tick no deadline reaches past level 7, nor past its slot 1 (max_tick() < 2^43): 838
-// stores, not 1,346, so the same timers hold less storage than on a 1 ns wheel, whose ticks reach
-// level 10 (1,228 stores).
+// with a 1 ms tick no deadline reaches past level 6, nor past its slot 8 (max_tick() < 2^43): 1,172
+// stores, not 1,666, so the same timers hold less storage than on a 1 ns wheel, whose ticks reach
+// level 9 (1,604 stores).
 BOOST_AUTO_TEST_CASE(the_slot_storage_reserves_only_for_the_levels_its_ticks_reach) {
     heartwheel::wheel_config ns;
     ns.tick = std::chrono::nanoseconds(1);
     timing_wheel ms_wheel(t0), ns_wheel(t0, ns);
-    BOOST_TEST(ms_wheel.top_level() == 7u);
-    BOOST_TEST(ns_wheel.top_level() == 10u);
+    BOOST_TEST(ms_wheel.top_level() == 6u);
+    BOOST_TEST(ms_wheel.top_index() == 8u);
+    BOOST_TEST(ns_wheel.top_level() == 9u);
     std::vector<int> log;
     constexpr std::size_t n = 10'000;
     std::deque<recording_timer> a, b;
@@ -419,16 +420,16 @@ BOOST_AUTO_TEST_CASE(the_slot_storage_reserves_only_for_the_levels_its_ticks_rea
     }
     // A chunk is 32 entries and its link. Reserving for every store would take at least n/32 full
     // chunks, one partial chunk per store and two more; the 1 ms wheel holds less than that, the
-    // 1 ns wheel (which reaches 1,228 stores) more than the 1 ms wheel.
+    // 1 ns wheel (which reaches 1,604 stores) more than the 1 ms wheel.
     constexpr std::size_t chunk = 32 * sizeof(void*) + 4;
-    BOOST_TEST(ms_wheel.storage_bytes() < (n / 32 + 1346 + 2) * chunk);
+    BOOST_TEST(ms_wheel.storage_bytes() < (n / 32 + 1666 + 2) * chunk);
     BOOST_TEST(ms_wheel.storage_bytes() + 300 * chunk < ns_wheel.storage_bytes());
     ms_wheel.check_invariants();
 }
 
 // That reservation is address space until used: the chunks are handed out in order once none is
 // free, so timers filed in a few stores touch the chunks they fill and hardly more, while the pool
-// holds (reserves) room for one partly filled chunk in each of its 838 stores; cancelled and armed
+// holds (reserves) room for one partly filled chunk in each of its 1,172 stores; cancelled and armed
 // again, they touch nothing new.
 BOOST_AUTO_TEST_CASE(the_slot_storage_touches_only_the_chunks_it_uses) {
     timing_wheel w(t0);
@@ -437,13 +438,13 @@ BOOST_AUTO_TEST_CASE(the_slot_storage_touches_only_the_chunks_it_uses) {
     std::deque<recording_timer> ts;
     for (std::size_t i = 0; i < n; ++i) {
         ts.emplace_back(log, 0);
-        w.schedule(ts.back(), t0 + 10s + std::chrono::milliseconds(i % 3)); // three stores at level 2
+        w.schedule(ts.back(), t0 + 10s + std::chrono::milliseconds(i % 3)); // three stores at level 1
     }
     constexpr std::size_t chunk = 32 * sizeof(void*);
     const std::size_t links = w.storage_bytes() / 64; // at most: 4 bytes per chunk of 256
     BOOST_TEST(w.storage_touched_bytes() >= n * sizeof(void*));
     BOOST_TEST(w.storage_touched_bytes() <= (n / 32 + 3 + 1) * chunk + links);
-    BOOST_TEST(w.storage_bytes() >= w.storage_touched_bytes() + 800 * chunk); // the 838 stores' partial chunks
+    BOOST_TEST(w.storage_bytes() >= w.storage_touched_bytes() + 1100 * chunk); // the 1,172 stores' partial chunks
     const auto touched = w.storage_touched_bytes();
     for (auto& t : ts) w.cancel(t);
     for (std::size_t i = 0; i < n; ++i) w.schedule(ts[i], t0 + 20s + std::chrono::milliseconds(i % 7));
@@ -454,7 +455,7 @@ BOOST_AUTO_TEST_CASE(the_slot_storage_touches_only_the_chunks_it_uses) {
 }
 
 // The worst case for that reservation: a timer in every store of every level the ticks reach (the
-// slots and their start stores, up to level 7), all cascading down as the wheel advances to the
+// slots and their start stores, up to level 6), all cascading down as the wheel advances to the
 // end of its range. Each cascade files them into stores that may be empty, without allocating.
 BOOST_AUTO_TEST_CASE(timers_in_every_reachable_store_cascade_to_the_end_of_the_range) {
     timing_wheel w(t0);
@@ -462,8 +463,8 @@ BOOST_AUTO_TEST_CASE(timers_in_every_reachable_store_cascade_to_the_end_of_the_r
     std::deque<recording_timer> ts;
     const unsigned top = w.top_level();
     for (unsigned level = 0; level <= top; ++level)
-        for (std::uint64_t index = 1; index < 64; ++index) {
-            const std::uint64_t start = index << (6 * level);
+        for (std::uint64_t index = 1; index < (level == 0 ? 512u : 64u); ++index) {
+            const std::uint64_t start = index << (level == 0 ? 0 : 9 + 6 * (level - 1));
             if (start > w.max_tick()) continue;
             for (const std::uint64_t tick : {start, start + 1}) { // the slot's start store, and the slot
                 if (tick > w.max_tick() || (level == 0 && tick != start)) continue;
@@ -473,7 +474,7 @@ BOOST_AUTO_TEST_CASE(timers_in_every_reachable_store_cascade_to_the_end_of_the_r
         }
     w.check_invariants();
     const std::size_t armed = ts.size();
-    BOOST_TEST(armed == 821u); // 63 at level 0, 126 at each of levels 1-6, the 2 that fit at level 7
+    BOOST_TEST(armed == 1157u); // 511 at level 0, 126 at each of levels 1-5, the 16 that fit at level 6
     std::size_t fired = 0;
     for (int i = 0; i < 100'000 && !w.empty(); ++i) {
         const auto next = w.next_wakeup();

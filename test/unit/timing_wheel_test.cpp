@@ -106,6 +106,23 @@ BOOST_AUTO_TEST_CASE(touch_later_is_lazy_and_exact) {
     w.check_invariants();
 }
 
+// Level 0 is 512 ticks wide so that level 1 reaches 32.7 s at a 1 ms tick: the timeouts of a
+// connection server (seconds to tens of seconds) pass through one cascade on their way to firing,
+// not two. A 30 s timer is filed in a level-1 slot (of 512 ticks), moves to level 0 when that slot
+// comes due, and fires at its tick.
+BOOST_AUTO_TEST_CASE(a_timeout_of_thirty_seconds_cascades_once) {
+    timing_wheel w(t0);
+    std::vector<int> log;
+    recording_timer a(log, 1);
+    w.schedule(a, t0 + 30s);
+    BOOST_TEST(w.filed_wakeup_tick(a) == 58u * 512u); // level 1's slot 58: ticks 29,696..30,207
+    BOOST_TEST(w.advance(t0 + 29696ms) == 0u);
+    BOOST_TEST(w.filed_wakeup_tick(a) == 30000u); // level 0, its own tick
+    w.check_invariants();
+    BOOST_TEST(w.advance(t0 + 30s - 1ms) == 0u);
+    BOOST_TEST(w.advance(t0 + 30s) == 1u);
+}
+
 // A level-1 slot's timers go to level 0 by their low digit, except one touched past the slot: it is
 // re-filed by its whole deadline (filed at level 0 by its low digit, it would break the invariants and
 // cost a visit per lap).
@@ -113,16 +130,17 @@ BOOST_AUTO_TEST_CASE(touch_past_a_level_one_slot_refiles_by_the_whole_deadline) 
     timing_wheel w(t0);
     std::vector<int> log;
     recording_timer a(log, 1), b(log, 2);
-    w.schedule(a, t0 + 100ms); // level 1, the slot of ticks 64..127
-    w.schedule(b, t0 + 101ms);
-    w.touch(a, t0 + 200ms);
-    BOOST_TEST(w.advance(t0 + 64ms) == 0u); // the slot cascades: b to level 0, a to its own slot
+    w.schedule(a, t0 + 600ms); // level 1, the slot of ticks 512..1023
+    w.schedule(b, t0 + 601ms);
+    w.touch(a, t0 + 1200ms);
+    BOOST_TEST(w.advance(t0 + 512ms) == 0u); // the slot cascades: b to level 0, a to its own slot
     w.check_invariants();
-    BOOST_TEST((*w.next_wakeup() == t0 + 101ms));
-    BOOST_TEST(w.advance(t0 + 199ms) == 1u);
+    BOOST_TEST((*w.next_wakeup() == t0 + 601ms));
+    BOOST_TEST(w.filed_wakeup_tick(a) == 1024u);
+    BOOST_TEST(w.advance(t0 + 1199ms) == 1u);
     BOOST_TEST(log == std::vector<int>{2});
     w.check_invariants();
-    BOOST_TEST(w.advance(t0 + 200ms) == 1u);
+    BOOST_TEST(w.advance(t0 + 1200ms) == 1u);
     BOOST_TEST(log == (std::vector<int>{2, 1}));
 }
 
@@ -132,19 +150,19 @@ BOOST_AUTO_TEST_CASE(rearm_to_a_slot_start_moves_to_the_start_store) {
     timing_wheel w(t0);
     std::vector<int> log;
     recording_timer a(log, 1), b(log, 2);
-    w.schedule(a, t0 + 100ms); // level 1, the slot of ticks 64..127
-    w.schedule(b, t0 + 90ms);
-    w.schedule(a, t0 + 70ms);  // the same slot: stays
+    w.schedule(a, t0 + 600ms); // level 1, the slot of ticks 512..1023
+    w.schedule(b, t0 + 590ms);
+    w.schedule(a, t0 + 520ms);  // the same slot: stays
     w.check_invariants();
-    w.schedule(a, t0 + 64ms);  // the slot's start
+    w.schedule(a, t0 + 512ms);  // the slot's start
     w.check_invariants();
-    BOOST_TEST(w.advance(t0 + 64ms) == 1u);
+    BOOST_TEST(w.advance(t0 + 512ms) == 1u);
     BOOST_TEST(log == std::vector<int>{1});
-    w.schedule(b, t0 + 150ms); // another slot (128..191): moves
+    w.schedule(b, t0 + 1100ms); // another slot (1024..1535): moves
     w.check_invariants();
-    BOOST_TEST((*w.next_wakeup() == t0 + 128ms));
-    BOOST_TEST(w.advance(t0 + 149ms) == 0u);
-    BOOST_TEST(w.advance(t0 + 150ms) == 1u);
+    BOOST_TEST((*w.next_wakeup() == t0 + 1024ms));
+    BOOST_TEST(w.advance(t0 + 1099ms) == 0u);
+    BOOST_TEST(w.advance(t0 + 1100ms) == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(touch_earlier_reschedules) {

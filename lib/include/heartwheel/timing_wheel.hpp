@@ -1,17 +1,22 @@
 // heartwheel/timing_wheel.hpp — the hierarchical timing wheel as a plain data structure.
 //
-// Time is counted in ticks since `start`. There are 11 levels of 64 slots; a slot of level L spans
-// 64^L ticks, so the wheel covers the whole 64-bit tick range (years at any tick). A timer with
-// deadline d is filed at the level of the highest bit in which d differs from `elapsed` (the last
-// processed tick), in the slot given by d's digit at that level. Each slot above level 0 keeps the
-// timers due exactly at its start apart from the rest, and those fire before the rest cascade, so
-// they do not wait for the cascade. Slots are pooled arrays of node pointers (detail/slot_pool.hpp):
-// a slot is processed over contiguous memory, prefetching the nodes ahead.
+// Time is counted in ticks since `start`. Level 0 has 512 slots of one tick; each of the 9 levels
+// above has 64 slots, a slot of level L spanning 512 * 64^(L-1) ticks, so the wheel covers 63 bits
+// of ticks, past max_tick() (below 2^63: years at any tick). Level 0 is wide because every level a timer passes through
+// is a cascade it pays for: at a 1 ms tick, level 1 reaches 32.7 s, so the idle timeouts and
+// heartbeats of a connection server (seconds to tens of seconds) cascade once, not twice. A timer
+// with deadline d is filed at the level of the highest bit in which d differs from `elapsed` (the
+// last processed tick), in the slot given by d's digit at that level. Each slot above level 0 keeps
+// the timers due exactly at its start apart from the rest, and those fire before the rest cascade,
+// so they do not wait for the cascade. Slots are pooled arrays of node pointers
+// (detail/slot_pool.hpp): a slot is processed over contiguous memory, prefetching the nodes ahead.
+// Occupancy is one flat bitmap over the slots in level order (8 words for level 0, one per level
+// above), so the next slot is the lowest set bit of the first non-zero word.
 // Invariants (check_invariants()):
 //  - every filed timer has deadline > elapsed, shares elapsed's digits above its level, and sits in a
 //    slot whose index is greater than elapsed's digit at that level — so a level never wraps, the
-//    next slot of a level is the lowest set bit of its 64-bit occupancy mask, and the next wake-up is
-//    the first occupied slot of the lowest non-empty level (lower levels always come due first);
+//    next slot of a level is the lowest set bit of its occupancy, and the next wake-up is the first
+//    occupied slot of the lowest non-empty level (lower levels always come due first);
 //  - a timer whose deadline is <= elapsed waits in the due store and fires on the next advance, in
 //    deadline order (the store is sorted before it fires whenever an append broke its order);
 //  - the occupancy bit of a slot is set iff it holds a timer; size() counts every pending timer;
@@ -44,21 +49,35 @@
 namespace heartwheel {
 
 namespace detail {
-/// Where a deadline is filed, by the highest bit in which it differs from the wheel's time (6-bit
-/// digits): its level's first slot number, the digit's shift, and from how many trailing zero bits
-/// on a deadline is a slot's start (the digit's shift; never at level 0, whose deadlines are not 0).
-/// Four bytes, so an entry is read straight from the bit's index.
+/// The wheel's geometry: level 0 has 2^9 slots, every level above 2^6.
+inline constexpr unsigned low_bits = 9, level_bits = 6;
+/// The lowest bit of a level's digit.
+constexpr unsigned level_shift(unsigned level) noexcept { return level == 0 ? 0 : low_bits + (level - 1) * level_bits; }
+/// The level whose digit holds bit `bit` of a tick.
+constexpr unsigned level_at_bit(unsigned bit) noexcept { return bit < low_bits ? 0 : (bit - low_bits) / level_bits + 1; }
+/// The first slot of a level, slots being numbered in level order.
+constexpr unsigned level_base(unsigned level) noexcept { return level == 0 ? 0 : (1u << low_bits) + (level - 1) * (1u << level_bits); }
+/// The level of a slot numbered in level order.
+constexpr unsigned level_of_slot(std::uint32_t slot) noexcept {
+    return slot < (1u << low_bits) ? 0 : (slot - (1u << low_bits)) / (1u << level_bits) + 1;
+}
+/// Where a deadline is filed, by the highest bit in which it differs from the wheel's time: its
+/// level's first slot number, the digit's shift, from how many trailing zero bits on a deadline is a
+/// slot's start (the digit's shift; never at level 0, whose deadlines are not 0), and the digit's
+/// mask. Eight bytes, so an entry is read straight from the bit's index.
 struct level_of {
     std::uint16_t base;
     std::uint8_t shift;
     std::uint8_t start_zeros;
+    std::uint32_t mask;
 };
 inline constexpr std::array<level_of, 64> level_of_bit = [] {
     std::array<level_of, 64> a{};
     for (unsigned bit = 0; bit < 64; ++bit) {
-        const unsigned level = bit / 6, shift = level * 6;
-        a[bit] = {static_cast<std::uint16_t>(level * 64), static_cast<std::uint8_t>(shift),
-                  static_cast<std::uint8_t>(shift == 0 ? 64 : shift)};
+        const unsigned level = level_at_bit(bit), shift = level_shift(level);
+        a[bit] = {static_cast<std::uint16_t>(level_base(level)), static_cast<std::uint8_t>(shift),
+                  static_cast<std::uint8_t>(shift == 0 ? 64 : shift),
+                  (level == 0 ? 1u << low_bits : 1u << level_bits) - 1};
     }
     return a;
 }();
@@ -66,9 +85,12 @@ inline constexpr std::array<level_of, 64> level_of_bit = [] {
 
 class timing_wheel {
 public:
-    static constexpr unsigned slot_bits = 6;
-    static constexpr unsigned slots_per_level = 1u << slot_bits;
-    static constexpr unsigned levels = 11;
+    static constexpr unsigned low_slots = 1u << detail::low_bits;         ///< level 0
+    static constexpr unsigned slots_per_level = 1u << detail::level_bits; ///< each level above
+    static constexpr unsigned levels = 10;
+    static constexpr unsigned slot_count = low_slots + (levels - 1) * slots_per_level;
+    static_assert(detail::level_shift(levels) == 63, "the levels hold every bit of a tick up to max_tick() (< 2^63)");
+    static_assert(slot_count % 64 == 0, "the occupancy bitmap is whole words");
 
     explicit timing_wheel(time_point start, wheel_config config = {});
     /// Unlinks every pending timer (their state becomes cancelled); none of them fires.
@@ -219,12 +241,14 @@ private:
         unsigned level;
         unsigned index;
         std::uint64_t start;
+        std::uint32_t slot() const noexcept { return detail::level_base(level) + index; }
     };
-    // Stores: slot (level, index) is store level*64 + index; the timers due exactly at its start
-    // (levels > 0) are in store start_stores + level*64 + index; then the two due stores, which swap
-    // roles when an advance fires one of them.
-    static constexpr std::uint32_t start_stores = levels * slots_per_level;
-    static constexpr std::uint32_t due_a = 2 * start_stores;
+    // Stores: slot (level, index) is store level_base(level) + index; the timers due exactly at the
+    // start of a slot above level 0 are in its start store, the slot's number + start_offset; then the
+    // two due stores, which swap roles when an advance fires one of them.
+    static constexpr std::uint32_t start_stores = slot_count; ///< the first start store
+    static constexpr std::uint32_t start_offset = slot_count - low_slots;
+    static constexpr std::uint32_t due_a = start_stores + (slot_count - low_slots);
     static constexpr std::size_t store_count = due_a + 2;
     static constexpr std::uint32_t no_store = 0xffff;
     /// The slot_ of a timer in exact_ (not a store of the pool: its pos_ indexes exact_).
@@ -239,12 +263,16 @@ private:
         timer_node* t;
     };
     using pool = detail::slot_pool<store_count>;
+    /// The slot a slot store or start store belongs to.
+    static constexpr std::uint32_t slot_of_store(std::uint32_t store) noexcept {
+        return store >= start_stores ? store - start_offset : store;
+    }
     /// The bits below a slot store's digit, for the slots of levels 1 and up; 0 for the other stores
     /// (a level-0 slot, a slot's start, the due stores), where place_inline never leaves a timer.
     static constexpr std::array<std::uint64_t, store_count> below_digit = [] {
         std::array<std::uint64_t, store_count> a{};
-        for (std::uint32_t s = slots_per_level; s < start_stores; ++s)
-            a[s] = (std::uint64_t{1} << (s / slots_per_level * slot_bits)) - 1;
+        for (std::uint32_t s = low_slots; s < start_stores; ++s)
+            a[s] = (std::uint64_t{1} << detail::level_shift(detail::level_of_slot(s))) - 1;
         return a;
     }();
 
@@ -306,13 +334,13 @@ private:
     [[gnu::always_inline]] void file_later(timer_node& t, timer_node** entries) noexcept {
         const std::uint64_t d = t.deadline_;
         const auto& l = detail::level_of_bit[63 - static_cast<unsigned>(__builtin_clzll(elapsed_ ^ d))];
-        const auto slot = static_cast<std::uint32_t>(l.base + ((d >> l.shift) & (slots_per_level - 1)));
-        file_in(slot, static_cast<std::uint8_t>(__builtin_ctzll(d)) >= l.start_zeros ? slot + start_stores : slot, t, entries);
+        const auto slot = l.base + (static_cast<std::uint32_t>(d >> l.shift) & l.mask);
+        file_in(slot, static_cast<std::uint8_t>(__builtin_ctzll(d)) >= l.start_zeros ? slot + start_offset : slot, t, entries);
     }
     /// Files `t` in `store`, which is `slot` or the slot's start store, and marks the slot occupied.
     /// The push comes last: its rare out-of-line step then leaves nothing to restore after it.
     [[gnu::always_inline]] void file_in(std::uint32_t slot, std::uint32_t store, timer_node& t, timer_node** entries) noexcept {
-        occupied_[slot / slots_per_level] |= std::uint64_t{1} << (slot % slots_per_level);
+        occupied_[slot / 64] |= std::uint64_t{1} << (slot % 64);
         pool_.push(entries, store, t);
     }
     void push_due(timer_node& t) noexcept;
@@ -390,7 +418,7 @@ private:
     std::vector<std::uint32_t> chunk_scratch_;
     void (*empty_hook_)(void*) = nullptr;
     void* empty_context_ = nullptr;
-    std::array<std::uint64_t, levels> occupied_{};
+    std::array<std::uint64_t, slot_count / 64> occupied_{}; ///< bit s % 64 of word s / 64: slot s holds a timer
     pool pool_;
 };
 

@@ -19,8 +19,8 @@
 //  - push() never allocates: reserve() keeps free chunks for `timers()` entries with at most one
 //    partly filled chunk per store that can be in use, plus one (a chunk the wheel is walking while it
 //    fills others). The stores that can be in use are the wheel's to say (reach()): a wheel whose
-//    ticks stop below 2^43 (a 1 ms tick) never files a timer above level 7, nor there past slot 1:
-//    838 of its 1,346 stores, and the reservation is that much smaller (timing_wheel's
+//    ticks stop below 2^43 (a 1 ms tick) never files a timer above level 6, nor there past slot 8:
+//    1,172 of its 1,794 stores, and the reservation is that much smaller (timing_wheel's
 //    check_invariants fails a timer filed out of reach);
 //  - the reservation is address space until used: chunks [0, fresh_) have been handed out (each
 //    cleared when first taken) and are in a store or on the free list; chunks from fresh_ on were
