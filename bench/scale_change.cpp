@@ -7,7 +7,7 @@
 // timers on the wheel, which is what a scale change costs when every timer is re-judged.
 #include <heartwheel/net/activity_timer.hpp>
 #include <heartwheel/net/timeout_scale.hpp>
-#include <heartwheel/timer_scheduler.hpp>
+#include <heartwheel/testing/manual_scheduler.hpp>
 #include <heartwheel/timing_wheel.hpp>
 
 #include <benchmark/benchmark.h>
@@ -20,26 +20,6 @@ namespace {
 using namespace std::chrono_literals;
 using heartwheel::duration;
 using heartwheel::time_point;
-
-class manual_service final : public heartwheel::timer_scheduler {
-public:
-    manual_service() : wheel_(time_point{}, heartwheel::wheel_config{}) {}
-    heartwheel::timing_wheel& wheel() noexcept { return wheel_; }
-    duration tick() const noexcept override { return wheel_.tick(); }
-    time_point tick_start(time_point t) const noexcept override { return wheel_.time_of(wheel_.tick_floor(t)); }
-    time_point now() noexcept override { return now_; }
-    time_point stamp() override { return now_; }
-    time_point latest_possible(time_point s) override { return s; }
-    void schedule(heartwheel::timer_node& t, time_point deadline) override { wheel_.schedule(t, deadline); }
-    void advance_to(time_point t) {
-        now_ = t;
-        wheel_.advance(t);
-    }
-
-private:
-    heartwheel::timing_wheel wheel_;
-    time_point now_{};
-};
 
 struct ignore_expiries final : heartwheel::net::activity_timer::listener {
     explicit ignore_expiries(heartwheel::timer_scheduler& s) : svc(&s) {}
@@ -60,7 +40,7 @@ struct population {
         svc.advance_to(time_point{} + 1500ms); // the first half queued since 1 s
         for (std::size_t i = n / 2; i < n; ++i) add(); // the second half in their min
     }
-    manual_service svc;
+    heartwheel::testing::manual_scheduler svc{1ms, time_point{}};
     ignore_expiries ignore;
     heartwheel::net::timeout_scale scale;
     std::vector<std::unique_ptr<heartwheel::net::activity_timer>> timers;

@@ -175,9 +175,9 @@ BOOST_AUTO_TEST_CASE(a_scale_change_touches_one_head_per_range) {
         svc.step_by(2500ms, 100ms); // all queued
         for (int i = 0; i < n; ++i) waiting.push_back(std::make_unique<scaled_reader>(svc, scale)); // in their min
         BOOST_TEST(scale.queued() == static_cast<std::size_t>(n));
-        const auto before = svc.schedules;
+        const auto before = svc.schedule_count();
         for (double p : {0.6, 0.7, 0.55, 0.65}) scale.set_pressure(p); // none of them due yet
-        BOOST_TEST(svc.schedules - before == 4u, "n = " << n);      // one head, four changes
+        BOOST_TEST(svc.schedule_count() - before == 4u, "n = " << n);      // one head, four changes
         BOOST_TEST(scale.queues() == 1u);
     }
 }

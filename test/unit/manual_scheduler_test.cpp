@@ -1,0 +1,208 @@
+// manual_scheduler_test.cpp — heartwheel::testing::manual_scheduler, the manual clock users test their
+// liveness logic with: time moves only when told, timers fire at their tick (never before), the
+// stamp's lag is what the driver's contract allows, and a connection_liveness runs on it as on a
+// real driver (the scenario docs/liveness.md shows), as does a net::connection over a real socket
+// pair whose I/O runs on an io_context and whose timers run on the manual clock.
+#include <heartwheel/net/connection.hpp>
+#include <heartwheel/net/connection_liveness.hpp>
+#include <heartwheel/testing/manual_scheduler.hpp>
+
+#include <asio/ip/tcp.hpp>
+#include <asio/read.hpp>
+#include <asio/write.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <array>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace std::chrono_literals;
+using heartwheel::duration;
+using heartwheel::time_point;
+using heartwheel::testing::manual_scheduler;
+
+struct stamped final : heartwheel::timer_node {
+    explicit stamped(manual_scheduler& s) : clock(&s) {}
+    manual_scheduler* clock;
+    std::vector<duration> fired;
+    void on_expire() override { fired.push_back(clock->since_start()); }
+};
+
+// What docs/liveness.md's snippet checks: a peer that answers pings and then goes silent.
+struct peer final : heartwheel::net::liveness_handler {
+    explicit peer(asio::any_io_executor e, manual_scheduler& c) : ex(std::move(e)), clock(&c) {}
+    asio::any_io_executor ex;
+    manual_scheduler* clock;
+    std::vector<duration> pings;
+    std::vector<std::pair<duration, heartwheel::net::close_reason>> closes;
+    void send_ping() override { pings.push_back(clock->since_start()); }
+    void on_policy_close(heartwheel::net::close_reason why) override { closes.emplace_back(clock->since_start(), why); }
+    asio::any_io_executor completion_executor() override { return ex; }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(manual_scheduler_suite)
+
+BOOST_AUTO_TEST_CASE(time_moves_only_forward_and_timers_fire_at_their_tick) {
+    manual_scheduler clock(10ms);
+    stamped a(clock), b(clock);
+    clock.schedule(a, clock.now() + 25ms); // rounds up to the tick ending at 30 ms
+    clock.schedule(b, clock.now() + 5s);
+    BOOST_TEST(clock.pending() == 2u);
+    BOOST_TEST(clock.advance_by(29ms) == 0u);
+    BOOST_TEST(clock.advance_to(clock.start()) == 0u); // earlier: ignored
+    BOOST_TEST((clock.since_start() == 29ms));
+    BOOST_TEST(clock.advance_by(1ms) == 1u);
+    BOOST_TEST((a.fired == std::vector<duration>{30ms}));
+    // run_for goes straight to each wake-up the wheel asks for, and ends at the limit.
+    BOOST_TEST(clock.run_for(10s) == 1u);
+    BOOST_TEST((b.fired == std::vector<duration>{5000ms}));
+    BOOST_TEST((clock.since_start() == 10030ms));
+    BOOST_TEST(clock.pending() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(step_by_observes_each_firing_at_the_first_step_past_it) {
+    manual_scheduler clock(10ms);
+    stamped a(clock);
+    clock.schedule(a, clock.now() + 25ms);
+    BOOST_TEST(clock.step_by(100ms) == 1u); // steps of one tick
+    BOOST_TEST((a.fired == std::vector<duration>{30ms}));
+    clock.schedule(a, clock.now() + 25ms);
+    BOOST_TEST(clock.step_by(100ms, 40ms) == 1u); // a driver waking every 40 ms sees it at 140
+    BOOST_TEST((a.fired == std::vector<duration>{30ms, 140ms}));
+}
+
+// A driver's cached clock lags real time between refreshes; code must count its deadlines from the
+// latest time a stamp may stand for, never from the stamp (deadline_after does).
+BOOST_AUTO_TEST_CASE(a_stamp_lags_by_what_the_test_sets_and_deadlines_count_from_the_latest_time) {
+    manual_scheduler clock;
+    clock.advance_by(1s);
+    clock.set_stamp_lag(7ms);
+    BOOST_TEST((clock.stamp() == clock.now() - 7ms));
+    BOOST_TEST((clock.latest_possible(clock.stamp()) == clock.now()));
+    BOOST_TEST((clock.deadline_after(30s) == clock.now() + 30s));
+}
+
+// The whole liveness on the manual clock: pings after 10 s of inbound silence; the peer answers the
+// first two within 20 ms, then goes silent. The first unanswered ping goes 10 s after the last
+// answer; with 5 s to answer and two misses allowed, the peer is closed heartbeat-timeout
+// (misses - 1) * interval + timeout = 15 s after that ping, 25 s after its last answer — never
+// before. No sleep anywhere: the test takes microseconds.
+BOOST_AUTO_TEST_CASE(a_connection_liveness_runs_on_the_manual_clock) {
+    asio::io_context io;
+    manual_scheduler clock;
+    heartwheel::net::liveness_config config;
+    config.heartbeat.interval = 10s;
+    config.heartbeat.timeout = 5s;
+    config.heartbeat.misses = 2;
+    config.heartbeat.jitter = 0;
+    peer p(io.get_executor(), clock);
+    heartwheel::net::connection_liveness live(clock, config, p);
+    for (int answered = 0; answered < 2; ++answered) {
+        const std::size_t pings = p.pings.size();
+        clock.run_for(10s);
+        BOOST_TEST_REQUIRE(p.pings.size() == pings + 1);
+        clock.advance_by(20ms);
+        live.on_pong(); // answered 20 ms later
+    }
+    const duration last_answer = clock.since_start();
+    BOOST_TEST((p.pings == std::vector<duration>{10s, 20020ms}));
+    clock.run_for(25s - 1ms);
+    BOOST_TEST(p.closes.empty());
+    BOOST_TEST((p.pings == std::vector<duration>{10s, 20020ms, 30040ms, 40040ms}));
+    clock.run_for(1ms);
+    BOOST_TEST_REQUIRE(p.closes.size() == 1u);
+    BOOST_TEST((p.closes[0].first - last_answer == 25s));
+    BOOST_TEST((p.closes[0].second == heartwheel::net::close_reason::heartbeat_timeout));
+}
+
+// An activity that only pushes a deadline later is a store: the scheduler counts no filing for it.
+BOOST_AUTO_TEST_CASE(schedule_count_shows_that_a_read_costs_no_timer_work) {
+    asio::io_context io;
+    manual_scheduler clock;
+    heartwheel::net::liveness_config config;
+    config.idle.reader_idle = 30s;
+    peer p(io.get_executor(), clock);
+    heartwheel::net::connection_liveness live(clock, config, p);
+    clock.advance_by(1s);
+    const auto before = clock.schedule_count();
+    for (int i = 0; i < 100; ++i) {
+        clock.advance_by(10ms);
+        live.on_read();
+    }
+    BOOST_TEST(clock.schedule_count() == before);
+    clock.run_for(30s);
+    BOOST_TEST_REQUIRE(p.closes.size() == 1u);
+    BOOST_TEST((p.closes[0].first == 2s + 30s));
+    BOOST_TEST((p.closes[0].second == heartwheel::net::close_reason::reader_idle));
+}
+
+// A net::connection over TCP on 127.0.0.1, its context on the manual clock: the I/O is real (the
+// io_context is polled, never run for a time), the judgement's time is the test's. Bytes from the
+// peer keep reader-idle away; 30 s of manual silence later the pending read completes timed_out,
+// the close is counted once as reader-idle, and the peer reads the end of the stream.
+BOOST_AUTO_TEST_CASE(a_connection_over_a_socket_pair_is_judged_on_the_manual_clock) {
+    namespace net = heartwheel::net;
+    using tcp = asio::ip::tcp;
+    asio::io_context io;
+    manual_scheduler clock;
+    net::liveness_counters counters;
+    tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
+    tcp::socket peer(io);
+    peer.connect(acceptor.local_endpoint());
+    net::liveness_config config;
+    config.idle.reader_idle = 30s;
+    auto c = std::make_shared<net::connection<tcp::socket>>(acceptor.accept(), net::connection_context(clock, config, &counters));
+    std::vector<net::close_reason> closed;
+    net::connection_hooks hooks;
+    hooks.on_close = [&](net::close_reason r) { closed.push_back(r); };
+    c->set_hooks(std::move(hooks));
+
+    std::string got;
+    asio::error_code read_error;
+    std::function<void()> read_more = [&] {
+        auto buf = std::make_shared<std::array<char, 64>>();
+        c->stream().async_read_some(asio::buffer(*buf), [&, buf](asio::error_code ec, std::size_t n) {
+            got.append(buf->data(), n);
+            if (ec) read_error = ec;
+            else read_more();
+        });
+    };
+    read_more();
+    // Drives the I/O until `done` (bounded: a real socket, but no waiting on time).
+    auto poll_until = [&](const std::function<bool()>& done) {
+        for (int i = 0; i < 100'000 && !done(); ++i) {
+            io.restart();
+            io.poll();
+        }
+        return done();
+    };
+    for (int i = 0; i < 5; ++i) { // a byte every 20 s of manual time: never idle for 30 s
+        clock.advance_by(20s);
+        asio::write(peer, asio::buffer("x", 1));
+        BOOST_TEST_REQUIRE(poll_until([&] { return got.size() == static_cast<std::size_t>(i + 1); }));
+    }
+    BOOST_TEST(closed.empty());
+    BOOST_TEST((clock.since_start() == 100s));
+    clock.run_for(30s - 1ms);
+    BOOST_TEST(closed.empty()); // never early
+    clock.run_for(1ms);
+    BOOST_TEST_REQUIRE(poll_until([&] { return static_cast<bool>(read_error); }));
+    BOOST_TEST((read_error == net::errc::timed_out));
+    BOOST_TEST((closed == std::vector<net::close_reason>{net::close_reason::reader_idle}));
+    BOOST_TEST(counters.snapshot().closes_total() == 1u);
+    // The peer's side: the server's end of the stream (its goodbye, if any, then EOF).
+    asio::error_code peer_ec;
+    std::string sink;
+    asio::async_read(peer, asio::dynamic_buffer(sink), [&](asio::error_code ec, std::size_t) { peer_ec = ec; });
+    BOOST_TEST_REQUIRE(poll_until([&] { return static_cast<bool>(peer_ec); }));
+    BOOST_TEST((peer_ec == asio::error::eof));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
