@@ -12,7 +12,8 @@ unresponsive clients get close frames naming the reason and whose flooding membe
 readers' pace (demo_ws.py), HTTP keep-alive, a storm of TLS connects served past a handshake bound
 of 20 while connections that never send a ClientHello are shed (the listener's admission), and a
 server out of descriptors refusing, resting and serving again (net::listener), a restart that refuses no connect (--handover: the new process takes the listening socket, the old
-one drains into it), and HAProxy in front
+one drains into it), MQTT devices each closed at 1.5 x the keep-alive they announced (mosquitto's
+clients publishing and subscribing beside them), and HAProxy in front
 speaking the PROXY protocol (per-source limits see each client, not the balancer). Prints a summary,
 then stops everything it started."""
 import json
@@ -418,6 +419,61 @@ def metrics_scene():
     return before["heartwheel_draining"] == "0" and during["heartwheel_draining"] == "1" and server.returncode == 0
 
 
+def mqtt_scene():
+    """Devices that choose their own keep-alive: mqtt_server closes each one silent for 1.5 x the
+    keep-alive its CONNECT announced (its own phase deadline, the shared settings untouched), while
+    Debian's mosquitto_sub and mosquitto_pub subscribe and publish through it."""
+    say("scene", "mqtt_server: devices with keep-alives of 1 and 2 s go silent, one keeps pinging; mosquitto_pub -> mosquitto_sub")
+    server = subprocess.Popen([os.path.join(BUILD, "examples", "mqtt_server"), "--listen", "127.0.0.1:0", "--drain-window", "0"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    PROCS.append(server)
+    port = int(server.stdout.readline().strip().rsplit(":", 1)[1])
+    sub = subprocess.Popen(["mosquitto_sub", "-h", "127.0.0.1", "-p", str(port), "-V", "mqttv311", "-v", "-t", "home/+/temp",
+                            "-C", "1", "-W", "10"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    PROCS.append(sub)
+
+    def connect(keep_alive, name):
+        body = b"\x00\x04MQTT\x04\x02" + keep_alive.to_bytes(2, "big") + len(name).to_bytes(2, "big") + name
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        s.sendall(bytes([0x10, len(body)]) + body)
+        s.recv(4)  # CONNACK
+        return s, time.monotonic()
+
+    closed = {}
+
+    def silent(keep_alive):
+        s, sent = connect(keep_alive, f"sensor-{keep_alive}s".encode())
+        while s.recv(64):
+            pass
+        closed[keep_alive] = time.monotonic() - sent
+        say("mqtt", f"silent device with keep-alive {keep_alive} s: closed after {closed[keep_alive]:.3f} s (1.5 x {keep_alive} s)")
+        s.close()
+
+    threads = [threading.Thread(target=silent, args=(k,)) for k in (1, 2)]
+    for t in threads:
+        t.start()
+    pinger, _ = connect(1, b"thermostat")
+    time.sleep(0.5)
+    subprocess.run(["mosquitto_pub", "-h", "127.0.0.1", "-p", str(port), "-V", "mqttv311", "-t", "home/kitchen/temp", "-m", "21.5"],
+                   timeout=10)
+    received, _ = sub.communicate(timeout=15)
+    say("mosquitto_sub", received.strip() or "(nothing)")
+    pongs = 0
+    for _ in range(5):  # a PINGREQ every 0.8 s: never silent for 1.5 s
+        pinger.sendall(b"\xc0\x00")
+        pongs += pinger.recv(2) == b"\xd0\x00"
+        time.sleep(0.8)
+    say("mqtt", f"pinging device (keep-alive 1 s): {pongs} PINGRESP over 4 s, still connected")
+    for t in threads:
+        t.join(10)
+    pinger.close()
+    server.send_signal(signal.SIGTERM)
+    out, _ = server.communicate(timeout=15)
+    say("mqtt_server", out.strip().splitlines()[-1] if out.strip() else "(no final line)")
+    return (received.strip() == "home/kitchen/temp 21.5" and pongs == 5 and 1.5 <= closed.get(1, 0) < 2.0
+            and 3.0 <= closed.get(2, 0) < 3.5)
+
+
 def balancer_scene():
     """Behind HAProxy (send-proxy-v2, health checks): the PROXY protocol gives echo_server each client's
     own address, so --source-share judges clients, not the balancer; a peer without a header is closed."""
@@ -555,6 +611,7 @@ def main():
     ok = storm_scene() and ok
     ok = descriptor_scene() and ok
     ok = metrics_scene() and ok
+    ok = mqtt_scene() and ok
     ok = balancer_scene() and ok
     print("\ndemo", "finished: every behaviour shown" if ok else "finished, but a scene did not go as scripted")
     return 0 if ok else 1

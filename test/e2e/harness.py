@@ -17,6 +17,20 @@ CLIENT = os.path.join(BUILD, "examples", "echo_client")
 MODEL = os.environ.get("HEARTWHEEL_ECHO_MODEL", "threads")
 
 
+def debian_module(name):
+    """Imports `name`, a module that comes from a Debian package (python3-websockets,
+    python3-paho-mqtt). A Python without Debian's packages (pyenv, a venv) runs the calling script again
+    under Debian's own /usr/bin/python3, which has them."""
+    import importlib
+    import sys
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        if sys.executable != "/usr/bin/python3" and os.path.exists("/usr/bin/python3"):
+            os.execv("/usr/bin/python3", ["/usr/bin/python3", *sys.argv])
+        raise
+
+
 def threading_flags(flags):
     """`flags` for the threading model under test: in the pool model --threads N becomes --io-threads N
     (one io_context on N threads, a strand per shard) and a server given neither gets --io-threads 2."""

@@ -89,6 +89,9 @@ SERVERS = {
                        lambda port: ask(port, UPGRADE, b"HTTP/1.1 101")),
     "http_server": ("http_server", lambda c, k: ["--tls", c, k],
                     lambda port: ask(port, b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", b"hello\n")),
+    # An MQTT CONNECT (protocol level 4, keep-alive 30 s, client "dev"), answered by CONNACK accepted.
+    "mqtt_server": ("mqtt_server", None,
+                    lambda port: ask(port, b"\x10\x0f\x00\x04MQTT\x04\x02\x00\x1e\x00\x03dev", b"\x20\x02\x00\x00")),
 }
 
 
@@ -161,6 +164,9 @@ class DescriptorLimit(unittest.TestCase):
     def test_http_server(self):
         self.check("http_server")
 
+    def test_mqtt_server(self):
+        self.check("mqtt_server")
+
 
 def closes(out):
     """The final line's closes=reason:n,... as a dict."""
@@ -202,6 +208,9 @@ class Admission(unittest.TestCase):
 
     def test_http_server(self):
         self.check_waits_then_serves("http_server")
+
+    def test_mqtt_server(self):
+        self.check_waits_then_serves("mqtt_server")
 
     def test_tls_servers_give_silent_connections_no_handshake_place(self):
         """300 connections that never send a ClientHello against --max-handshakes 50: a handshake takes

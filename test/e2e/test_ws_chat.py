@@ -18,16 +18,11 @@ import threading
 import time
 import unittest
 
-try:
-    import websockets
-except ImportError:  # a Python without Debian's packages (pyenv, a venv): Debian's own has them
-    if sys.executable != "/usr/bin/python3" and os.path.exists("/usr/bin/python3"):
-        os.execv("/usr/bin/python3", ["/usr/bin/python3", *sys.argv])
-    raise
-
 sys.path.insert(0, os.path.dirname(__file__))
 import side_by_side  # noqa: E402
-from harness import BUILD, FramedServer, make_cert  # noqa: E402
+from harness import BUILD, FramedServer, debian_module, make_cert  # noqa: E402
+
+websockets = debian_module("websockets")
 
 SERVER = os.path.join(BUILD, "examples", "ws_chat_server")
 SANITIZED = bool(os.environ.get("HEARTWHEEL_SANITIZE"))

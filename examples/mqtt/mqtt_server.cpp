@@ -1,0 +1,352 @@
+// mqtt_server — a subset of an MQTT 3.1.1 broker on heartwheel, for devices that choose their own
+// keep-alive: the server closes a client silent for one and a half times the keep-alive it announced
+// in its CONNECT (the standard's rule), so each connection has its own dead timeout while the
+// liveness settings stay shared. That timeout is the connection's phase deadline
+// (connection::expires_after), re-armed when a read brings whole packets: a wheel timer made only for
+// the connections that use it, a store when re-armed within its slot, and never early (it counts from
+// the latest time a read's stamp may stand for). Until the CONNECT, the same deadline is the connect
+// timeout.
+//
+//   CONNECT/CONNACK (protocol level 4; keep-alive 0: no timeout unless --max-keep-alive says one)
+//   PINGREQ/PINGRESP, SUBSCRIBE/SUBACK (granted QoS 0; '+' and '#'), UNSUBSCRIBE/UNSUBACK
+//   PUBLISH fanned out at QoS 0 to every matching subscription (QoS 1 is acknowledged with PUBACK, QoS 2
+//   with PUBREC/PUBCOMP; retained messages are not kept), DISCONNECT
+//   closes counted by reason: keepalive-timeout, connect-timeout, malformed-packet, packet-too-large,
+//   unsupported-protocol, disconnect, and the library's (slow-consumer past the [output] bound, ...)
+//
+// Usage: mqtt_server [--listen HOST:PORT] [--max-packet BYTES] [--connect-timeout MS] [--max-keep-alive S]
+//        [--config FILE] and the library's server flags; prints "listening on HOST:PORT" first, and on
+// SIGINT/SIGTERM (a drain over --drain-window) "final closes=<reason>:<n>,... published=<n>
+// delivered=<n>" and exits 0.
+#include "mqtt_packets.hpp"
+
+#include <heartwheel/asio_wheel.hpp>
+#include <heartwheel/net/connection.hpp>
+#include <heartwheel/net/drain.hpp>
+#include <heartwheel/net/listen.hpp>
+#include <heartwheel/net/listener.hpp>
+#include <heartwheel/net/metrics_endpoint.hpp>
+#include <heartwheel/net/prometheus.hpp>
+#include <heartwheel/net/server_toml.hpp>
+
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/experimental/as_tuple.hpp>
+#include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/signal_set.hpp>
+#include <asio/use_awaitable.hpp>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+
+namespace net = heartwheel::net;
+using tcp = asio::ip::tcp;
+using connection = net::connection<tcp::socket>;
+using std::chrono::milliseconds;
+constexpr auto use_tuple = asio::experimental::as_tuple(asio::use_awaitable);
+
+namespace {
+
+struct broker_limits {
+    std::size_t max_packet = 256 * 1024;            ///< header and body; larger: packet-too-large
+    milliseconds connect_timeout{10'000};           ///< from the accept to the CONNECT
+    std::chrono::seconds max_keep_alive{0};         ///< caps what clients announce; 0: no cap
+};
+
+const net::close_reason keep_alive_timeout = net::define_close_reason("keepalive-timeout");
+const net::close_reason connect_timeout = net::define_close_reason("connect-timeout");
+const net::close_reason malformed = net::define_close_reason("malformed-packet");
+const net::close_reason too_large = net::define_close_reason("packet-too-large");
+const net::close_reason unsupported = net::define_close_reason("unsupported-protocol");
+const net::close_reason client_disconnect = net::define_close_reason("disconnect");
+
+/// How long a client may be silent: 1.5 × its keep-alive (capped by the server's maximum, which also
+/// applies to a client asking for none); zero: no limit.
+milliseconds dead_timeout(std::uint16_t keep_alive_s, std::chrono::seconds max) {
+    std::chrono::seconds k{keep_alive_s};
+    if (max.count() > 0 && (k.count() == 0 || k > max)) k = max;
+    return milliseconds(k.count() * 1500);
+}
+
+struct session {
+    std::shared_ptr<connection> c;
+    std::vector<std::string> filters;
+    milliseconds dead_after{0};
+    std::uint64_t last_delivery = 0; ///< the publish it was last sent: one copy when filters overlap
+    bool connected = false;
+};
+
+struct broker {
+    std::map<std::string, std::set<session*>, std::less<>> by_filter;
+    std::size_t sessions = 0;
+    std::uint64_t published = 0, delivered = 0;
+
+    void subscribe(session& s, std::string_view filter) {
+        if (std::find(s.filters.begin(), s.filters.end(), filter) != s.filters.end()) return;
+        s.filters.emplace_back(filter);
+        by_filter[s.filters.back()].insert(&s);
+    }
+    void unsubscribe(session& s, std::string_view filter) {
+        const auto mine = std::find(s.filters.begin(), s.filters.end(), filter);
+        if (mine == s.filters.end()) return;
+        s.filters.erase(mine);
+        const auto it = by_filter.find(filter);
+        it->second.erase(&s);
+        if (it->second.empty()) by_filter.erase(it);
+    }
+    void leave(session& s) {
+        while (!s.filters.empty()) unsubscribe(s, std::string(s.filters.back()));
+        if (s.connected) --sessions;
+        s.connected = false;
+    }
+    /// One copy to each subscriber of a matching filter. send() never closes inside the call (a slow
+    /// consumer's close is posted), so the sets stay valid while they are walked.
+    void publish(std::string_view topic, std::string_view payload) {
+        const std::uint64_t seq = ++published;
+        std::string packet;
+        for (const auto& [filter, subscribers] : by_filter) {
+            if (!mqtt::matches(filter, topic)) continue;
+            if (packet.empty()) packet = mqtt::publish_packet(topic, payload);
+            for (session* s : subscribers) {
+                if (s->last_delivery == seq) continue;
+                s->last_delivery = seq;
+                s->c->send(packet);
+                ++delivered;
+            }
+        }
+    }
+};
+
+/// One packet after the CONNECT (or the CONNECT itself): nothing, or why to close.
+std::optional<net::close_reason> handle(session& s, broker& b, const broker_limits& lim, const mqtt::packet& p) {
+    connection& c = *s.c;
+    if (!s.connected) {
+        if (p.type != mqtt::connect || p.flags != 0) return malformed; // the first packet must be a CONNECT
+        const auto req = mqtt::parse_connect(p.body);
+        if (!req) return malformed;
+        if (req->level != 4) {
+            c.send(mqtt::connack_packet(1)); // unacceptable protocol level
+            return unsupported;
+        }
+        if (req->client_id.empty() && !req->clean_session) {
+            c.send(mqtt::connack_packet(2)); // identifier rejected: a session to resume needs a name
+            return malformed;
+        }
+        s.connected = true;
+        ++b.sessions;
+        s.dead_after = dead_timeout(req->keep_alive, lim.max_keep_alive);
+        c.expires_never(); // the connect timeout; the keep-alive's is armed after this read
+        c.send(mqtt::connack_packet(0));
+        return std::nullopt;
+    }
+    mqtt::reader r(p.body);
+    switch (p.type) {
+    case mqtt::publish: {
+        const unsigned qos = (p.flags >> 1) & 0x03u;
+        const std::string_view topic = r.text();
+        const std::uint16_t id = qos > 0 ? r.u16() : 0;
+        const std::string_view payload = r.rest();
+        if (qos == 3 || !r.ok() || !mqtt::valid_topic(topic) || (qos > 0 && id == 0)) return malformed;
+        b.publish(topic, payload);
+        if (qos == 1) c.send(mqtt::ack_packet(mqtt::puback << 4, id));
+        if (qos == 2) c.send(mqtt::ack_packet(mqtt::pubrec << 4, id));
+        return std::nullopt;
+    }
+    case mqtt::pubrel: {
+        const std::uint16_t id = r.u16();
+        if (p.flags != 0x02u || !r.ok() || !r.done()) return malformed;
+        c.send(mqtt::ack_packet(mqtt::pubcomp << 4, id));
+        return std::nullopt;
+    }
+    case mqtt::subscribe: {
+        const std::uint16_t id = r.u16();
+        std::vector<std::uint8_t> granted;
+        while (r.ok() && !r.done()) {
+            const std::string_view filter = r.text();
+            const std::uint8_t qos = r.byte();
+            if (!r.ok() || qos > 2) return malformed;
+            const bool valid = mqtt::valid_filter(filter);
+            if (valid) b.subscribe(s, filter);
+            granted.push_back(valid ? 0x00 : 0x80); // QoS 0, or a failure for that filter
+        }
+        if (p.flags != 0x02u || !r.ok() || granted.empty()) return malformed;
+        c.send(mqtt::suback_packet(id, granted));
+        return std::nullopt;
+    }
+    case mqtt::unsubscribe: {
+        const std::uint16_t id = r.u16();
+        bool any = false;
+        while (r.ok() && !r.done()) {
+            const std::string_view filter = r.text();
+            if (r.ok()) b.unsubscribe(s, filter);
+            any = true;
+        }
+        if (p.flags != 0x02u || !r.ok() || !any) return malformed;
+        c.send(mqtt::ack_packet(mqtt::unsuback << 4, id));
+        return std::nullopt;
+    }
+    case mqtt::pingreq:
+        if (!p.body.empty()) return malformed;
+        c.send(mqtt::pingresp_packet());
+        return std::nullopt;
+    case mqtt::puback:
+    case mqtt::pubrec:
+    case mqtt::pubcomp:
+        return std::nullopt; // answers to QoS 1 and 2 sends, which this server never makes
+    case mqtt::disconnect:
+        return client_disconnect;
+    default:
+        return malformed; // a second CONNECT, a server's packet, or a reserved type
+    }
+}
+
+asio::awaitable<void> serve(std::shared_ptr<session> s, broker& b, const broker_limits& lim) {
+    connection& c = *s->c;
+    c.expires_after(lim.connect_timeout, connect_timeout);
+    std::string in;
+    std::array<char, 4096> chunk;
+    for (;;) {
+        auto [ec, n] = co_await c.stream().async_read_some(asio::buffer(chunk), use_tuple);
+        if (ec) { // a deadline (net::errc::timed_out), the peer, or an I/O error: the connection says which
+            c.read_failed(ec);
+            co_return;
+        }
+        in.append(chunk.data(), n);
+        std::size_t used = 0;
+        bool whole = false;
+        for (;;) {
+            mqtt::packet p;
+            const mqtt::scan found = mqtt::next_packet(std::string_view(in).substr(used), lim.max_packet, p);
+            if (found == mqtt::scan::more) break;
+            if (found != mqtt::scan::whole) {
+                c.close(found == mqtt::scan::too_large ? too_large : malformed);
+                co_return;
+            }
+            used += p.size;
+            whole = true;
+            if (const auto why = handle(*s, b, lim, p)) {
+                c.close(*why);
+                co_return;
+            }
+        }
+        in.erase(0, used);
+        // A control packet arrived: the client's silence counts from here (the standard's rule).
+        if (whole && s->connected) {
+            c.message_received();
+            if (s->dead_after.count() > 0) c.expires_after(s->dead_after, keep_alive_timeout);
+        }
+    }
+}
+
+asio::awaitable<void> accept_loop(net::listener& listener, const net::connection_context& ctx, broker& b,
+                                  const broker_limits& lim) {
+    for (;;) {
+        auto [ec, socket] = co_await listener.async_accept(use_tuple);
+        if (ec) co_return; // the listener closed (a drain)
+        auto s = std::make_shared<session>();
+        s->c = std::make_shared<connection>(std::move(socket), ctx);
+        net::connection_hooks hooks;
+        // The connection lets its handler go when it closes, which ends this cycle.
+        hooks.on_close = [&b, s](net::close_reason) { b.leave(*s); };
+        s->c->set_hooks(std::move(hooks));
+        asio::co_spawn(listener.acceptor().get_executor(), serve(std::move(s), b, lim), asio::detached);
+    }
+}
+
+/// A whole number in [lo, hi], or an error naming the flag and the range (exit 2).
+long long number(const std::string& flag, const char* text, long long lo, long long hi) {
+    long long v = 0;
+    const std::string_view t(text);
+    const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    if (ec != std::errc{} || end != t.data() + t.size() || v < lo || v > hi)
+        throw std::invalid_argument(flag + " must be a whole number in [" + std::to_string(lo) + ", " +
+                                    std::to_string(hi) + "] (got '" + std::string(t) + "')");
+    return v;
+}
+
+constexpr const char* usage =
+    "usage: mqtt_server [--listen HOST:PORT] [--max-packet BYTES] [--connect-timeout MS] [--max-keep-alive S]\n"
+    "                   [--max-connections N] [--drain-window MS] [--config FILE] [--proxy-protocol]\n"
+    "                   [--proxy-from CIDRS] [--proxy-timeout MS] [--handover PATH] [--metrics HOST:PORT]\n"
+    "  --max-packet BYTES     largest packet, header included (default 262144; 16..268435460)\n"
+    "  --connect-timeout MS   from the accept to the CONNECT (default 10000; 1..3600000)\n"
+    "  --max-keep-alive S     caps a client's keep-alive, also one asking for none (default 0: no cap; 0..65535)\n"
+    "a client silent for 1.5 x its keep-alive is closed keepalive-timeout; liveness tables ([output], ...) in --config\n";
+
+} // namespace
+
+int main(int argc, char** argv) {
+    net::server_settings settings; // --listen, --max-connections, --drain-window, PROXY, --handover, --metrics
+    settings.listen = "127.0.0.1:1883";
+    net::liveness_config cfg; // no idle or heartbeat policy: MQTT clients ping, and keep-alive is per client
+    broker_limits lim;
+    asio::ip::tcp::endpoint endpoint;
+    try {
+        for (int i = 1; i < argc; ++i) {
+            const std::string a = argv[i];
+            const bool has_value = i + 1 < argc;
+            if (a == "--config" && has_value) net::load_server_config(argv[++i], settings, cfg);
+            else if (a == "--max-packet" && has_value) lim.max_packet = static_cast<std::size_t>(number(a, argv[++i], 16, 268'435'460));
+            else if (a == "--connect-timeout" && has_value) lim.connect_timeout = milliseconds(number(a, argv[++i], 1, 3'600'000));
+            else if (a == "--max-keep-alive" && has_value) lim.max_keep_alive = std::chrono::seconds(number(a, argv[++i], 0, 65'535));
+            else if (net::parse_server_flag(argc, argv, i, settings)) continue;
+            else if (a == "--help" || a == "-h") {
+                std::cout << usage << net::server_flags_help(settings, false);
+                return 0;
+            } else throw std::invalid_argument("unknown argument '" + a + "' (or a flag without its value): see --help");
+        }
+        settings.validate();
+        endpoint = settings.endpoint();
+    } catch (const std::exception& e) {
+        std::cerr << "mqtt_server: " << e.what() << '\n';
+        return 2;
+    }
+    asio::io_context io(1);
+    heartwheel::asio_wheel wheel(io.get_executor());
+    net::liveness_counters counters;
+    net::connection_options opts;
+    opts.reads_are_idle_activity = false; // whole packets are the activity (message_received)
+    const net::connection_context ctx(wheel, cfg, &counters, nullptr, opts);
+    broker b;
+    net::listener_options lo = settings.listener();
+    lo.name = "mqtt_server";
+    lo.counters = &counters; // refused at the descriptor limit: closed without a word (MQTT has none before CONNECT)
+    std::optional<net::listener> listener;
+    std::optional<asio::ip::tcp::acceptor> metrics;
+    try {
+        listener.emplace(io.get_executor(), endpoint, lo);
+        if (settings.metrics) metrics.emplace(net::listen(io.get_executor(), *settings.metrics, {!settings.handover.empty()}));
+    } catch (const net::listen_error& e) {
+        std::cerr << "mqtt_server: " << e.what() << '\n';
+        return 1;
+    }
+    // The first signal closes the clients over --drain-window (MQTT 3.1.1 has no server goodbye: they
+    // reconnect, spread over the window), then stops; caught before the first line.
+    asio::signal_set signals(io, SIGINT, SIGTERM);
+    const auto drain = net::drain_on_signals(signals, *listener, io.get_executor(), settings.drain_window, [&] { io.stop(); });
+    std::cout << "listening on " << listener->local_address() << std::endl;
+    if (metrics) {
+        std::cout << "metrics on " << net::endpoint_text(metrics->local_endpoint()) << std::endl;
+        net::serve_metrics(*metrics, wheel, [&] {
+            net::prometheus_writer out;
+            out.metric("mqtt_sessions", "gauge", "Clients past their CONNECT.", b.sessions);
+            out.metric("mqtt_published_total", "counter", "PUBLISH packets received.", b.published);
+            out.metric("mqtt_delivered_total", "counter", "PUBLISH packets sent to subscribers.", b.delivered);
+            out.serving(*listener, drain.draining(), counters.snapshot());
+            out.wheels(wheel.size(), wheel.stats());
+            return out.text();
+        });
+    }
+    asio::co_spawn(io, accept_loop(*listener, ctx, b, lim), asio::detached);
+    io.run();
+    std::cout << "final closes=" << counters.snapshot().closes_text() << " published=" << b.published
+              << " delivered=" << b.delivered << std::endl;
+}
