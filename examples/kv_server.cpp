@@ -13,12 +13,8 @@
 #include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/net/connection.hpp>
 #include <heartwheel/net/liveness_config.hpp>
+#include <heartwheel/net/server_front.hpp>
 #include <heartwheel/net/server_toml.hpp>
-#include <heartwheel/net/drain.hpp>
-#include <heartwheel/net/listen.hpp>
-#include <heartwheel/net/listener.hpp>
-#include <heartwheel/net/metrics_endpoint.hpp>
-#include <heartwheel/net/prometheus.hpp>
 
 #include <asio/experimental/as_tuple.hpp>
 #include <asio/co_spawn.hpp>
@@ -26,7 +22,6 @@
 #include <asio/io_context.hpp>
 #include <asio/ip/tcp.hpp>
 #include <asio/read_until.hpp>
-#include <asio/signal_set.hpp>
 #include <asio/use_awaitable.hpp>
 
 #include <csignal>
@@ -135,7 +130,6 @@ int main(int argc, char** argv) {
     net::liveness_config cfg;
     cfg.idle.reader_idle = std::chrono::seconds(60);
     cfg.heartbeat.interval = std::chrono::seconds(20);
-    asio::ip::tcp::endpoint endpoint;
     try {
         for (int i = 1; i < argc; ++i) {
             const std::string a = argv[i];
@@ -149,7 +143,6 @@ int main(int argc, char** argv) {
                                                   "--proxy-timeout MS, --handover PATH, --metrics HOST:PORT, --help");
         }
         settings.validate();
-        endpoint = settings.endpoint();
     } catch (const std::exception& e) {
         std::cerr << "kv_server: " << e.what() << '\n';
         return 2;
@@ -163,36 +156,15 @@ int main(int argc, char** argv) {
     store db;
     // Beyond --max-connections accepting waits for a place; behind a balancer PROXY headers come
     // first; with --handover a predecessor's socket is taken, and this one served for a successor.
-    net::listener_options lo = settings.listener();
-    lo.name = "kv_server";
-    lo.refusal = "BYE busy\n";
-    lo.counters = &counters;
-    std::optional<net::listener> listener;
-    std::optional<asio::ip::tcp::acceptor> metrics;
-    try {
-        listener.emplace(io.get_executor(), endpoint, lo);
-        // With --handover, a successor binds the metrics port beside this one while it drains.
-        if (settings.metrics) metrics.emplace(net::listen(io.get_executor(), *settings.metrics, {!settings.handover.empty()}));
-    } catch (const net::listen_error& e) {
-        std::cerr << "kv_server: " << e.what() << '\n';
-        return 1;
-    }
-    // The first signal asks every client to leave (BYE draining) over --drain-window, then stops;
-    // caught before the first line, as a supervisor that read it may signal at once.
-    asio::signal_set signals(io, SIGINT, SIGTERM);
-    const auto drain = net::drain_on_signals(signals, *listener, io.get_executor(), settings.drain_window, [&] { io.stop(); });
-    std::cout << "listening on " << listener->local_address() << std::endl;
-    if (metrics) {
-        std::cout << "metrics on " << net::endpoint_text(metrics->local_endpoint()) << std::endl;
-        net::serve_metrics(*metrics, wheel, [&] {
-            net::prometheus_writer out;
-            out.metric("kv_keys", "gauge", "Keys in the store.", db.values.size());
-            out.serving(*listener, drain.draining(), counters.snapshot());
-            out.wheels(wheel.size(), wheel.stats());
-            return out.text();
-        });
-    }
-    asio::co_spawn(io, listen(*listener, ctx, db), asio::detached);
+    const auto front = net::server_front::open(io.get_executor(), settings, "kv_server", "BYE busy\n", &counters);
+    if (!front) return 1;
+    // The first signal asks every client to leave (BYE draining) over --drain-window, then stops.
+    front->on_signals([&] { io.stop(); });
+    std::cout << front->ready_lines() << std::flush;
+    front->serve_metrics(wheel, [&](net::prometheus_writer& out) {
+        out.metric("kv_keys", "gauge", "Keys in the store.", db.values.size());
+    });
+    asio::co_spawn(io, listen(front->listener(), ctx, db), asio::detached);
     io.run();
     const auto s = counters.snapshot();
     std::cout << "closed " << s.closes_total() << " connections\n";

@@ -16,11 +16,7 @@
 #include <heartwheel/asio_ssl.hpp>
 #include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/beast/http.hpp>
-#include <heartwheel/net/drain.hpp>
-#include <heartwheel/net/listen.hpp>
-#include <heartwheel/net/listener.hpp>
-#include <heartwheel/net/metrics_endpoint.hpp>
-#include <heartwheel/net/prometheus.hpp>
+#include <heartwheel/net/server_front.hpp>
 #include <heartwheel/net/liveness_config.hpp>
 #include <heartwheel/net/server_toml.hpp>
 #include <heartwheel/net/tls_socket.hpp>
@@ -29,7 +25,6 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -146,23 +141,13 @@ int serve(const options& o, asio::ssl::context* tls) {
     server_state<Stream> state;
     // Admission, PROXY headers behind a balancer, a predecessor's socket taken over (and this one's
     // served for a successor): from the server settings.
-    net::listener_options lo = o.server.listener();
-    lo.name = "http_server";
-    lo.counters = &counters;
-    std::optional<net::listener> listener;
-    std::optional<tcp::acceptor> metrics;
-    try {
-        listener.emplace(io.get_executor(), o.server.endpoint(), lo);
-        // With --handover, a successor binds the metrics port beside this one while it drains.
-        if (o.server.metrics) metrics.emplace(net::listen(io.get_executor(), *o.server.metrics, {!o.server.handover.empty()}));
-    } catch (const net::listen_error& e) {
-        std::cerr << "http_server: " << e.what() << '\n';
-        return 1;
-    }
+    const auto front = net::server_front::open(io.get_executor(), o.server, "http_server", "", &counters);
+    if (!front) return 1;
+    net::listener& listener = front->listener();
     // net::listener's accept ends only when it is closed: at the descriptor limit it refuses and rests.
     asio::co_spawn(io, [&]() -> asio::awaitable<void> {
         for (;;) {
-            auto [ec, socket] = co_await listener->async_accept(use_tuple);
+            auto [ec, socket] = co_await listener.async_accept(use_tuple);
             if (ec) co_return;
             socket.set_option(tcp::no_delay(true), ec);
             asio::co_spawn(io, session(make_stream<Stream>(std::move(socket), tls), ctx, o, state), asio::detached);
@@ -173,11 +158,10 @@ int serve(const options& o, asio::ssl::context* tls) {
     // --drain-window (net::async_drain: an idle kept-alive one closes at once, one mid-request answers
     // it with Connection: close). Then, or at a second signal: close every connection left
     // (shutdown: silent, as an idle close), and stop once all are gone (or after two seconds).
-    asio::signal_set signals(io, SIGINT, SIGTERM);
     bool stopping = false;
-    const auto shutdown = [&] {
+    front->on_signals([&] {
         if (std::exchange(stopping, true)) return;
-        listener->close();
+        listener.close();
         asio::co_spawn(io, [&]() -> asio::awaitable<void> {
             for (const auto& c : std::set(state.open)) c->close(net::close_reason::shutdown);
             asio::steady_timer poll(io);
@@ -188,21 +172,13 @@ int serve(const options& o, asio::ssl::context* tls) {
             }
             io.stop();
         }, asio::detached);
-    };
-    const auto drain = net::drain_on_signals(signals, *listener, io.get_executor(), o.server.drain_window, shutdown);
+    });
     // The first line tells a supervisor the server is ready: only once a SIGTERM would drain it.
-    std::cout << "listening on " << listener->local_address() << std::endl;
-    if (metrics) {
-        std::cout << "metrics on " << net::endpoint_text(metrics->local_endpoint()) << std::endl;
-        net::serve_metrics(*metrics, wheel, [&] {
-            net::prometheus_writer out;
-            out.metric("http_connections", "gauge", "Open connections.", state.open.size());
-            out.metric("http_requests_total", "counter", "Requests answered.", state.requests);
-            out.serving(*listener, drain.draining(), counters.snapshot());
-            out.wheels(wheel.size(), wheel.stats());
-            return out.text();
-        });
-    }
+    std::cout << front->ready_lines() << std::flush;
+    front->serve_metrics(wheel, [&](net::prometheus_writer& out) {
+        out.metric("http_connections", "gauge", "Open connections.", state.open.size());
+        out.metric("http_requests_total", "counter", "Requests answered.", state.requests);
+    });
     io.run();
     std::cout << "final closes=" << counters.snapshot().closes_text() << " requests=" << state.requests << std::endl;
     return 0;

@@ -22,11 +22,7 @@
 
 #include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/net/connection.hpp>
-#include <heartwheel/net/drain.hpp>
-#include <heartwheel/net/listen.hpp>
-#include <heartwheel/net/listener.hpp>
-#include <heartwheel/net/metrics_endpoint.hpp>
-#include <heartwheel/net/prometheus.hpp>
+#include <heartwheel/net/server_front.hpp>
 #include <heartwheel/net/server_toml.hpp>
 
 #include <asio/co_spawn.hpp>
@@ -34,12 +30,10 @@
 #include <asio/experimental/as_tuple.hpp>
 #include <asio/io_context.hpp>
 #include <asio/ip/tcp.hpp>
-#include <asio/signal_set.hpp>
 #include <asio/use_awaitable.hpp>
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -261,17 +255,6 @@ asio::awaitable<void> accept_loop(net::listener& listener, const net::connection
     }
 }
 
-/// A whole number in [lo, hi], or an error naming the flag and the range (exit 2).
-long long number(const std::string& flag, const char* text, long long lo, long long hi) {
-    long long v = 0;
-    const std::string_view t(text);
-    const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-    if (ec != std::errc{} || end != t.data() + t.size() || v < lo || v > hi)
-        throw std::invalid_argument(flag + " must be a whole number in [" + std::to_string(lo) + ", " +
-                                    std::to_string(hi) + "] (got '" + std::string(t) + "')");
-    return v;
-}
-
 constexpr const char* usage =
     "usage: mqtt_server [--listen HOST:PORT] [--max-packet BYTES] [--connect-timeout MS] [--max-keep-alive S]\n"
     "                   [--max-connections N] [--drain-window MS] [--config FILE] [--proxy-protocol]\n"
@@ -288,15 +271,14 @@ int main(int argc, char** argv) {
     settings.listen = "127.0.0.1:1883";
     net::liveness_config cfg; // no idle or heartbeat policy: MQTT clients ping, and keep-alive is per client
     broker_limits lim;
-    asio::ip::tcp::endpoint endpoint;
     try {
         for (int i = 1; i < argc; ++i) {
             const std::string a = argv[i];
             const bool has_value = i + 1 < argc;
             if (a == "--config" && has_value) net::load_server_config(argv[++i], settings, cfg);
-            else if (a == "--max-packet" && has_value) lim.max_packet = static_cast<std::size_t>(number(a, argv[++i], 16, 268'435'460));
-            else if (a == "--connect-timeout" && has_value) lim.connect_timeout = milliseconds(number(a, argv[++i], 1, 3'600'000));
-            else if (a == "--max-keep-alive" && has_value) lim.max_keep_alive = std::chrono::seconds(number(a, argv[++i], 0, 65'535));
+            else if (a == "--max-packet" && has_value) lim.max_packet = static_cast<std::size_t>(net::parse_count(argv[++i], a, 16, 268'435'460));
+            else if (a == "--connect-timeout" && has_value) lim.connect_timeout = milliseconds(net::parse_count(argv[++i], a, 1, 3'600'000));
+            else if (a == "--max-keep-alive" && has_value) lim.max_keep_alive = std::chrono::seconds(net::parse_count(argv[++i], a, 0, 65'535));
             else if (net::parse_server_flag(argc, argv, i, settings)) continue;
             else if (a == "--help" || a == "-h") {
                 std::cout << usage << net::server_flags_help(settings, false);
@@ -304,7 +286,6 @@ int main(int argc, char** argv) {
             } else throw std::invalid_argument("unknown argument '" + a + "' (or a flag without its value): see --help");
         }
         settings.validate();
-        endpoint = settings.endpoint();
     } catch (const std::exception& e) {
         std::cerr << "mqtt_server: " << e.what() << '\n';
         return 2;
@@ -316,36 +297,19 @@ int main(int argc, char** argv) {
     opts.reads_are_idle_activity = false; // whole packets are the activity (message_received)
     const net::connection_context ctx(wheel, cfg, &counters, nullptr, opts);
     broker b;
-    net::listener_options lo = settings.listener();
-    lo.name = "mqtt_server";
-    lo.counters = &counters; // refused at the descriptor limit: closed without a word (MQTT has none before CONNECT)
-    std::optional<net::listener> listener;
-    std::optional<asio::ip::tcp::acceptor> metrics;
-    try {
-        listener.emplace(io.get_executor(), endpoint, lo);
-        if (settings.metrics) metrics.emplace(net::listen(io.get_executor(), *settings.metrics, {!settings.handover.empty()}));
-    } catch (const net::listen_error& e) {
-        std::cerr << "mqtt_server: " << e.what() << '\n';
-        return 1;
-    }
+    // Refused at the descriptor limit: closed without a word (MQTT has none before CONNECT).
+    const auto front = net::server_front::open(io.get_executor(), settings, "mqtt_server", "", &counters);
+    if (!front) return 1;
     // The first signal closes the clients over --drain-window (MQTT 3.1.1 has no server goodbye: they
-    // reconnect, spread over the window), then stops; caught before the first line.
-    asio::signal_set signals(io, SIGINT, SIGTERM);
-    const auto drain = net::drain_on_signals(signals, *listener, io.get_executor(), settings.drain_window, [&] { io.stop(); });
-    std::cout << "listening on " << listener->local_address() << std::endl;
-    if (metrics) {
-        std::cout << "metrics on " << net::endpoint_text(metrics->local_endpoint()) << std::endl;
-        net::serve_metrics(*metrics, wheel, [&] {
-            net::prometheus_writer out;
-            out.metric("mqtt_sessions", "gauge", "Clients past their CONNECT.", b.sessions);
-            out.metric("mqtt_published_total", "counter", "PUBLISH packets received.", b.published);
-            out.metric("mqtt_delivered_total", "counter", "PUBLISH packets sent to subscribers.", b.delivered);
-            out.serving(*listener, drain.draining(), counters.snapshot());
-            out.wheels(wheel.size(), wheel.stats());
-            return out.text();
-        });
-    }
-    asio::co_spawn(io, accept_loop(*listener, ctx, b, lim), asio::detached);
+    // reconnect, spread over the window), then stops.
+    front->on_signals([&] { io.stop(); });
+    std::cout << front->ready_lines() << std::flush;
+    front->serve_metrics(wheel, [&](net::prometheus_writer& out) {
+        out.metric("mqtt_sessions", "gauge", "Clients past their CONNECT.", b.sessions);
+        out.metric("mqtt_published_total", "counter", "PUBLISH packets received.", b.published);
+        out.metric("mqtt_delivered_total", "counter", "PUBLISH packets sent to subscribers.", b.delivered);
+    });
+    asio::co_spawn(io, accept_loop(front->listener(), ctx, b, lim), asio::detached);
     io.run();
     std::cout << "final closes=" << counters.snapshot().closes_text() << " published=" << b.published
               << " delivered=" << b.delivered << std::endl;

@@ -16,11 +16,7 @@
 // "final closes=<reason>:<n>,... messages=<n>" and exits 0. Bad flags exit 2.
 #include <heartwheel/asio_ssl.hpp>
 #include <heartwheel/beast/websocket.hpp>
-#include <heartwheel/net/drain.hpp>
-#include <heartwheel/net/listen.hpp>
-#include <heartwheel/net/listener.hpp>
-#include <heartwheel/net/metrics_endpoint.hpp>
-#include <heartwheel/net/prometheus.hpp>
+#include <heartwheel/net/server_front.hpp>
 #include <heartwheel/net/liveness_config.hpp>
 #include <heartwheel/net/server_toml.hpp>
 #include <heartwheel/net/shards.hpp>
@@ -29,7 +25,6 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/buffers_to_string.hpp>
@@ -163,24 +158,14 @@ int serve(const options& o, asio::ssl::context* tls) {
     room<Stream> r;
     // Admission, PROXY headers behind a balancer, a predecessor's socket taken over (and this one's
     // served for a successor): from the server settings.
-    net::listener_options lo = o.server.listener();
-    lo.name = "ws_chat_server";
-    lo.counters = &counters;
-    std::optional<net::listener> listener;
-    std::optional<tcp::acceptor> metrics;
-    try {
-        listener.emplace(home, o.server.endpoint(), lo);
-        // With --handover, a successor binds the metrics port beside this one while it drains.
-        if (o.server.metrics) metrics.emplace(net::listen(home, *o.server.metrics, {!o.server.handover.empty()}));
-    } catch (const net::listen_error& e) {
-        std::cerr << "ws_chat_server: " << e.what() << '\n';
-        return 1;
-    }
+    const auto front = net::server_front::open(home, o.server, "ws_chat_server", "", &counters);
+    if (!front) return 1;
+    net::listener& listener = front->listener();
     // net::listener's accept ends only when it is closed: at the descriptor limit it refuses and rests.
     asio::co_spawn(home, [&]() -> asio::awaitable<void> {
         for (;;) {
             net::shard& s = shards.next();
-            auto [ec, socket] = co_await listener->async_accept(s.get_executor(), use_tuple);
+            auto [ec, socket] = co_await listener.async_accept(s.get_executor(), use_tuple);
             if (ec) co_return;
             socket.set_option(tcp::no_delay(true), ec);
             // The connection is made on its shard's strand: its timers go into that shard's wheel.
@@ -192,11 +177,10 @@ int serve(const options& o, asio::ssl::context* tls) {
     // The first SIGINT/SIGTERM drains: stop accepting, then every client is asked to leave (close 1012,
     // "draining") spread over --drain-window (net::async_drain). Then, or at a second signal: a close
     // frame to everyone left ("shutdown"), and stop once all are gone (or after two seconds).
-    asio::signal_set signals(home, SIGINT, SIGTERM);
     bool stopping = false;
-    const auto shutdown = [&] {
+    front->on_signals([&] {
         if (std::exchange(stopping, true)) return;
-        listener->close();
+        listener.close();
         asio::co_spawn(home, [&]() -> asio::awaitable<void> {
             for (const auto& m : r.everyone()) m->close(net::close_reason::shutdown);
             asio::steady_timer poll(home);
@@ -207,20 +191,15 @@ int serve(const options& o, asio::ssl::context* tls) {
             }
             shards.stop();
         }, asio::detached);
-    };
-    const auto drain = net::drain_on_signals(signals, *listener, home, o.server.drain_window, shutdown);
+    });
     // The first line tells a supervisor the server is ready: only once a SIGTERM would drain it.
-    std::cout << "listening on " << listener->local_address() << std::endl;
-    if (metrics) { // answered on the acceptor's strand, timed by its shard's wheel
-        std::cout << "metrics on " << net::endpoint_text(metrics->local_endpoint()) << std::endl;
-        net::serve_metrics(*metrics, shards[0].wheel(), [&] {
-            net::prometheus_writer out;
-            out.metric("ws_chat_members", "gauge", "Members in the room.", r.everyone().size());
-            out.metric("ws_chat_messages_total", "counter", "Messages broadcast.", r.messages.load());
-            out.serving(*listener, drain.draining(), counters.snapshot());
-            return out.text(); // the wheels run on other threads: echo_server mirrors them, this one does not
-        });
-    }
+    std::cout << front->ready_lines() << std::flush;
+    // Answered on the acceptor's strand, timed by its shard's wheel; the other wheels run on other
+    // threads (echo_server mirrors them, this one does not report them).
+    front->serve_metrics(shards[0].wheel(), [&](net::prometheus_writer& out) {
+        out.metric("ws_chat_members", "gauge", "Members in the room.", r.everyone().size());
+        out.metric("ws_chat_messages_total", "counter", "Messages broadcast.", r.messages.load());
+    }, false);
     shards.run();
     std::cout << "final closes=" << counters.snapshot().closes_text() << " messages=" << r.messages.load() << std::endl;
     return 0;
