@@ -22,6 +22,7 @@
 
 #include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/net/connection.hpp>
+#include <heartwheel/net/connection_with.hpp>
 #include <heartwheel/net/server_front.hpp>
 #include <heartwheel/net/server_toml.hpp>
 
@@ -33,7 +34,6 @@
 #include <asio/use_awaitable.hpp>
 
 #include <algorithm>
-#include <array>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -70,12 +70,37 @@ milliseconds dead_timeout(std::uint16_t keep_alive_s, std::chrono::seconds max) 
     return milliseconds(k.count() * 1500);
 }
 
-struct session {
-    std::shared_ptr<connection> c;
+struct broker;
+
+/// A client: the connection's handler, made with it in one heap block (net::make_connection_with).
+/// Between packets it holds no read buffer (async_receive lends one per read) and, unless a packet
+/// was cut by a read's end, no partial bytes.
+struct session final : net::connection_handler {
+    session(connection& conn, broker& br, const broker_limits& l) : c(conn), b(&br), lim(&l) {}
+    connection& c;
+    broker* b;
+    const broker_limits* lim;
     std::vector<std::string> filters;
-    milliseconds dead_after{0};
+    std::string partial;             ///< a packet cut by the end of a read
+    milliseconds dead_after{0};      ///< 1.5 x the keep-alive (capped); 0: none
     std::uint64_t last_delivery = 0; ///< the publish it was last sent: one copy when filters overlap
     bool connected = false;
+
+    /// The block's count: what a pending read holds.
+    std::shared_ptr<session> self() { return {c.shared_from_this(), this}; }
+    void start() {
+        c.expires_after(lim->connect_timeout, connect_timeout);
+        receive();
+    }
+    void on_close(net::close_reason) override;
+
+private:
+    void receive() {
+        c.stream().async_receive([s = self()](const heartwheel::error_code& ec, net::read_chunk chunk) {
+            s->received(ec, chunk.bytes());
+        });
+    }
+    void received(const heartwheel::error_code& ec, std::string_view in);
 };
 
 struct broker {
@@ -112,7 +137,7 @@ struct broker {
             for (session* s : subscribers) {
                 if (s->last_delivery == seq) continue;
                 s->last_delivery = seq;
-                s->c->send(packet);
+                s->c.send(packet);
                 ++delivered;
             }
         }
@@ -120,8 +145,12 @@ struct broker {
 };
 
 /// One packet after the CONNECT (or the CONNECT itself): nothing, or why to close.
-std::optional<net::close_reason> handle(session& s, broker& b, const broker_limits& lim, const mqtt::packet& p) {
-    connection& c = *s.c;
+void session::on_close(net::close_reason) { b->leave(*this); }
+
+std::optional<net::close_reason> handle(session& s, const mqtt::packet& p) {
+    connection& c = s.c;
+    broker& b = *s.b;
+    const broker_limits& lim = *s.lim;
     if (!s.connected) {
         if (p.type != mqtt::connect || p.flags != 0) return malformed; // the first packet must be a CONNECT
         const auto req = mqtt::parse_connect(p.body);
@@ -202,42 +231,36 @@ std::optional<net::close_reason> handle(session& s, broker& b, const broker_limi
     }
 }
 
-asio::awaitable<void> serve(std::shared_ptr<session> s, broker& b, const broker_limits& lim) {
-    connection& c = *s->c;
-    c.expires_after(lim.connect_timeout, connect_timeout);
-    std::string in;
-    std::array<char, 4096> chunk;
-    for (;;) {
-        auto [ec, n] = co_await c.stream().async_read_some(asio::buffer(chunk), use_tuple);
-        if (ec) { // a deadline (net::errc::timed_out), the peer, or an I/O error: the connection says which
-            c.read_failed(ec);
-            co_return;
-        }
-        in.append(chunk.data(), n);
-        std::size_t used = 0;
-        bool whole = false;
-        for (;;) {
-            mqtt::packet p;
-            const mqtt::scan found = mqtt::next_packet(std::string_view(in).substr(used), lim.max_packet, p);
-            if (found == mqtt::scan::more) break;
-            if (found != mqtt::scan::whole) {
-                c.close(found == mqtt::scan::too_large ? too_large : malformed);
-                co_return;
-            }
-            used += p.size;
-            whole = true;
-            if (const auto why = handle(*s, b, lim, p)) {
-                c.close(*why);
-                co_return;
-            }
-        }
-        in.erase(0, used);
-        // A control packet arrived: the client's silence counts from here (the standard's rule).
-        if (whole && s->connected) {
-            c.message_received();
-            if (s->dead_after.count() > 0) c.expires_after(s->dead_after, keep_alive_timeout);
-        }
+// One read's bytes: every whole packet in them handled in order, a cut one kept for the next read.
+void session::received(const heartwheel::error_code& ec, std::string_view in) {
+    if (ec) { // a deadline (net::errc::timed_out), the peer, or an I/O error: the connection says which
+        c.read_failed(ec);
+        return;
     }
+    if (!partial.empty()) {
+        partial.append(in);
+        in = partial;
+    }
+    std::size_t used = 0;
+    bool whole = false;
+    for (;;) {
+        mqtt::packet p;
+        const mqtt::scan found = mqtt::next_packet(in.substr(used), lim->max_packet, p);
+        if (found == mqtt::scan::more) break;
+        if (found != mqtt::scan::whole) return c.close(found == mqtt::scan::too_large ? too_large : malformed);
+        used += p.size;
+        whole = true;
+        if (const auto why = handle(*this, p)) return c.close(*why);
+    }
+    if (in.data() == partial.data()) partial.erase(0, used);
+    else partial.assign(in.substr(used));
+    if (partial.empty()) std::string().swap(partial); // hold nothing between packets
+    // A control packet arrived: the client's silence counts from here (the standard's rule).
+    if (whole && connected) {
+        c.message_received();
+        if (dead_after.count() > 0) c.expires_after(dead_after, keep_alive_timeout);
+    }
+    receive();
 }
 
 asio::awaitable<void> accept_loop(net::listener& listener, const net::connection_context& ctx, broker& b,
@@ -245,13 +268,8 @@ asio::awaitable<void> accept_loop(net::listener& listener, const net::connection
     for (;;) {
         auto [ec, socket] = co_await listener.async_accept(use_tuple);
         if (ec) co_return; // the listener closed (a drain)
-        auto s = std::make_shared<session>();
-        s->c = std::make_shared<connection>(std::move(socket), ctx);
-        net::connection_hooks hooks;
-        // The connection lets its handler go when it closes, which ends this cycle.
-        hooks.on_close = [&b, s](net::close_reason) { b.leave(*s); };
-        s->c->set_hooks(std::move(hooks));
-        asio::co_spawn(listener.acceptor().get_executor(), serve(std::move(s), b, lim), asio::detached);
+        net::make_connection_with<connection>([&](connection& c) { return session(c, b, lim); }, std::move(socket), ctx)
+            ->start();
     }
 }
 
