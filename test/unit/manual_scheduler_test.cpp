@@ -67,6 +67,19 @@ BOOST_AUTO_TEST_CASE(time_moves_only_forward_and_timers_fire_at_their_tick) {
     BOOST_TEST(clock.pending() == 0u);
 }
 
+// A wheel that fires at most one timer per advance (wheel_config::max_fires_per_advance): run_for
+// advances again at the same time until everything due has fired, as a driver does.
+BOOST_AUTO_TEST_CASE(run_for_keeps_advancing_while_timers_are_due_past_the_budget) {
+    heartwheel::wheel_config one_at_a_time;
+    one_at_a_time.max_fires_per_advance = 1;
+    manual_scheduler clock(one_at_a_time);
+    stamped a(clock), b(clock), c(clock);
+    for (stamped* t : {&a, &b, &c}) clock.schedule(*t, clock.now() + 10ms);
+    BOOST_TEST(clock.run_for(1s) == 3u);
+    for (stamped* t : {&a, &b, &c}) BOOST_TEST((t->fired == std::vector<duration>{10ms}));
+    BOOST_TEST((clock.since_start() == 1s));
+}
+
 BOOST_AUTO_TEST_CASE(step_by_observes_each_firing_at_the_first_step_past_it) {
     manual_scheduler clock(10ms);
     stamped a(clock);

@@ -66,13 +66,16 @@ public:
         return fired;
     }
     /// Advances straight to each next wake-up the wheel asks for, up to `limit` later: the fewest
-    /// advances a driver would make. Returns how many fired.
+    /// advances a driver would make. Returns how many fired. (A callback that re-arms its timer due
+    /// at once keeps it at that time, as it would keep a driver busy.)
     std::size_t run_for(duration limit) {
         const time_point end = now_ + limit;
         std::size_t fired = 0;
         for (auto next = wheel_.next_wakeup(); next && *next <= end; next = wheel_.next_wakeup()) {
-            if (*next <= now_) { // already due: one advance fires it
-                fired += wheel_.advance(now_);
+            if (*next <= now_) { // already due (past a budget of fires per advance, say): advance again
+                const std::size_t n = wheel_.advance(now_);
+                fired += n;
+                if (n == 0 && wheel_.next_wakeup() == next) break; // nothing moves at this time
                 continue;
             }
             fired += advance_to(*next);
