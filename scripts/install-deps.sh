@@ -15,7 +15,7 @@ packages=(
   clang libclang-rt-14-dev
   python3 python3-websockets python3-munkres python3-matplotlib procps iproute2 nftables netcat-openbsd valgrind
   sslscan prometheus haproxy
-  mosquitto mosquitto-clients python3-paho-mqtt
+  mosquitto mosquitto-clients python3-paho-mqtt nginx-light wrk
 )
 missing=()
 for p in "${packages[@]}"; do
