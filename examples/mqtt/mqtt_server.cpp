@@ -25,6 +25,7 @@
 #include <heartwheel/net/connection_with.hpp>
 #include <heartwheel/net/server_front.hpp>
 #include <heartwheel/net/server_toml.hpp>
+#include <heartwheel/net/tls_socket.hpp>
 
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
@@ -43,7 +44,6 @@
 
 namespace net = heartwheel::net;
 using tcp = asio::ip::tcp;
-using connection = net::connection<tcp::socket>;
 using std::chrono::milliseconds;
 constexpr auto use_tuple = asio::experimental::as_tuple(asio::use_awaitable);
 
@@ -70,15 +70,19 @@ milliseconds dead_timeout(std::uint16_t keep_alive_s, std::chrono::seconds max) 
     return milliseconds(k.count() * 1500);
 }
 
+template <class Stream>
 struct broker;
 
-/// A client: the connection's handler, made with it in one heap block (net::make_connection_with).
-/// Between packets it holds no read buffer (async_receive lends one per read) and, unless a packet
-/// was cut by a read's end, no partial bytes.
+/// A client over `Stream` (a TCP socket, or net::tls_socket with --tls): the connection's handler,
+/// made with it in one heap block (net::make_connection_with). Between packets it holds no read
+/// buffer (async_receive lends one per read) and, unless a packet was cut by a read's end, no
+/// partial bytes.
+template <class Stream>
 struct session final : net::connection_handler {
-    session(connection& conn, broker& br, const broker_limits& l) : c(conn), b(&br), lim(&l) {}
+    using connection = net::connection<Stream>;
+    session(connection& conn, broker<Stream>& br, const broker_limits& l) : c(conn), b(&br), lim(&l) {}
     connection& c;
-    broker* b;
+    broker<Stream>* b;
     const broker_limits* lim;
     std::vector<std::string> filters;
     std::string partial;             ///< a packet cut by the end of a read
@@ -88,13 +92,24 @@ struct session final : net::connection_handler {
 
     /// The block's count: what a pending read holds.
     std::shared_ptr<session> self() { return {c.shared_from_this(), this}; }
+    /// With TLS, the handshake first (under the library's handshake admission and timeout; a failed
+    /// one is closed and counted by the connection), then the connect timeout and the reads.
     void start() {
+        if constexpr (connection::is_tls) {
+            c.async_handshake(asio::ssl::stream_base::server, [s = self()](const heartwheel::error_code& ec) {
+                if (!ec) s->begin();
+            });
+        } else {
+            begin();
+        }
+    }
+    void on_close(net::close_reason) override { b->leave(*this); }
+
+private:
+    void begin() {
         c.expires_after(lim->connect_timeout, connect_timeout);
         receive();
     }
-    void on_close(net::close_reason) override;
-
-private:
     void receive() {
         c.stream().async_receive([s = self()](const heartwheel::error_code& ec, net::read_chunk chunk) {
             s->received(ec, chunk.bytes());
@@ -103,17 +118,19 @@ private:
     void received(const heartwheel::error_code& ec, std::string_view in);
 };
 
+template <class Stream>
 struct broker {
-    std::map<std::string, std::set<session*>, std::less<>> by_filter;
+    using client = session<Stream>;
+    std::map<std::string, std::set<client*>, std::less<>> by_filter;
     std::size_t sessions = 0;
     std::uint64_t published = 0, delivered = 0;
 
-    void subscribe(session& s, std::string_view filter) {
+    void subscribe(client& s, std::string_view filter) {
         if (std::find(s.filters.begin(), s.filters.end(), filter) != s.filters.end()) return;
         s.filters.emplace_back(filter);
         by_filter[s.filters.back()].insert(&s);
     }
-    void unsubscribe(session& s, std::string_view filter) {
+    void unsubscribe(client& s, std::string_view filter) {
         const auto mine = std::find(s.filters.begin(), s.filters.end(), filter);
         if (mine == s.filters.end()) return;
         s.filters.erase(mine);
@@ -121,7 +138,7 @@ struct broker {
         it->second.erase(&s);
         if (it->second.empty()) by_filter.erase(it);
     }
-    void leave(session& s) {
+    void leave(client& s) {
         while (!s.filters.empty()) unsubscribe(s, std::string(s.filters.back()));
         if (s.connected) --sessions;
         s.connected = false;
@@ -134,7 +151,7 @@ struct broker {
         for (const auto& [filter, subscribers] : by_filter) {
             if (!mqtt::matches(filter, topic)) continue;
             if (packet.empty()) packet = mqtt::publish_packet(topic, payload);
-            for (session* s : subscribers) {
+            for (client* s : subscribers) {
                 if (s->last_delivery == seq) continue;
                 s->last_delivery = seq;
                 s->c.send(packet);
@@ -145,11 +162,10 @@ struct broker {
 };
 
 /// One packet after the CONNECT (or the CONNECT itself): nothing, or why to close.
-void session::on_close(net::close_reason) { b->leave(*this); }
-
-std::optional<net::close_reason> handle(session& s, const mqtt::packet& p) {
-    connection& c = s.c;
-    broker& b = *s.b;
+template <class Stream>
+std::optional<net::close_reason> handle(session<Stream>& s, const mqtt::packet& p) {
+    net::connection<Stream>& c = s.c;
+    broker<Stream>& b = *s.b;
     const broker_limits& lim = *s.lim;
     if (!s.connected) {
         if (p.type != mqtt::connect || p.flags != 0) return malformed; // the first packet must be a CONNECT
@@ -232,7 +248,8 @@ std::optional<net::close_reason> handle(session& s, const mqtt::packet& p) {
 }
 
 // One read's bytes: every whole packet in them handled in order, a cut one kept for the next read.
-void session::received(const heartwheel::error_code& ec, std::string_view in) {
+template <class Stream>
+void session<Stream>::received(const heartwheel::error_code& ec, std::string_view in) {
     if (ec) { // a deadline (net::errc::timed_out), the peer, or an I/O error: the connection says which
         c.read_failed(ec);
         return;
@@ -263,13 +280,18 @@ void session::received(const heartwheel::error_code& ec, std::string_view in) {
     receive();
 }
 
-asio::awaitable<void> accept_loop(net::listener& listener, const net::connection_context& ctx, broker& b,
-                                  const broker_limits& lim) {
+template <class Stream>
+asio::awaitable<void> accept_loop(net::listener& listener, const net::connection_context& ctx, broker<Stream>& b,
+                                  const broker_limits& lim, asio::ssl::context* tls) {
+    using connection = net::connection<Stream>;
     for (;;) {
         auto [ec, socket] = co_await listener.async_accept(use_tuple);
         if (ec) co_return; // the listener closed (a drain)
-        net::make_connection_with<connection>([&](connection& c) { return session(c, b, lim); }, std::move(socket), ctx)
-            ->start();
+        auto make = [&](connection& c) { return session<Stream>(c, b, lim); };
+        if constexpr (connection::is_tls)
+            net::make_connection_with<connection>(make, Stream(std::move(socket), *tls), ctx)->start();
+        else
+            net::make_connection_with<connection>(make, std::move(socket), ctx)->start();
     }
 }
 
@@ -277,44 +299,25 @@ constexpr const char* usage =
     "usage: mqtt_server [--listen HOST:PORT] [--max-packet BYTES] [--connect-timeout MS] [--max-keep-alive S]\n"
     "                   [--max-connections N] [--drain-window MS] [--config FILE] [--proxy-protocol]\n"
     "                   [--proxy-from CIDRS] [--proxy-timeout MS] [--handover PATH] [--metrics HOST:PORT]\n"
+    "                   [--tls CERT KEY] [--max-handshakes N]\n"
     "  --max-packet BYTES     largest packet, header included (default 262144; 16..268435460)\n"
     "  --connect-timeout MS   from the accept to the CONNECT (default 10000; 1..3600000)\n"
     "  --max-keep-alive S     caps a client's keep-alive, also one asking for none (default 0: no cap; 0..65535)\n"
+    "  --tls CERT KEY         MQTT over TLS with this certificate chain and key (PEM)\n"
     "a client silent for 1.5 x its keep-alive is closed keepalive-timeout; liveness tables ([output], ...) in --config\n";
 
 } // namespace
 
-int main(int argc, char** argv) {
-    net::server_settings settings; // --listen, --max-connections, --drain-window, PROXY, --handover, --metrics
-    settings.listen = "127.0.0.1:1883";
-    net::liveness_config cfg; // no idle or heartbeat policy: MQTT clients ping, and keep-alive is per client
-    broker_limits lim;
-    try {
-        for (int i = 1; i < argc; ++i) {
-            const std::string a = argv[i];
-            const bool has_value = i + 1 < argc;
-            if (a == "--config" && has_value) net::load_server_config(argv[++i], settings, cfg);
-            else if (a == "--max-packet" && has_value) lim.max_packet = static_cast<std::size_t>(net::parse_count(argv[++i], a, 16, 268'435'460));
-            else if (a == "--connect-timeout" && has_value) lim.connect_timeout = milliseconds(net::parse_count(argv[++i], a, 1, 3'600'000));
-            else if (a == "--max-keep-alive" && has_value) lim.max_keep_alive = std::chrono::seconds(net::parse_count(argv[++i], a, 0, 65'535));
-            else if (net::parse_server_flag(argc, argv, i, settings)) continue;
-            else if (a == "--help" || a == "-h") {
-                std::cout << usage << net::server_flags_help(settings, false);
-                return 0;
-            } else throw std::invalid_argument("unknown argument '" + a + "' (or a flag without its value): see --help");
-        }
-        settings.validate();
-    } catch (const std::exception& e) {
-        std::cerr << "mqtt_server: " << e.what() << '\n';
-        return 2;
-    }
+template <class Stream>
+int serve(const net::server_settings& settings, const net::liveness_config& cfg, const broker_limits& lim,
+          asio::ssl::context* tls) {
     asio::io_context io(1);
     heartwheel::asio_wheel wheel(io.get_executor());
     net::liveness_counters counters;
     net::connection_options opts;
     opts.reads_are_idle_activity = false; // whole packets are the activity (message_received)
     const net::connection_context ctx(wheel, cfg, &counters, nullptr, opts);
-    broker b;
+    broker<Stream> b;
     // Refused at the descriptor limit: closed without a word (MQTT has none before CONNECT).
     const auto front = net::server_front::open(io.get_executor(), settings, "mqtt_server", "", &counters);
     if (!front) return 1;
@@ -327,8 +330,49 @@ int main(int argc, char** argv) {
         out.metric("mqtt_published_total", "counter", "PUBLISH packets received.", b.published);
         out.metric("mqtt_delivered_total", "counter", "PUBLISH packets sent to subscribers.", b.delivered);
     });
-    asio::co_spawn(io, accept_loop(front->listener(), ctx, b, lim), asio::detached);
+    asio::co_spawn(io, accept_loop<Stream>(front->listener(), ctx, b, lim, tls), asio::detached);
     io.run();
     std::cout << "final closes=" << counters.snapshot().closes_text() << " published=" << b.published
               << " delivered=" << b.delivered << std::endl;
+    return 0;
+}
+
+int main(int argc, char** argv) {
+    net::server_settings settings; // --listen, --max-connections, --drain-window, PROXY, --handover, --metrics
+    settings.listen = "127.0.0.1:1883";
+    net::liveness_config cfg; // no idle or heartbeat policy: MQTT clients ping, and keep-alive is per client
+    broker_limits lim;
+    std::optional<std::pair<std::string, std::string>> tls_files; // certificate chain, key
+    try {
+        for (int i = 1; i < argc; ++i) {
+            const std::string a = argv[i];
+            const bool has_value = i + 1 < argc;
+            if (a == "--config" && has_value) net::load_server_config(argv[++i], settings, cfg);
+            else if (a == "--max-packet" && has_value) lim.max_packet = static_cast<std::size_t>(net::parse_count(argv[++i], a, 16, 268'435'460));
+            else if (a == "--connect-timeout" && has_value) lim.connect_timeout = milliseconds(net::parse_count(argv[++i], a, 1, 3'600'000));
+            else if (a == "--max-keep-alive" && has_value) lim.max_keep_alive = std::chrono::seconds(net::parse_count(argv[++i], a, 0, 65'535));
+            else if (a == "--tls" && i + 2 < argc) {
+                tls_files.emplace(argv[i + 1], argv[i + 2]);
+                i += 2;
+            } else if (net::parse_server_flag(argc, argv, i, settings)) continue;
+            else if (a == "--help" || a == "-h") {
+                std::cout << usage << net::server_flags_help(settings, true);
+                return 0;
+            } else throw std::invalid_argument("unknown argument '" + a + "' (or a flag without its value): see --help");
+        }
+        settings.validate();
+    } catch (const std::exception& e) {
+        std::cerr << "mqtt_server: " << e.what() << '\n';
+        return 2;
+    }
+    std::optional<asio::ssl::context> tls;
+    if (tls_files) {
+        try {
+            tls.emplace(net::server_tls_context(tls_files->first, tls_files->second, "--tls"));
+        } catch (const std::exception& e) {
+            std::cerr << "mqtt_server: " << e.what() << '\n';
+            return 2;
+        }
+    }
+    return tls ? serve<net::tls_socket>(settings, cfg, lim, &*tls) : serve<tcp::socket>(settings, cfg, lim, nullptr);
 }

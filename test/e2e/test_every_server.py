@@ -90,7 +90,7 @@ SERVERS = {
     "http_server": ("http_server", lambda c, k: ["--tls", c, k],
                     lambda port: ask(port, b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", b"hello\n")),
     # An MQTT CONNECT (protocol level 4, keep-alive 30 s, client "dev"), answered by CONNACK accepted.
-    "mqtt_server": ("mqtt_server", None,
+    "mqtt_server": ("mqtt_server", lambda c, k: ["--tls", c, k],
                     lambda port: ask(port, b"\x10\x0f\x00\x04MQTT\x04\x02\x00\x1e\x00\x03dev", b"\x20\x02\x00\x00")),
 }
 

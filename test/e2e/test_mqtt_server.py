@@ -12,6 +12,7 @@ import re
 import shutil
 import signal
 import socket
+import ssl
 import struct
 import subprocess
 import sys
@@ -21,7 +22,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import side_by_side  # noqa: E402
-from harness import BUILD, debian_module  # noqa: E402
+from harness import BUILD, debian_module, make_cert, tempdir  # noqa: E402
 
 try:
     paho = debian_module("paho.mqtt.client")
@@ -130,9 +131,11 @@ def read_packet(s):
     return None if body is None else (first[0] >> 4, body)
 
 
-def device(port, keep_alive, **kw):
-    """A connected raw client and when it sent its CONNECT."""
+def device(port, keep_alive, tls=None, **kw):
+    """A connected raw client (over TLS with an ssl context) and when it sent its CONNECT."""
     s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    if tls is not None:
+        s = tls.wrap_socket(s, server_hostname="localhost")
     sent = time.monotonic()
     s.sendall(connect_packet(keep_alive, **kw))
     assert read_packet(s) == (2, b"\x00\x00"), "no CONNACK accepting it"
@@ -287,6 +290,34 @@ class Protocol(unittest.TestCase):
         self.assertEqual(b.closes().get("disconnect"), 2, b.out)
 
 
+class OverTls(unittest.TestCase):
+    """--tls: the same broker over the library's TLS (net::tls_socket, the handshake under its
+    admission and timeout); keep-alive judged the same way once the handshake is done."""
+
+    def test_a_silent_device_over_tls_is_closed_on_time_and_mosquitto_clients_talk_through_it(self):
+        with tempdir() as d:
+            cert, key = make_cert(d)
+            ctx = ssl.create_default_context(cafile=cert)
+            with Broker("--tls", cert, key) as b:
+                s, sent = device(b.port, 1, tls=ctx)
+                seconds_until_eof(s)
+                took = time.monotonic() - sent
+                s.close()
+                self.assertGreaterEqual(took, 1.5)
+                self.assertLess(took, 1.5 + LATE)
+                if HAS_MOSQUITTO:
+                    port = str(b.port)
+                    sub = subprocess.Popen(["mosquitto_sub", "-h", "localhost", "-p", port, "--cafile", cert, "-V", "mqttv311",
+                                            "-t", "secure/#", "-C", "1", "-W", "15"],
+                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                    time.sleep(0.7)
+                    subprocess.run(["mosquitto_pub", "-h", "localhost", "-p", port, "--cafile", cert, "-V", "mqttv311",
+                                    "-t", "secure/door", "-m", "locked"], check=True, timeout=10)
+                    out, err = sub.communicate(timeout=20)
+                    self.assertEqual((sub.returncode, out.strip()), (0, "locked"), err)
+        self.assertEqual(b.closes().get("keepalive-timeout"), 1, b.out)
+
+
 class BadPeers(unittest.TestCase):
     def test_malformed_packets_are_closed_with_their_reason(self):
         with Broker() as b:
@@ -333,14 +364,14 @@ class BadPeers(unittest.TestCase):
 
     def test_a_connect_that_never_comes_is_closed_at_the_connect_timeout(self):
         with Broker("--connect-timeout", "500") as b:
+            start = time.monotonic()  # before the connect: the server counts from its accept, after this
             s = socket.create_connection(("127.0.0.1", b.port), timeout=5)
-            start = time.monotonic()
             s.sendall(b"\x10")  # the first byte of a CONNECT, then nothing
             seconds_until_eof(s, limit=5)
             took = time.monotonic() - start
             s.close()
-        self.assertGreaterEqual(took, 0.5)
-        self.assertLess(took, 0.5 + LATE)
+        self.assertGreaterEqual(took, 0.5, "closed before the connect timeout")
+        self.assertLess(took, 0.5 + LATE, "closed late")
         self.assertEqual(b.closes(), {"connect-timeout": 1}, b.out)
 
     def test_a_subscriber_that_never_reads_is_closed_and_the_healthy_one_loses_nothing(self):
