@@ -21,7 +21,6 @@ import argparse
 import json
 import os
 import re
-import resource
 import selectors
 import socket
 import statistics
@@ -30,21 +29,13 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from processes import (ROOT, alternated, build_id, cpu_seconds, free_port, median_at,  # noqa: E402
+                       package_version, raise_nofile, rss_bytes)
+
 BUILD = os.environ.get("HEARTWHEEL_BUILD", os.path.join(ROOT, "build"))
 KEEPALIVE_S, HEADER_S = 10, 5
 REQUEST = b"GET / HTTP/1.1\r\nHost: bench\r\n\r\n"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def raise_nofile():
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 def children(pid):
@@ -102,20 +93,6 @@ http {{
         time.sleep(0.05)
     proc.kill()
     raise RuntimeError(f"{server} did not listen: {proc.stderr.read()!r}")
-
-
-def rss_bytes(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def answered(s):
@@ -232,15 +209,7 @@ def round_of(server, n, workdir):
 def report(result):
     rows = {s: [r for r in result["rounds"] if r["server"] == s] for s in ("heartwheel", "nginx")}
 
-    def med(rs, *path):
-        vals = []
-        for r in rs:
-            v = r
-            for p in path:
-                v = v[p] if v is not None else None
-            if v is not None:
-                vals.append(v)
-        return statistics.median(vals) if vals else float("nan")
+    med = median_at
     hw, ng = rows["heartwheel"], rows["nginx"]
     ratio = lambda a, b: f"{a / b:.2f}×" if b else "—"
     n = result["connections"]
@@ -276,15 +245,13 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "http_nginx.json"))
     a = ap.parse_args()
     raise_nofile()
-    version = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "nginx-light"], capture_output=True, text=True).stdout
-    build = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    version, build = package_version("nginx-light"), build_id()
     rounds = []
     with tempfile.TemporaryDirectory(prefix="heartwheel-nginx-bench-") as workdir:
-        for i in range(a.rounds):
-            for server in (("heartwheel", "nginx") if i % 2 == 0 else ("nginx", "heartwheel")):
-                r = round_of(server, a.connections, workdir)
-                print(json.dumps(r), file=sys.stderr)
-                rounds.append(r)
+        for _, server in alternated(a.rounds, ("heartwheel", "nginx")):
+            r = round_of(server, a.connections, workdir)
+            print(json.dumps(r), file=sys.stderr)
+            rounds.append(r)
     result = {"connections": a.connections, "rounds_each": a.rounds, "build": build, "nginx": version,
               "keepalive_s": KEEPALIVE_S, "header_s": HEADER_S, "rounds": rounds}
     with open(a.out, "w") as f:

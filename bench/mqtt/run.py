@@ -19,7 +19,6 @@ Writes docs/mqtt_bench.json and the "mqtt" section of docs/benchmarks.md.
 import argparse
 import json
 import os
-import resource
 import selectors
 import socket
 import statistics
@@ -29,7 +28,10 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from processes import (ROOT, alternated, build_id, cpu_seconds, free_port, median_at,  # noqa: E402
+                       package_version, raise_nofile, rss_bytes)
+
 BUILD = os.environ.get("HEARTWHEEL_BUILD", os.path.join(ROOT, "build"))
 TOPIC = b"bench/feed"
 PAYLOAD = b"p" * 64
@@ -58,17 +60,6 @@ DEVICE_KEEP_ALIVE = 2  # seconds: closed 1.5 x that after the CONNECT
 CONNACK, SUBACK = 4, 5
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def raise_nofile():
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-
-
 def start(broker, workdir):
     port = free_port()
     if broker == "heartwheel":
@@ -89,20 +80,6 @@ def start(broker, workdir):
             time.sleep(0.05)
     proc.kill()
     raise RuntimeError(f"{broker} did not listen: {proc.stderr.read()!r}")
-
-
-def rss_bytes(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def read_until(socks, want, limit=120):
@@ -200,21 +177,10 @@ def round_of(broker, n, m, k, workdir):
             proc.kill()
 
 
-def median_of(rounds, path):
-    values = []
-    for r in rounds:
-        v = r
-        for p in path:
-            v = v[p] if v is not None else None
-        if v is not None:
-            values.append(v)
-    return statistics.median(values) if values else None
-
-
 def report(result):
     rows = {b: [r for r in result["rounds"] if r["broker"] == b] for b in ("heartwheel", "mosquitto")}
     hw, mq = rows["heartwheel"], rows["mosquitto"]
-    f = lambda rs, *p: median_of(rs, p)
+    f = median_at
     def ratio(a, b):
         return f"{a / b:.2f}×" if a is not None and b else "—"
     n, m, k = result["connections"], result["messages"], result["devices"]
@@ -250,15 +216,13 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "mqtt_bench.json"))
     a = ap.parse_args()
     raise_nofile()
-    version = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "mosquitto"], capture_output=True, text=True).stdout
-    build = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    version, build = package_version("mosquitto"), build_id()
     rounds = []
     with tempfile.TemporaryDirectory(prefix="heartwheel-mqtt-bench-") as workdir:
-        for i in range(a.rounds):
-            for broker in (("heartwheel", "mosquitto") if i % 2 == 0 else ("mosquitto", "heartwheel")):
-                r = round_of(broker, a.connections, a.messages, a.devices, workdir)
-                print(json.dumps(r), file=sys.stderr)
-                rounds.append(r)
+        for _, broker in alternated(a.rounds, ("heartwheel", "mosquitto")):
+            r = round_of(broker, a.connections, a.messages, a.devices, workdir)
+            print(json.dumps(r), file=sys.stderr)
+            rounds.append(r)
     result = {"connections": a.connections, "messages": a.messages, "devices": a.devices, "rounds_each": a.rounds,
               "build": build, "mosquitto": version, "rounds": rounds}
     with open(a.out, "w") as f:
