@@ -63,3 +63,26 @@ def alternated(rounds, systems):
     for i in range(rounds):
         for s in (systems if i % 2 == 0 else tuple(reversed(systems))):
             yield i, s
+
+
+def run_rounds(systems, rounds, prefix, run_one):
+    """Runs run_one(system, workdir) for each system in alternated rounds, in one scratch directory,
+    printing each round's JSON line to stderr as it ends; returns the rounds."""
+    import json
+    import sys
+    import tempfile
+    done = []
+    with tempfile.TemporaryDirectory(prefix=prefix) as workdir:
+        for _, system in alternated(rounds, systems):
+            r = run_one(system, workdir)
+            print(json.dumps(r), file=sys.stderr)
+            done.append(r)
+    return done
+
+
+def write_result(result, path, report):
+    """Writes the raw result as JSON to `path` and prints its report table (for put_section.py)."""
+    import json
+    with open(path, "w") as f:
+        json.dump(result, f, indent=1)
+    print(report(result))

@@ -18,7 +18,6 @@ Writes docs/http_nginx.json and the "http_nginx" section of docs/benchmarks.md.
 
   bash bench/http/nginx.sh [--connections N] [--rounds R]"""
 import argparse
-import json
 import os
 import re
 import selectors
@@ -26,12 +25,11 @@ import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from processes import (ROOT, alternated, build_id, cpu_seconds, free_port, median_at,  # noqa: E402
-                       package_version, raise_nofile, rss_bytes)
+from processes import (ROOT, build_id, cpu_seconds, free_port, median_at,  # noqa: E402
+                       package_version, raise_nofile, rss_bytes, run_rounds, write_result)
 
 BUILD = os.environ.get("HEARTWHEEL_BUILD", os.path.join(ROOT, "build"))
 KEEPALIVE_S, HEADER_S = 10, 5
@@ -246,18 +244,10 @@ def main():
     a = ap.parse_args()
     raise_nofile()
     version, build = package_version("nginx-light"), build_id()
-    rounds = []
-    with tempfile.TemporaryDirectory(prefix="heartwheel-nginx-bench-") as workdir:
-        for _, server in alternated(a.rounds, ("heartwheel", "nginx")):
-            r = round_of(server, a.connections, workdir)
-            print(json.dumps(r), file=sys.stderr)
-            rounds.append(r)
-    result = {"connections": a.connections, "rounds_each": a.rounds, "build": build, "nginx": version,
-              "keepalive_s": KEEPALIVE_S, "header_s": HEADER_S, "rounds": rounds}
-    with open(a.out, "w") as f:
-        json.dump(result, f, indent=1)
-    print(report(result))
-
+    rounds = run_rounds(("heartwheel", "nginx"), a.rounds, "heartwheel-nginx-bench-",
+                        lambda server, workdir: round_of(server, a.connections, workdir))
+    write_result({"connections": a.connections, "rounds_each": a.rounds, "build": build, "nginx": version,
+                  "keepalive_s": KEEPALIVE_S, "header_s": HEADER_S, "rounds": rounds}, a.out, report)
 
 if __name__ == "__main__":
     main()

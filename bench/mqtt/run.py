@@ -17,7 +17,6 @@ Writes docs/mqtt_bench.json and the "mqtt" section of docs/benchmarks.md.
 
   bash bench/mqtt/run.sh [--connections N] [--messages M] [--devices K] [--rounds R]"""
 import argparse
-import json
 import os
 import selectors
 import socket
@@ -25,12 +24,11 @@ import statistics
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from processes import (ROOT, alternated, build_id, cpu_seconds, free_port, median_at,  # noqa: E402
-                       package_version, raise_nofile, rss_bytes)
+from processes import (ROOT, build_id, cpu_seconds, free_port, median_at,  # noqa: E402
+                       package_version, raise_nofile, rss_bytes, run_rounds, write_result)
 
 BUILD = os.environ.get("HEARTWHEEL_BUILD", os.path.join(ROOT, "build"))
 TOPIC = b"bench/feed"
@@ -217,18 +215,10 @@ def main():
     a = ap.parse_args()
     raise_nofile()
     version, build = package_version("mosquitto"), build_id()
-    rounds = []
-    with tempfile.TemporaryDirectory(prefix="heartwheel-mqtt-bench-") as workdir:
-        for _, broker in alternated(a.rounds, ("heartwheel", "mosquitto")):
-            r = round_of(broker, a.connections, a.messages, a.devices, workdir)
-            print(json.dumps(r), file=sys.stderr)
-            rounds.append(r)
-    result = {"connections": a.connections, "messages": a.messages, "devices": a.devices, "rounds_each": a.rounds,
-              "build": build, "mosquitto": version, "rounds": rounds}
-    with open(a.out, "w") as f:
-        json.dump(result, f, indent=1)
-    print(report(result))
-
+    rounds = run_rounds(("heartwheel", "mosquitto"), a.rounds, "heartwheel-mqtt-bench-",
+                        lambda broker, workdir: round_of(broker, a.connections, a.messages, a.devices, workdir))
+    write_result({"connections": a.connections, "messages": a.messages, "devices": a.devices, "rounds_each": a.rounds,
+                  "build": build, "mosquitto": version, "rounds": rounds}, a.out, report)
 
 if __name__ == "__main__":
     main()
