@@ -6,6 +6,9 @@
 // message-level reader idleness, the heartbeat's WebSocket pings, and the output bound that closes a
 // client that does not read (slow-consumer, close code 1008) while the healthy ones lose nothing.
 // Every close is a close frame naming its reason (reader-idle and heartbeat-timeout: 1001), counted once.
+// A browser is a client too: GET / on the same port answers the chat's page (chat_page.hpp), which
+// opens a WebSocket back to it and shows the close code and reason when the server closes it; any
+// other plain request is answered 404 (405 for other methods), each closed http-served.
 //
 // Usage: ws_chat_server [--listen HOST:PORT] [--io-threads N] [--config FILE] [--max-message BYTES]
 //                       [--max-connections N] [--max-handshakes N] [--tls CERT KEY]
@@ -29,6 +32,9 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include "chat_page.hpp"
 
 #include <atomic>
 #include <iostream>
@@ -70,6 +76,7 @@ constexpr const char* usage =
     "  --io-threads N        threads running the one io_context, 1..256 (default 2)\n"
     "  --max-message BYTES   a larger incoming message closes message-too-big, 16..64 MiB (default 65536)\n"
     "  --tls CERT KEY        serve wss:// with this certificate chain and key (PEM)\n"
+    "  GET / on the same port answers the chat's page: a browser is a client (other paths 404)\n"
     "  (a drain asks each client to leave with close 1012; liveness defaults: reader idle 5 min, a ping\n"
     "  every 30 s answered within 10 s)\n";
 
@@ -122,6 +129,29 @@ struct leaves_room final : net::connection_handler {
     ws::ws_connection<Stream>* self = nullptr;
 };
 
+// The answer to a plain HTTP request on the chat's port: the page at /, nothing else.
+boost::beast::http::response<boost::beast::http::string_body> plain_answer(const ws::websocket::request_type& req) {
+    namespace bhttp = boost::beast::http;
+    bhttp::response<bhttp::string_body> res;
+    res.version(req.version());
+    res.set(bhttp::field::server, "ws_chat_server");
+    const bool read_only = req.method() == bhttp::verb::get || req.method() == bhttp::verb::head;
+    if (read_only && (req.target() == "/" || req.target() == "/index.html")) {
+        res.result(bhttp::status::ok);
+        res.set(bhttp::field::content_type, "text/html; charset=utf-8");
+        res.set(bhttp::field::cache_control, "no-store");
+        res.body() = chat_page;
+    } else {
+        res.result(read_only ? bhttp::status::not_found : bhttp::status::method_not_allowed);
+        if (!read_only) res.set(bhttp::field::allow, "GET, HEAD");
+        res.set(bhttp::field::content_type, "text/plain");
+        res.body() = read_only ? "not found\n" : "method not allowed\n";
+    }
+    res.prepare_payload();
+    if (req.method() == bhttp::verb::head) res.body().clear(); // Content-Length stays the page's
+    return res;
+}
+
 template <class Stream>
 asio::awaitable<void> session(Stream stream, const net::connection_context& ctx, const options& o, room<Stream>& r) {
     auto handler = std::make_shared<leaves_room<Stream>>(r);
@@ -131,7 +161,10 @@ asio::awaitable<void> session(Stream stream, const net::connection_context& ctx,
         auto [ec] = co_await c->connection().async_handshake(asio::ssl::stream_base::server, use_tuple);
         if (ec) co_return; // closed handshake-failed or handshake-timeout, counted
     }
-    if (auto [ec] = co_await c->async_accept(use_tuple); ec) co_return;
+    ws::websocket::request_type req; // the opening request: an upgrade, or a browser asking for the page
+    if (auto [ec] = co_await c->async_read_request(req, use_tuple); ec) co_return;
+    if (!ws::websocket::is_upgrade(req)) co_return c->respond(plain_answer(req));
+    if (auto [ec] = co_await c->async_accept(req, use_tuple); ec) co_return;
     r.join(c);
     boost::beast::flat_buffer in;
     for (;;) {

@@ -55,6 +55,16 @@ void connection_liveness::on_write_complete(bool drained) {
     if (heartbeat_) heartbeat_->on_write(s);
 }
 
+void connection_liveness::handshake_started() {
+    limits_.handshake_started(settings_->config.limits, *this, scale_);
+    if (heartbeat_) heartbeat_->stop();
+}
+
+void connection_liveness::handshake_done() {
+    limits_.handshake_done();
+    if (heartbeat_ && !closed()) heartbeat_->restart();
+}
+
 void connection_liveness::on_pong() {
     // Exact: one clock read per ping round.
     const auto rtt = heartbeat_ ? heartbeat_->on_pong(svc_->fresh_now()) : std::nullopt;

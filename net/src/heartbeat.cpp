@@ -160,4 +160,17 @@ void heartbeat::stop() noexcept {
     cancel();
 }
 
+void heartbeat::restart() {
+    if (!policy_->enabled()) return;
+    cancel();
+    misses_ = 0;
+    awaiting_pong_ = judging_ = stopped_ = pinger_exact_ = 0;
+    read_since_ping_ = read_since_judgement_ = seen_rtt_ = 0;
+    srtt_us_ = rttvar_us_ = 0;
+    timer_scheduler& svc = scheduler();
+    pinger_last_ = svc.stamp();
+    pinger_interval_ = jittered_interval();
+    svc.schedule(*this, ping_due());
+}
+
 } // namespace heartwheel::net

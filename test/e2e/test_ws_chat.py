@@ -1,6 +1,6 @@
 """test_ws_chat.py — ws_chat_server (Boost.Beast WebSocket on heartwheel, one io_context on two threads)
 end to end with a real WebSocket client: Python's `websockets` (Debian's python3-websockets), never
-hand-made frames except where a test sends garbage on purpose.
+hand-made frames except where a test sends garbage on purpose or a peer must answer nothing at all.
 
 Each test starts its own server on 127.0.0.1:0 with a liveness config written for it, judges what the
 *client* sees (close codes, reasons, when), and checks the server's final line: every close counted
@@ -228,6 +228,42 @@ class WebSocketChat(unittest.TestCase):
             closes, _ = srv.stop()
             self.assertEqual(closes, {"message-too-big": 1})
 
+    def test_a_peer_judged_dead_gets_its_close_frame_and_the_fin_together(self):
+        # A peer that says nothing at all after its upgrade — no pong, no answer to the close frame —
+        # reads what the server sends: pings, then the close frame 1001 "heartbeat-timeout", then the
+        # end of the stream right behind it. A peer judged dead is not waited for to answer the close
+        # frame (a wait the linger bounds: the FIN came a whole second after the close frame).
+        config = "[idle]\nreader_idle = \"30s\"\n[heartbeat]\ninterval = \"100ms\"\ntimeout = \"100ms\"\nmisses = 2\n"
+        with ChatServer(config) as srv:
+            s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+            s.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+                      b"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += s.recv(4096)
+            head, data = data.split(b"\r\n\r\n", 1)
+            self.assertTrue(head.startswith(b"HTTP/1.1 101"), head)
+            opcodes, close_at, close_payload = [], None, None
+            while True:
+                chunk = s.recv(4096)
+                if not chunk:
+                    eof_at = time.monotonic()
+                    break
+                data += chunk
+                while len(data) >= 2 and len(data) >= 2 + (data[1] & 0x7F):  # server frames: short, unmasked
+                    size = data[1] & 0x7F
+                    opcodes.append(data[0] & 0x0F)
+                    if data[0] & 0x0F == 0x8:
+                        close_at, close_payload = time.monotonic(), data[2:2 + size]
+                    data = data[2 + size:]
+            s.close()
+            self.assertIn(0x9, opcodes)  # pinged
+            self.assertEqual(opcodes[-1], 0x8)
+            self.assertEqual(close_payload, (1001).to_bytes(2, "big") + b"heartbeat-timeout")
+            self.assertLess(eof_at - close_at, 1.0 if SANITIZED else 0.5)
+            closes, _ = srv.stop()
+            self.assertEqual(closes, {"heartbeat-timeout": 1})
+
     def test_stalled_upgrade_is_closed_by_the_handshake_timeout(self):
         with ChatServer("[idle]\nreader_idle = \"10s\"\n[limits]\nhandshake_timeout = \"300ms\"\n") as srv:
             s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
@@ -241,20 +277,46 @@ class WebSocketChat(unittest.TestCase):
             closes, _ = srv.stop()
             self.assertEqual(closes, {"handshake-timeout": 1})
 
-    def test_not_an_upgrade_is_answered_400_and_closed_handshake_failed(self):
-        with ChatServer("[idle]\nreader_idle = \"10s\"\n") as srv:
-            s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
-            s.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-            reply = b""
-            while True:
-                chunk = s.recv(4096)
-                if not chunk:
-                    break
+    @staticmethod
+    def ask(port, request):
+        """Sends `request` on a new connection and reads until the server closes it."""
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        s.sendall(request)
+        reply = b""
+        try:
+            while chunk := s.recv(4096):
                 reply += chunk
-            self.assertTrue(reply.startswith(b"HTTP/1.1 400"), reply[:80])
-            s.close()
+        except ConnectionResetError:  # closed with our bytes unread (a refused head): the end all the same
+            pass
+        s.close()
+        return reply
+
+    def test_a_plain_request_gets_the_page_or_404_and_closes_http_served(self):
+        # The chat serves its own page on its WebSocket port (a browser's client: test_browser.py).
+        with ChatServer("[idle]\nreader_idle = \"10s\"\n") as srv:
+            page = self.ask(srv.port, b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            self.assertTrue(page.startswith(b"HTTP/1.1 200"), page[:80])
+            self.assertIn(b"Connection: close", page)
+            self.assertIn(b"new WebSocket(", page)
+            missing = self.ask(srv.port, b"GET /nothing HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            self.assertTrue(missing.startswith(b"HTTP/1.1 404"), missing[:80])
+            posted = self.ask(srv.port, b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n")
+            self.assertTrue(posted.startswith(b"HTTP/1.1 405"), posted[:80])
             closes, _ = srv.stop()
-            self.assertEqual(closes, {"handshake-failed": 1})
+            self.assertEqual(closes, {"http-served": 3})
+
+    def test_a_bad_upgrade_is_answered_400_and_garbage_closed_handshake_failed(self):
+        with ChatServer("[idle]\nreader_idle = \"10s\"\n") as srv:
+            # An upgrade without its key (RFC 6455 4.2.1): Beast refuses it.
+            reply = self.ask(srv.port, b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\n"
+                                       b"Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n\r\n")
+            self.assertTrue(reply.startswith(b"HTTP/1.1 400"), reply[:80])
+            # Not HTTP at all: closed without an answer.
+            self.assertEqual(self.ask(srv.port, b"\x16\x03\x01 not a request\r\n\r\n"), b"")
+            # A head past the 8 KiB limit: the same.
+            self.assertEqual(self.ask(srv.port, b"GET / HTTP/1.1\r\nX: " + b"a" * 9000 + b"\r\n\r\n"), b"")
+            closes, _ = srv.stop()
+            self.assertEqual(closes, {"handshake-failed": 3})
 
     def test_wss_chat_and_reader_idle(self):
         with tempfile.TemporaryDirectory() as d:

@@ -135,6 +135,56 @@ BOOST_AUTO_TEST_CASE(a_connection_liveness_runs_on_the_manual_clock) {
     BOOST_TEST((p.closes[0].second == heartwheel::net::close_reason::heartbeat_timeout));
 }
 
+// A handshake (TLS, a WebSocket upgrade) cannot carry a ping: while it lasts the heartbeat is off and
+// the handshake's deadline judges that phase; the ping schedule starts when it ends. A peer 5 s into
+// a handshake with a 1 s heartbeat (dead after two misses, 2 s of silence) is not closed
+// heartbeat-timeout; once the handshake is done it is pinged a second later and, never answering,
+// closed 3 s after the handshake's end. (With the heartbeat running through the handshake it was
+// closed heartbeat-timeout 2 s after it began.)
+BOOST_AUTO_TEST_CASE(no_heartbeat_judges_a_peer_mid_handshake) {
+    asio::io_context io;
+    manual_scheduler clock;
+    heartwheel::net::liveness_config config;
+    config.heartbeat.interval = 1s;
+    config.heartbeat.timeout = 1s;
+    config.heartbeat.misses = 2;
+    config.heartbeat.jitter = 0;
+    config.limits.handshake_timeout = 10s;
+    peer p(io.get_executor(), clock);
+    heartwheel::net::connection_liveness live(clock, config, p);
+    live.handshake_started();
+    clock.run_for(5s);
+    BOOST_TEST(p.closes.empty());
+    BOOST_TEST(p.pings.empty());
+    live.handshake_done();
+    clock.run_for(1s);
+    BOOST_TEST((p.pings == std::vector<duration>{6s}));
+    clock.run_for(2s - 1ms);
+    BOOST_TEST(p.closes.empty());
+    clock.run_for(1ms);
+    BOOST_TEST_REQUIRE(p.closes.size() == 1u);
+    BOOST_TEST((p.closes[0].first == 8s));
+    BOOST_TEST((p.closes[0].second == heartwheel::net::close_reason::heartbeat_timeout));
+}
+
+// A handshake that never ends is the handshake deadline's, whatever the heartbeat says.
+BOOST_AUTO_TEST_CASE(a_stalled_handshake_is_closed_by_its_deadline_not_the_heartbeat) {
+    asio::io_context io;
+    manual_scheduler clock;
+    heartwheel::net::liveness_config config;
+    config.heartbeat.interval = 1s;
+    config.heartbeat.timeout = 1s;
+    config.heartbeat.jitter = 0;
+    config.limits.handshake_timeout = 10s;
+    peer p(io.get_executor(), clock);
+    heartwheel::net::connection_liveness live(clock, config, p);
+    live.handshake_started();
+    clock.run_for(11s);
+    BOOST_TEST_REQUIRE(p.closes.size() == 1u);
+    BOOST_TEST((p.closes[0].first == 10s));
+    BOOST_TEST((p.closes[0].second == heartwheel::net::close_reason::handshake_timeout));
+}
+
 // An activity that only pushes a deadline later is a store: the scheduler counts no filing for it.
 BOOST_AUTO_TEST_CASE(schedule_count_shows_that_a_read_costs_no_timer_work) {
     asio::io_context io;

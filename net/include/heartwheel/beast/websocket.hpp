@@ -6,6 +6,11 @@
 //   auto n = co_await ws->async_read(buffer, use_awaitable); // one whole message: reader activity
 //   ws->send(text);                                         // a queued message, bounded; any thread
 //
+// A server that answers plain HTTP on its WebSocket port as well (its own page, a health check) reads
+// the opening request first (async_read_request), then upgrades it (async_accept(req)) or answers it
+// (respond(): the connection closes http-served once the answer is written); both under the handshake
+// timeout, as the upgrade alone is.
+//
 // The layers. net::connection keeps what every connection has: its liveness (wheel timers), the
 // count of each close with its reason, the linger, the FIN, the handler; its output layer is
 // framed_output (no byte queue: this layer queues messages, Beast writes them). Beast's
@@ -53,6 +58,11 @@
 #include <heartwheel/net/detail/home_executor.hpp>
 
 #include <boost/beast/core/bind_handler.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
 #include <boost/beast/websocket.hpp>
 
 #include <atomic>
@@ -88,6 +98,8 @@ namespace websocket = boost::beast::websocket;
 /// message larger than max_message (Beast answered 1009).
 inline const net::close_reason protocol_error = net::define_close_reason("protocol-error");
 inline const net::close_reason message_too_big = net::define_close_reason("message-too-big");
+/// A plain HTTP request on the WebSocket port answered (respond()): the connection's end, not a fault.
+inline const net::close_reason http_served = net::define_close_reason("http-served");
 
 /// What goes in the close frame for a close reason: 1001 (going away) for the liveness policies,
 /// max age and shutdown; 1008 (policy violation) for a slow consumer; 1002 / 1009 for protocol errors
@@ -168,6 +180,10 @@ public:
     /// The session's life under this layer; framed_output: no byte queue of its own, Beast writes.
     using connection_type = net::connection<NextLayer, net::connection_liveness, net::framed_output>;
     using websocket_type = websocket::stream<typename connection_type::stream_type&>;
+    /// The opening request as async_read_request reads it: a head, no body.
+    using request_type = websocket::request_type;
+    /// The longest opening request head (a larger one closes handshake-failed).
+    static constexpr std::uint32_t max_request_head = 8 * 1024;
 
     /// A WebSocket connection over `next_layer` (TLS streams: handshake with connection() first),
     /// timed as `ctx` says with whole messages as reader activity. `handler` (may be null) is told
@@ -202,7 +218,41 @@ public:
     /// answered by Beast (400) and closed handshake-failed. Completion: void(error_code).
     template <class Token>
     auto async_accept(Token&& token) {
-        return asio::async_compose<Token, void(error_code)>(accept_op{this->shared_from_this()}, token, conn_->stream());
+        return asio::async_compose<Token, void(error_code)>(accept_op{this->shared_from_this(), nullptr}, token, conn_->stream());
+    }
+
+    /// Reads the opening request, for a server that answers plain HTTP on its WebSocket port too:
+    /// under the handshake timeout, its head at most max_request_head bytes and no body (otherwise
+    /// the connection closes handshake-failed). Then async_accept(req) if websocket::is_upgrade(req),
+    /// else respond(). On the connection's executor. Completion: void(error_code).
+    template <class Token>
+    auto async_read_request(request_type& req, Token&& token) {
+        return asio::async_compose<Token, void(error_code)>(read_request_op{this->shared_from_this(), req, nullptr}, token,
+                                                            conn_->stream());
+    }
+    /// The upgrade of a request async_read_request read (`req` outlives the operation); still under
+    /// the handshake timeout it started. A request Beast refuses is answered 400 and closed
+    /// handshake-failed. Completion: void(error_code).
+    template <class Token>
+    auto async_accept(const request_type& req, Token&& token) {
+        return asio::async_compose<Token, void(error_code)>(accept_op{this->shared_from_this(), &req}, token,
+                                                            conn_->stream());
+    }
+    /// Answers a request async_read_request read that is not an upgrade with `res` (its length
+    /// prepared by the caller; sent with Connection: close) and closes the connection http-served once it is written — still under the
+    /// handshake timeout (a peer that does not read the answer is closed handshake-timeout). On the
+    /// connection's executor.
+    template <class Body, class Fields>
+    void respond(boost::beast::http::response<Body, Fields> res) {
+        if (conn_->closing()) return;
+        res.keep_alive(false);
+        auto held = std::make_shared<boost::beast::http::response<Body, Fields>>(std::move(res));
+        boost::beast::http::async_write(conn_->stream(), *held, [self = this->shared_from_this(), held](error_code ec, std::size_t) {
+            self->conn_->handshake_finished();
+            if (self->conn_->closing()) return;
+            if (ec) return self->conn_->read_failed(ec);
+            self->conn_->close(http_served);
+        });
     }
 
     /// Reads one whole message into `buffer` (a DynamicBuffer): reader activity. First, while this
@@ -265,6 +315,10 @@ private:
         websocket::close_reason frame(close_code_for(why), boost::beast::string_view(name.data(), name.size()));
         // Beast queues it behind a message write in flight; then it waits for the peer's close frame.
         ws_->async_close(frame, [self = this->shared_from_this()](error_code) { self->conn_->goodbye_written(); });
+        // A peer judged dead answers no close frame: its goodbye is out once handed to the socket,
+        // which Beast did as it began (or it waits behind a write the dead peer's window holds, lost
+        // with it either way) — the FIN follows on the next turn, not at the linger's end.
+        if (net::is_peer_dead_reason(why)) conn_->post([](connection_type& c) { c.goodbye_written(); });
     }
     void on_close(net::close_reason why) override {
         drop_queue();
@@ -366,11 +420,14 @@ private:
     // --- composed operations -----------------------------------------------------------------------
     struct accept_op {
         std::shared_ptr<ws_connection> c;
+        const request_type* req = nullptr; ///< read by async_read_request (which started the handshake timeout)
         bool started = false;
         template <class Self>
         void operator()(Self& self, error_code ec = {}) {
             if (!started) {
                 started = true;
+                if (c->conn_->closing()) return self.complete(error_code(net::errc::connection_closed));
+                if (req) return c->ws_->async_accept(*req, std::move(self));
                 c->conn_->handshake_started();
                 return c->ws_->async_accept(std::move(self));
             }
@@ -382,6 +439,36 @@ private:
             }
             c->open_ = true;
             if (c->pending() > 0 && !c->writing_) c->write_next(); // what was sent during the upgrade
+            self.complete(ec);
+        }
+    };
+
+    struct read_request_op {
+        std::shared_ptr<ws_connection> c;
+        request_type& req;
+        struct opening {
+            boost::beast::flat_buffer buffer;
+            boost::beast::http::request_parser<boost::beast::http::empty_body> parser;
+        };
+        std::unique_ptr<opening> in; ///< only while the request is read: an open connection holds none
+        template <class Self>
+        void operator()(Self& self, error_code ec = {}, std::size_t = 0) {
+            if (!in) {
+                if (c->conn_->closing()) return self.complete(error_code(net::errc::connection_closed));
+                in = std::make_unique<opening>();
+                in->parser.header_limit(max_request_head);
+                c->conn_->handshake_started();
+                auto& state = *in;
+                return boost::beast::http::async_read(c->conn_->stream(), state.buffer, state.parser, std::move(self));
+            }
+            if (c->conn_->closing()) return self.complete(ec ? ec : error_code(net::errc::connection_closed));
+            if (ec) {
+                // Gone before a byte of a request (a browser's spare preconnection): the peer's own end.
+                const bool nothing_sent = ec == boost::beast::http::error::end_of_stream;
+                c->conn_->abort(nothing_sent ? net::close_reason::peer_closed : net::close_reason::handshake_failed);
+                return self.complete(ec);
+            }
+            req = in->parser.release();
             self.complete(ec);
         }
     };

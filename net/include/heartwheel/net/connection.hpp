@@ -58,7 +58,8 @@
 // with the connection as its liveness_handler, which returns it by value: it is made in place, inside
 // the connection's own heap block (one allocation per connection, not two). It must offer
 // on_read(bool), on_write_started(), on_write_progress(), on_write_complete(bool),
-// handshake_started(), handshake_done(), close(), and name the wheel the connection's own timers
+// handshake_started(), handshake_done(), close() (and may offer handshake_waiting(): a handshake
+// queued for its place, its deadline paused, nothing else resumed), and name the wheel the connection's own timers
 // (linger, phase deadline, soft limit) go on and the counters its closes are counted in:
 // scheduler(), counters() (null: none). The connection keeps no copy of either.
 #ifndef HEARTWHEEL_NET_CONNECTION_HPP
@@ -92,6 +93,14 @@
 #include <utility>
 
 namespace heartwheel::net {
+
+namespace detail {
+// Whether a liveness offers handshake_waiting() (optional: handshake_done() stands in for it).
+template <class L, class = void>
+struct has_handshake_waiting : std::false_type {};
+template <class L>
+struct has_handshake_waiting<L, std::void_t<decltype(std::declval<L&>().handshake_waiting())>> : std::true_type {};
+} // namespace detail
 
 template <class NextLayer, class Liveness = connection_liveness, template <class> class Output = byte_output>
 class connection : public std::enable_shared_from_this<connection<NextLayer, Liveness, Output>>,
@@ -466,7 +475,8 @@ private:
                     return handshake(self);
                 // The time queued is ours, not the peer's: its handshake deadline starts again at its turn.
                 at = step::queued;
-                c->live_.handshake_done();
+                if constexpr (detail::has_handshake_waiting<Liveness>::value) c->live_.handshake_waiting();
+                else c->live_.handshake_done();
                 wake->expires_at(asio::steady_timer::time_point::max());
                 return wake->async_wait(std::move(self));
             case step::queued:

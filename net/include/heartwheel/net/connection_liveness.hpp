@@ -99,9 +99,14 @@ public:
     void on_write_complete(bool drained = true);
     /// The peer answered our ping.
     void on_pong();
-    /// The TLS handshake began / finished (arms / disarms limits.handshake_timeout).
-    void handshake_started() { limits_.handshake_started(settings_->config.limits, *this, scale_); }
-    void handshake_done() noexcept { limits_.handshake_done(); }
+    /// A handshake (TLS, a WebSocket upgrade) began / finished: arms / disarms limits.handshake_timeout.
+    /// Meanwhile there is no heartbeat — the peer cannot be pinged mid-handshake, and the handshake's
+    /// deadline is that phase's judge — and its schedule starts again when the handshake is done.
+    void handshake_started();
+    void handshake_done();
+    /// A handshake queued for its place (admission): its deadline paused until handshake_started()
+    /// again — the time queued is the server's, not the peer's — and still no heartbeat.
+    void handshake_waiting() noexcept { limits_.handshake_done(); }
 
     /// The connection's outstanding requests (made on first use, with config.request). After close()
     /// a request tracked here completes at once with errc::connection_closed.

@@ -101,6 +101,9 @@ public:
 
     /// No more pings or judgements: a pong or activity afterwards re-arms nothing.
     void stop() noexcept;
+    /// After stop(): the schedule again from now, as when made (misses, round trips and flags
+    /// forgotten) — a handshake is over, and the pings it could not carry count from its end.
+    void restart();
     std::uint32_t consecutive_misses() const noexcept { return misses_; }
     /// RFC 6298's smoothed round trip and its variance, once a pong was seen.
     /// Kept in whole microseconds (at most 71 minutes).
