@@ -9,7 +9,8 @@ overload moment: a flood of idle connections near --max-connections shed at the 
 timeout while healthy clients keep working (and the same limit filled from one address, which moves
 nobody's timeouts: its source share), and a WebSocket chat on Boost.Beast whose idle and
 unresponsive clients get close frames naming the reason and whose flooding member is slowed to its
-readers' pace (demo_ws.py), HTTP keep-alive, a storm of TLS connects served past a handshake bound
+readers' pace (demo_ws.py), the same chat with headless Chromium pages as its clients (its own page
+served on its port, pings answered by the browser, a drain shown in the page: demo_browser.py), HTTP keep-alive, a storm of TLS connects served past a handshake bound
 of 20 while connections that never send a ClientHello are shed (the listener's admission), and a
 server out of descriptors refusing, resting and serving again (net::listener), a restart that refuses no connect (--handover: the new process takes the listening socket, the old
 one drains into it), MQTT devices each closed at 1.5 x the keep-alive they announced (mosquitto's
@@ -243,6 +244,17 @@ def websocket_scene():
                        env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
     print(p.stdout, end="", flush=True)
     return p.returncode == 0
+
+
+def browser_scene():
+    """The browser scene (scripts/demo_browser.py, in a Python that has Selenium): headless Chromium pages
+    as the WebSocket chat's clients."""
+    say("scene", "a browser: ws_chat_server serves its page, headless Chromium tabs chat, leave, and are drained")
+    env = dict(os.environ, DEMO_T0=str(time.time() - (time.monotonic() - T0)), HEARTWHEEL_BUILD=BUILD)
+    p = subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "demo_browser.py")],
+                       env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=90)
+    print(p.stdout, end="", flush=True)
+    return p.returncode in (0, 3)  # 3: skipped, saying why (no browser on this machine)
 
 
 def http_scene():
@@ -607,6 +619,7 @@ def main():
     ok = one_source_scene() and ok
     ok = handover_scene() and ok
     ok = websocket_scene() and ok
+    ok = browser_scene() and ok
     ok = http_scene() and ok
     ok = storm_scene() and ok
     ok = descriptor_scene() and ok

@@ -4,7 +4,8 @@
 # Boost is 1.81 (libboost1.81-dev: Boost.Asio and Beast for heartwheel's Boost flavour, and Boost.Test),
 # which replaces Debian's default 1.74 dev packages (docs/design.md, "One source, two Asios").
 # python3-munkres comes before python3-matplotlib: matplotlib's fonttools then needs no scipy, whose
-# pythran would pull Boost 1.74 back in.
+# pythran would pull Boost 1.74 back in. chromium, chromium-driver and python3-selenium: a browser as the
+# WebSocket chat's client (test/e2e/test_browser.py, the demo's browser scene).
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
@@ -16,6 +17,7 @@ packages=(
   python3 python3-websockets python3-munkres python3-matplotlib procps iproute2 nftables netcat-openbsd valgrind
   sslscan prometheus haproxy
   mosquitto mosquitto-clients python3-paho-mqtt nginx-light wrk
+  chromium chromium-driver python3-selenium
 )
 missing=()
 for p in "${packages[@]}"; do

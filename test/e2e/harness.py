@@ -114,18 +114,20 @@ class CoroServer(Server):
 
 
 class FramedServer:
-    """A Beast example server (ws_chat_server, http_server) on 127.0.0.1:0 with `flags`. stop() sends
+    """A Beast example server (ws_chat_server, http_server) on `host`:0 with `flags` (`prefix`: run
+    through another command, as Server's). stop() sends
     SIGTERM and returns its final line — "final closes=<reason>:<n>,... <count>=<n>" — as
     ({reason: n}, n); leaving the `with` kills it if it still runs."""
 
-    def __init__(self, binary, count, *flags):
+    def __init__(self, binary, count, *flags, host="127.0.0.1", prefix=()):
         self.count = count
         if "--drain-window" not in flags:  # SIGTERM closes at once ("shutdown") unless a test drains
             flags = [*flags, "--drain-window", "0"]
-        self.proc = subprocess.Popen([binary, "--listen", "127.0.0.1:0", *flags], stdout=subprocess.PIPE,
+        self.proc = subprocess.Popen([*prefix, binary, "--listen", f"{host}:0", *flags], stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
-        assert line.startswith("listening on 127.0.0.1:"), f"first line {line!r}: {self.proc.stderr.read()}"
+        assert line.startswith(f"listening on {host}:"), f"first line {line!r}: {self.proc.stderr.read()}"
+        self.host = host
         self.port = int(line.strip().rsplit(":", 1)[1])
 
     def stop(self):

@@ -5,9 +5,9 @@ server, 10.77.0.2 for the peers), moves this process into the client namespace (
 test opens, and every client it starts, is a peer on that link) and, on close(), moves back and
 deletes both namespaces (which removes the veth pair). The fault is "every packet the peers send is
 dropped": `tc netem loss 100%` on the peers' veth where the kernel has netem, otherwise an nftables
-output chain with policy drop in the peers' namespace (same effect, e.g. on kernels built without
-sch_netem). `unavailable()` says why this cannot run here (not root, no iproute2, no netns, neither
-netem nor nftables), or None."""
+output rule dropping what leaves through that veth in the peers' namespace (same effect, e.g. on
+kernels built without sch_netem; the namespace's loopback is left alone in both). `unavailable()`
+says why this cannot run here (not root, no iproute2, no netns, neither netem nor nftables), or None."""
 import ctypes
 import os
 import shutil
@@ -99,7 +99,9 @@ class Network:
         else:
             self.exec_in(self.cli, "nft", "add", "table", "inet", "hwfault")
             self.exec_in(self.cli, "nft", "add", "chain", "inet", "hwfault", "out",
-                         "{ type filter hook output priority 0; policy drop; }")
+                         "{ type filter hook output priority 0; policy accept; }")
+            # Only the link's: the peers' namespace keeps its loopback (a browser and its driver talk over it).
+            self.exec_in(self.cli, "nft", "add", "rule", "inet", "hwfault", "out", "oifname", self.cli_if, "drop")
 
     def heal(self):
         """Restores the path."""
