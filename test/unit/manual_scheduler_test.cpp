@@ -141,15 +141,21 @@ BOOST_AUTO_TEST_CASE(a_connection_liveness_runs_on_the_manual_clock) {
 // heartbeat-timeout; once the handshake is done it is pinged a second later and, never answering,
 // closed 3 s after the handshake's end. (With the heartbeat running through the handshake it was
 // closed heartbeat-timeout 2 s after it began.)
-BOOST_AUTO_TEST_CASE(no_heartbeat_judges_a_peer_mid_handshake) {
-    asio::io_context io;
-    manual_scheduler clock;
+// A 1 s heartbeat (dead after two misses) and a 10 s handshake deadline.
+heartwheel::net::liveness_config heartbeat_and_handshake() {
     heartwheel::net::liveness_config config;
     config.heartbeat.interval = 1s;
     config.heartbeat.timeout = 1s;
     config.heartbeat.misses = 2;
     config.heartbeat.jitter = 0;
     config.limits.handshake_timeout = 10s;
+    return config;
+}
+
+BOOST_AUTO_TEST_CASE(no_heartbeat_judges_a_peer_mid_handshake) {
+    asio::io_context io;
+    manual_scheduler clock;
+    const auto config = heartbeat_and_handshake();
     peer p(io.get_executor(), clock);
     heartwheel::net::connection_liveness live(clock, config, p);
     live.handshake_started();
@@ -171,11 +177,7 @@ BOOST_AUTO_TEST_CASE(no_heartbeat_judges_a_peer_mid_handshake) {
 BOOST_AUTO_TEST_CASE(a_stalled_handshake_is_closed_by_its_deadline_not_the_heartbeat) {
     asio::io_context io;
     manual_scheduler clock;
-    heartwheel::net::liveness_config config;
-    config.heartbeat.interval = 1s;
-    config.heartbeat.timeout = 1s;
-    config.heartbeat.jitter = 0;
-    config.limits.handshake_timeout = 10s;
+    const auto config = heartbeat_and_handshake();
     peer p(io.get_executor(), clock);
     heartwheel::net::connection_liveness live(clock, config, p);
     live.handshake_started();
