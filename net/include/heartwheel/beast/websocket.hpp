@@ -24,7 +24,7 @@
 //    trickling a line that never ends is in the line protocols;
 //  - the goodbye is a close frame whose code says why (close_code_for) and whose reason text is the
 //    close reason's name; the connection waits for it (goodbye_in_flight / goodbye_written), bounded
-//    by its linger, then sends its FIN. Beast's own teardown is the connection's: async_teardown on a
+//    by its linger — not for a peer judged dead, which will not answer it — then sends its FIN. Beast's own teardown is the connection's: async_teardown on a
 //    liveness_stream completes at once and leaves the socket to the close path;
 //  - a peer that breaks the protocol or sends a message over max_message is answered by Beast with a
 //    close frame (1002 / 1009) and closed protocol-error / message-too-big, counted once; a close
@@ -239,9 +239,9 @@ public:
                                                             conn_->stream());
     }
     /// Answers a request async_read_request read that is not an upgrade with `res` (its length
-    /// prepared by the caller; sent with Connection: close) and closes the connection http-served once it is written — still under the
-    /// handshake timeout (a peer that does not read the answer is closed handshake-timeout). On the
-    /// connection's executor.
+    /// prepared by the caller; sent with Connection: close) and closes the connection http-served
+    /// once it is written — still under the handshake timeout (a peer that does not read the answer
+    /// is closed handshake-timeout). On the connection's executor.
     template <class Body, class Fields>
     void respond(boost::beast::http::response<Body, Fields> res) {
         if (conn_->closing()) return;
