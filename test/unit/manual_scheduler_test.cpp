@@ -141,24 +141,27 @@ BOOST_AUTO_TEST_CASE(a_connection_liveness_runs_on_the_manual_clock) {
 // heartbeat-timeout; once the handshake is done it is pinged a second later and, never answering,
 // closed 3 s after the handshake's end. (With the heartbeat running through the handshake it was
 // closed heartbeat-timeout 2 s after it began.)
-// A 1 s heartbeat (dead after two misses) and a 10 s handshake deadline.
-heartwheel::net::liveness_config heartbeat_and_handshake() {
-    heartwheel::net::liveness_config config;
-    config.heartbeat.interval = 1s;
-    config.heartbeat.timeout = 1s;
-    config.heartbeat.misses = 2;
-    config.heartbeat.jitter = 0;
-    config.limits.handshake_timeout = 10s;
-    return config;
-}
-
-BOOST_AUTO_TEST_CASE(no_heartbeat_judges_a_peer_mid_handshake) {
+// A connection's liveness with a 1 s heartbeat (dead after two misses) and a 10 s handshake deadline,
+// its handshake begun at time 0.
+struct mid_handshake {
+    static heartwheel::net::liveness_config config() {
+        heartwheel::net::liveness_config c;
+        c.heartbeat.interval = 1s;
+        c.heartbeat.timeout = 1s;
+        c.heartbeat.misses = 2;
+        c.heartbeat.jitter = 0;
+        c.limits.handshake_timeout = 10s;
+        return c;
+    }
+    mid_handshake() { live.handshake_started(); }
     asio::io_context io;
     manual_scheduler clock;
-    const auto config = heartbeat_and_handshake();
-    peer p(io.get_executor(), clock);
-    heartwheel::net::connection_liveness live(clock, config, p);
-    live.handshake_started();
+    const heartwheel::net::liveness_config cfg = config();
+    peer p{io.get_executor(), clock};
+    heartwheel::net::connection_liveness live{clock, cfg, p};
+};
+
+BOOST_FIXTURE_TEST_CASE(no_heartbeat_judges_a_peer_mid_handshake, mid_handshake) {
     clock.run_for(5s);
     BOOST_TEST(p.closes.empty());
     BOOST_TEST(p.pings.empty());
@@ -174,13 +177,7 @@ BOOST_AUTO_TEST_CASE(no_heartbeat_judges_a_peer_mid_handshake) {
 }
 
 // A handshake that never ends is the handshake deadline's, whatever the heartbeat says.
-BOOST_AUTO_TEST_CASE(a_stalled_handshake_is_closed_by_its_deadline_not_the_heartbeat) {
-    asio::io_context io;
-    manual_scheduler clock;
-    const auto config = heartbeat_and_handshake();
-    peer p(io.get_executor(), clock);
-    heartwheel::net::connection_liveness live(clock, config, p);
-    live.handshake_started();
+BOOST_FIXTURE_TEST_CASE(a_stalled_handshake_is_closed_by_its_deadline_not_the_heartbeat, mid_handshake) {
     clock.run_for(11s);
     BOOST_TEST_REQUIRE(p.closes.size() == 1u);
     BOOST_TEST((p.closes[0].first == 10s));
