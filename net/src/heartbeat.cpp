@@ -13,7 +13,10 @@ heartbeat::heartbeat(const heartbeat_policy& policy, listener& l)
     : policy_(&detail::validated(policy)), listener_(&l), misses_(0),
       inbound_(policy.trigger == heartbeat_trigger::inbound), awaiting_pong_(0), judging_(0),
       stopped_(!policy.enabled()), pinger_exact_(0), read_since_ping_(0), read_since_judgement_(0), seen_rtt_(0) {
-    if (stopped_) return; // off: never armed
+    if (!stopped_) start_schedule(); // off: never armed
+}
+
+void heartbeat::start_schedule() {
     timer_scheduler& svc = scheduler();
     pinger_last_ = svc.stamp();
     pinger_interval_ = jittered_interval();
@@ -167,10 +170,7 @@ void heartbeat::restart() {
     awaiting_pong_ = judging_ = stopped_ = pinger_exact_ = 0;
     read_since_ping_ = read_since_judgement_ = seen_rtt_ = 0;
     srtt_us_ = rttvar_us_ = 0;
-    timer_scheduler& svc = scheduler();
-    pinger_last_ = svc.stamp();
-    pinger_interval_ = jittered_interval();
-    svc.schedule(*this, ping_due());
+    start_schedule();
 }
 
 } // namespace heartwheel::net

@@ -132,6 +132,8 @@ private:
     /// When the next ping falls due: an interval after the pinger's last activity (exact after a
     /// ping or a pong; a stamp's bound after a read or write).
     time_point ping_due() const;
+    /// The ping schedule from now: the first ping an interval (jittered) away.
+    void start_schedule();
     /// Files the node for the next ping, or sends it now if it is due already (`after`: as send_ping's).
     void await_ping(time_point after = time_point::min());
     /// Sends a ping that fell due (none is outstanding: a ping due meanwhile waits for the
