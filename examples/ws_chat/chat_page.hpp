@@ -1,7 +1,7 @@
 // chat_page.hpp — the page ws_chat_server serves at / on its WebSocket port: a browser is a chat client.
 // The page opens a WebSocket to the address it came from (wss:// when it came over https), shows what
 // the room says, sends what is typed, and when the connection ends shows the server's close code and
-// reason ("closed 1001 heartbeat-timeout"). The browser answers the server's ping frames itself (no
+// reason ("closed 1012 draining": a restart). The browser answers the server's ping frames itself (no
 // script runs for them), so a page left open is kept by the heartbeat even with reader idle off.
 // window.chat holds the page's state for a test driving the browser: state, received, closed.
 #ifndef HEARTWHEEL_EXAMPLES_WS_CHAT_PAGE_HPP
@@ -37,7 +37,7 @@ inline constexpr const char* chat_page = R"html(<!doctype html>
 const status = document.getElementById("status");
 const log = document.getElementById("log");
 const text = document.getElementById("text");
-window.chat = { state: "connecting", received: [], closed: null, opened_at: null };
+window.chat = { state: "connecting", received: [], closed: null };
 function show(line, mine) {
   const li = document.createElement("li");
   li.textContent = line;
@@ -48,7 +48,6 @@ function show(line, mine) {
 const ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/");
 ws.onopen = () => {
   chat.state = "open";
-  chat.opened_at = Date.now();
   status.textContent = "connected";
   status.className = "open";
 };
