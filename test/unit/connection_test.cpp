@@ -1,8 +1,9 @@
-// connection_test.cpp — net::connection over real sockets on 127.0.0.1: the stream records its own
-// activity (no on_read by hand), a pending operation completes with errc::timed_out when a policy
-// closes the connection, the one close path (last words, linger, one count per close whatever calls
-// it), backpressure and the write timeout against a peer that does not read, Asio's composed
-// operations on the stream, and the TLS handshake under its deadline. Every run is bounded in time.
+// connection_test.cpp — net::connection over real sockets on 127.0.0.1, for what only a socket shows:
+// Asio's associators through the stream's operations, the goodbye and the FIN in one segment, no
+// cork on a framing layer's goodbye, backpressure against the kernel's buffers, keepalive options,
+// read errors as the kernel reports them, and the TLS handshake under its deadline. The judgements
+// of time over a connection (idle, write timeout, soft limit, phase deadlines, a dead peer's close)
+// are in memory_stream_test.cpp, on the manual clock. Every run here is bounded in time.
 #define BOOST_TEST_MODULE connection
 #include <boost/test/unit_test.hpp>
 
@@ -49,6 +50,12 @@ struct fixture {
         c->set_hooks(std::move(hooks));
         return c;
     }
+    /// Options whose linger (100 ms) ends a close whose peer never ends its side.
+    static net::connection_options short_linger() {
+        net::connection_options o;
+        o.linger = 100ms;
+        return o;
+    }
     std::uint64_t closes(net::close_reason r) const { return counters.snapshot().closes[static_cast<std::size_t>(r)]; }
     /// Runs the loop for `d` (restarting it if it ran out of work before).
     void run_for(std::chrono::milliseconds d) {
@@ -67,57 +74,6 @@ struct fixture {
 };
 
 } // namespace
-
-// A policy close completes the pending read with timed_out (not operation_aborted), counts the reason
-// once and runs on_close once.
-BOOST_FIXTURE_TEST_CASE(policy_close_completes_pending_read_with_timed_out, fixture) {
-    net::liveness_config cfg;
-    cfg.idle.reader_idle = 50ms;
-    std::vector<net::close_reason> closed;
-    net::connection_hooks hooks;
-    hooks.on_close = [&](net::close_reason r) { closed.push_back(r); };
-    auto c = make(accept_one(), cfg, hooks);
-    error_code got;
-    bool done = false;
-    char buf[16];
-    c->stream().async_read_some(asio::buffer(buf), [&](error_code ec, std::size_t) {
-        got = ec;
-        done = true;
-    });
-    run_until([&] { return done; });
-    BOOST_TEST((got == net::errc::timed_out));
-    BOOST_TEST(c->closed());
-    BOOST_TEST((closed == std::vector<net::close_reason>{net::close_reason::reader_idle}));
-    c->close(net::close_reason::shutdown); // later closes change nothing
-    c->abort(net::close_reason::io_error);
-    BOOST_TEST(closes(net::close_reason::reader_idle) == 1u);
-    BOOST_TEST(counters.snapshot().closes_total() == 1u);
-    BOOST_TEST(closed.size() == 1u);
-}
-
-// Reads through the stream are recorded: bytes trickled before a deadline keep reader-idle away
-// (reads_are_idle_activity, the default), and asio::async_read_until works on the stream unchanged.
-BOOST_FIXTURE_TEST_CASE(stream_records_reads_and_composes, fixture) {
-    net::liveness_config cfg;
-    cfg.idle.reader_idle = 150ms;
-    auto c = make(accept_one(), cfg);
-    std::string line;
-    bool done = false;
-    asio::async_read_until(c->stream(), asio::dynamic_buffer(line), '\n', [&](error_code ec, std::size_t n) {
-        BOOST_TEST(!ec);
-        line.resize(n);
-        done = true;
-    });
-    // 10 bytes, 50 ms apart: 450 ms in all, three times the idle timeout, never idle 150 ms.
-    for (char ch : std::string("trickling\n")) {
-        asio::write(peer, asio::buffer(&ch, 1));
-        run_for(50ms);
-    }
-    run_until([&] { return done; });
-    BOOST_TEST(line == "trickling\n");
-    BOOST_TEST(!c->closing());
-    BOOST_TEST(counters.snapshot().reader_idle == 0u);
-}
 
 // The stream's read_some and write_some are their own operations, not async_compose's: Asio's
 // associators reach the application's handler through them — a handler bound to a strand runs inside
@@ -177,62 +133,6 @@ BOOST_FIXTURE_TEST_CASE(read_some_and_write_some_keep_their_handlers_executor_an
     BOOST_TEST((write_error == net::errc::connection_closed));
 }
 
-// The application's close: last words are queued by the hook, flushed, then the socket closes; the
-// peer reads them and then end-of-stream. An application reason defined by name is counted.
-BOOST_FIXTURE_TEST_CASE(close_sends_last_words_then_closes, fixture) {
-    const auto bored = net::define_close_reason("bored");
-    BOOST_TEST(std::string(net::to_string(bored)) == "bored");
-    BOOST_TEST((net::define_close_reason("bored") == bored));
-    BOOST_TEST((net::define_close_reason("reader-idle") == net::close_reason::reader_idle));
-    net::liveness_config cfg;
-    std::shared_ptr<net::connection<tcp::socket>> c;
-    net::connection_hooks hooks;
-    hooks.last_words = [&](net::close_reason r) { c->send(std::string("BYE ") + net::to_string(r) + "\n"); };
-    c = make(accept_one(), cfg, hooks);
-    c->send("hello\n");
-    c->close(bored);
-    c->send("not after the last words\n");
-    run_until([&] { return c->closed(); });
-    std::string got;
-    error_code ec;
-    asio::read(peer, asio::dynamic_buffer(got), ec);
-    BOOST_TEST((ec == asio::error::eof));
-    // "hello" was already in flight (a write cannot be taken back from the middle of a stream); the
-    // line queued after the close is refused, and the goodbye follows.
-    BOOST_TEST(got == "hello\nBYE bored\n");
-    BOOST_TEST(closes(bored) == 1u);
-    BOOST_TEST(counters.snapshot().closes_total() == 1u);
-}
-
-// A peer the heartbeat judged dead is not waited for: its goodbye and FIN go out and the connection
-// closes then (on_close runs, the descriptor goes), not at the end of the linger — with a peer alive
-// (last_words_and_fin_share_one_segment) the linger waits for its end of stream. A dead peer never
-// sends it: a client's reconnect would wait the whole linger.
-BOOST_FIXTURE_TEST_CASE(a_peer_judged_dead_is_not_lingered_for, fixture) {
-    net::liveness_config cfg;
-    cfg.heartbeat.interval = 50ms;
-    cfg.heartbeat.timeout = 50ms;
-    cfg.heartbeat.misses = 1;
-    std::shared_ptr<net::connection<tcp::socket>> c;
-    std::vector<net::close_reason> closed;
-    net::connection_hooks hooks;
-    hooks.send_ping = [&] { c->send("PING\n"); };
-    hooks.last_words = [&](net::close_reason r) { c->send(std::string("BYE ") + net::to_string(r) + "\n"); };
-    hooks.on_close = [&](net::close_reason r) { closed.push_back(r); };
-    net::connection_options opts;
-    opts.linger = 60s; // far past run_until's limit: only the judgement of death ends this close
-    c = make(accept_one(), cfg, hooks, opts);
-    run_until([&] { return c->closing(); });
-    run_until([&] { return c->closed(); });
-    BOOST_TEST((closed == std::vector<net::close_reason>{net::close_reason::heartbeat_timeout}));
-    std::string got;
-    error_code ec;
-    asio::read(peer, asio::dynamic_buffer(got), ec);
-    BOOST_TEST((ec == asio::error::eof));
-    BOOST_TEST(got == "PING\nBYE heartbeat-timeout\n"); // the goodbye was written before the close
-    BOOST_TEST(closes(net::close_reason::heartbeat_timeout) == 1u);
-}
-
 // A framing layer that writes its goodbye itself (a WebSocket close frame) holds the close with
 // goodbye_in_flight() until goodbye_written(): no FIN before it, the linger still bounds it, and the
 // reason is counted once. Its connection (framed_output) has no byte queue and never corks.
@@ -249,7 +149,9 @@ BOOST_FIXTURE_TEST_CASE(a_framing_layers_goodbye_holds_the_close_until_written, 
         socklen_t len = sizeof corked;
         ::getsockopt(c->lowest_layer().native_handle(), IPPROTO_TCP, TCP_CORK, &corked, &len);
     };
-    c = make<tcp::socket, net::framed_output>(accept_one(), cfg, hooks);
+    net::connection_options short_linger;
+    short_linger.linger = 200ms; // the peer below never ends its side: the linger ends the close
+    c = make<tcp::socket, net::framed_output>(accept_one(), cfg, hooks, short_linger);
     c->close(net::close_reason::shutdown);
     run_for(50ms);
     BOOST_TEST(c->closing());
@@ -285,49 +187,6 @@ BOOST_FIXTURE_TEST_CASE(a_framing_layers_goodbye_holds_the_close_until_written, 
     BOOST_TEST((std::chrono::steady_clock::now() - start >= 100ms));
     BOOST_TEST(closes(net::close_reason::shutdown) == 2u);
     BOOST_TEST(counters.snapshot().closes_total() == 2u);
-}
-
-// A phase deadline (expires_after): re-armed or cancelled it never fires; left alone it closes with
-// the application's reason after its time (never before), its last words go out, and the pending
-// read completes with timed_out.
-BOOST_FIXTURE_TEST_CASE(a_phase_deadline_closes_with_its_reason_and_last_words, fixture) {
-    const auto slow_head = net::define_close_reason("test-slow-head");
-    net::liveness_config cfg;
-    std::shared_ptr<net::connection<tcp::socket>> c;
-    net::connection_hooks hooks;
-    hooks.last_words = [&](net::close_reason r) { c->send(std::string("TIMEOUT ") + net::to_string(r) + "\n"); };
-    net::connection_options opts;
-    opts.linger = 100ms; // the peer below never closes its end: the linger ends the close
-    c = make(accept_one(), cfg, hooks, opts);
-    c->expires_after(100ms, slow_head);
-    run_for(60ms);
-    c->expires_after(100ms, slow_head); // a new phase: counted from now
-    run_for(80ms);
-    BOOST_TEST(!c->closing());
-    c->expires_never();
-    run_for(200ms);
-    BOOST_TEST(!c->closing());
-
-    error_code got;
-    bool done = false;
-    char buf[16];
-    c->stream().async_read_some(asio::buffer(buf), [&](error_code ec, std::size_t) {
-        got = ec;
-        done = true;
-    });
-    const auto start = std::chrono::steady_clock::now();
-    c->expires_after(150ms, slow_head);
-    run_until([&] { return c->closing(); });
-    BOOST_TEST((std::chrono::steady_clock::now() - start >= 150ms));
-    run_until([&] { return c->closed() && done; }); // the goodbye written, the FIN sent, the linger over
-    std::string said;
-    error_code ec;
-    asio::read(peer, asio::dynamic_buffer(said), ec);
-    BOOST_TEST((ec == asio::error::eof));
-    BOOST_TEST(said == "TIMEOUT test-slow-head\n");
-    BOOST_TEST((got == net::errc::timed_out));
-    BOOST_TEST(closes(slow_head) == 1u);
-    BOOST_TEST(counters.snapshot().closes_total() == 1u);
 }
 
 // close_after_sent: what is queued (more than the kernel takes: the peer is not reading yet) is all
@@ -388,33 +247,6 @@ BOOST_FIXTURE_TEST_CASE(last_words_and_fin_share_one_segment, fixture) {
     BOOST_TEST(tcp_segments_sent(fd) - before == 1u);
 }
 
-// A peer that never reads: the queue fills, can_read() turns false, nothing more is written, and the
-// write timeout closes the connection (counted), with no last words.
-BOOST_FIXTURE_TEST_CASE(non_reading_peer_is_closed_by_the_write_timeout, fixture) {
-    net::liveness_config cfg;
-    cfg.timeouts.write_timeout = 200ms;
-    cfg.output.high_water = 64 << 10;
-    cfg.output.low_water = 16 << 10;
-    bool last_words = false;
-    net::connection_hooks hooks;
-    hooks.last_words = [&](net::close_reason) { last_words = true; };
-    auto c = make(accept_one(), cfg, hooks);
-    peer.set_option(asio::socket_base::receive_buffer_size(4096));
-    const std::string chunk(4096, 'x');
-    std::size_t sent = 0;
-    while (c->can_read() && sent < (64u << 20)) { // as a reader would: stop when told
-        c->send(chunk);
-        sent += chunk.size();
-        poll();
-    }
-    BOOST_TEST(!c->can_read());
-    BOOST_TEST(c->output().memory() < 4 * (64u << 10) + (1u << 20)); // bounded by the watermarks
-    run_until([&] { return c->closed(); });
-    BOOST_TEST((c->reason() == net::close_reason::write_timeout));
-    BOOST_TEST(!last_words);
-    BOOST_TEST(closes(net::close_reason::write_timeout) == 1u);
-}
-
 // A slow consumer fed by others (a fan-out server): send() is bounded whatever the producer. Past
 // the hard limit the queued bytes go at once, later sends are ignored, and the close follows on the
 // next turn (not inside send(): a broadcast loop stays valid), counted slow-consumer, with last words.
@@ -450,53 +282,6 @@ BOOST_FIXTURE_TEST_CASE(hard_limit_closes_a_slow_consumer_outside_send, fixture)
     BOOST_TEST(closes(net::close_reason::slow_consumer) == 1u);
     BOOST_TEST(counters.snapshot().slow_consumers[static_cast<std::size_t>(net::slow_bound::hard_limit)] == 1u);
     BOOST_TEST(sent < (2u << 20)); // stopped near the hard limit, not after 64 MiB
-}
-
-// Above the soft limit for soft_limit_time: closed; a consumer that drains below it in time is kept.
-BOOST_FIXTURE_TEST_CASE(soft_limit_held_too_long_closes_drained_in_time_does_not, fixture) {
-    for (bool drains : {false, true}) {
-        if (peer.is_open()) peer.close();
-        net::liveness_config cfg;
-        cfg.output.high_water = 64 << 10;
-        cfg.output.low_water = 16 << 10;
-        cfg.output.hard_limit = 0;
-        cfg.output.soft_limit = 128 << 10;
-        cfg.output.soft_limit_time = drains ? 2000ms : 150ms;
-        bool writable_again = false;
-        net::connection_hooks hooks;
-        hooks.on_writable = [&] { writable_again = true; };
-        auto c = make(accept_one(), cfg, hooks);
-        const std::string msg(64 << 10, 'y'); // (default buffers: with tiny ones, loopback's window
-                                              // updates wait for the persist timer, seconds apart)
-        while (c->output().queued() <= (192u << 10)) { // the kernel's buffers full, then above the soft limit
-            c->send(msg);
-            poll();
-        }
-        BOOST_TEST(!c->writable());
-        if (drains) { // the peer reads everything, well inside the soft limit's time
-            std::vector<char> buf(4 << 20);
-            run_until([&] {
-                error_code ec;
-                peer.non_blocking(true);
-                while (peer.read_some(asio::buffer(buf), ec) > 0) {
-                }
-                return c->output().queued() == 0;
-            });
-            run_for(300ms);
-            BOOST_TEST(!c->closing());
-            BOOST_TEST(writable_again); // on_writable: drained to the low-water mark
-            BOOST_TEST(c->writable());
-        } else {
-            const auto start = std::chrono::steady_clock::now();
-            run_until([&] { return c->closing(); });
-            BOOST_TEST((std::chrono::steady_clock::now() - start >= 140ms)); // never before soft_limit_time
-            BOOST_TEST((c->reason() == net::close_reason::slow_consumer));
-        }
-    }
-    BOOST_TEST(closes(net::close_reason::slow_consumer) == 1u);
-    const auto by_bound = counters.snapshot().slow_consumers; // the operator is told which bound fired
-    BOOST_TEST(by_bound[static_cast<std::size_t>(net::slow_bound::soft_limit)] == 1u);
-    BOOST_TEST(by_bound[static_cast<std::size_t>(net::slow_bound::hard_limit)] == 0u);
 }
 
 // The output bound is configured once, in the liveness configuration ([output]): the context gives it
@@ -776,7 +561,7 @@ BOOST_FIXTURE_TEST_CASE(a_connection_made_with_its_handler_holds_it_until_closed
     std::vector<std::string> log;
     auto s = net::make_connection_with<joint_session::connection_type>(
         [&log](joint_session::connection_type& c) { return joint_session(c, log); }, accept_one(),
-        net::connection_context(wheel, cfg, &counters));
+        net::connection_context(wheel, cfg, &counters, nullptr, short_linger()));
     const auto at = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p); };
     BOOST_TEST(at(s.get()) > at(&s->c)); // one block: the handler after its connection
     BOOST_TEST(at(s.get()) < at(&s->c) + sizeof(joint_session::connection_type) + 64);

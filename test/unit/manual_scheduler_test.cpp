@@ -1,20 +1,15 @@
 // manual_scheduler_test.cpp — heartwheel::testing::manual_scheduler, the manual clock users test their
 // liveness logic with: time moves only when told, timers fire at their tick (never before), the
 // stamp's lag is what the driver's contract allows, and a connection_liveness runs on it as on a
-// real driver (the scenario docs/liveness.md shows), as does a net::connection over a real socket
-// pair whose I/O runs on an io_context and whose timers run on the manual clock.
-#include <heartwheel/net/connection.hpp>
+// real driver (the scenario docs/liveness.md shows). A whole net::connection on it, over an
+// in-memory stream pair: memory_stream_test.cpp.
 #include <heartwheel/net/connection_liveness.hpp>
 #include <heartwheel/testing/manual_scheduler.hpp>
 
-#include <asio/ip/tcp.hpp>
-#include <asio/read.hpp>
-#include <asio/write.hpp>
+#include <asio/io_context.hpp>
 
 #include <boost/test/unit_test.hpp>
 
-#include <array>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -203,68 +198,6 @@ BOOST_AUTO_TEST_CASE(schedule_count_shows_that_a_read_costs_no_timer_work) {
     BOOST_TEST_REQUIRE(p.closes.size() == 1u);
     BOOST_TEST((p.closes[0].first == 2s + 30s));
     BOOST_TEST((p.closes[0].second == heartwheel::net::close_reason::reader_idle));
-}
-
-// A net::connection over TCP on 127.0.0.1, its context on the manual clock: the I/O is real (the
-// io_context is polled, never run for a time), the judgement's time is the test's. Bytes from the
-// peer keep reader-idle away; 30 s of manual silence later the pending read completes timed_out,
-// the close is counted once as reader-idle, and the peer reads the end of the stream.
-BOOST_AUTO_TEST_CASE(a_connection_over_a_socket_pair_is_judged_on_the_manual_clock) {
-    namespace net = heartwheel::net;
-    using tcp = asio::ip::tcp;
-    asio::io_context io;
-    manual_scheduler clock;
-    net::liveness_counters counters;
-    tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
-    tcp::socket peer(io);
-    peer.connect(acceptor.local_endpoint());
-    net::liveness_config config;
-    config.idle.reader_idle = 30s;
-    auto c = std::make_shared<net::connection<tcp::socket>>(acceptor.accept(), net::connection_context(clock, config, &counters));
-    std::vector<net::close_reason> closed;
-    net::connection_hooks hooks;
-    hooks.on_close = [&](net::close_reason r) { closed.push_back(r); };
-    c->set_hooks(std::move(hooks));
-
-    std::string got;
-    asio::error_code read_error;
-    std::function<void()> read_more = [&] {
-        auto buf = std::make_shared<std::array<char, 64>>();
-        c->stream().async_read_some(asio::buffer(*buf), [&, buf](asio::error_code ec, std::size_t n) {
-            got.append(buf->data(), n);
-            if (ec) read_error = ec;
-            else read_more();
-        });
-    };
-    read_more();
-    // Drives the I/O until `done` (bounded: a real socket, but no waiting on time).
-    auto poll_until = [&](const std::function<bool()>& done) {
-        for (int i = 0; i < 100'000 && !done(); ++i) {
-            io.restart();
-            io.poll();
-        }
-        return done();
-    };
-    for (int i = 0; i < 5; ++i) { // a byte every 20 s of manual time: never idle for 30 s
-        clock.advance_by(20s);
-        asio::write(peer, asio::buffer("x", 1));
-        BOOST_TEST_REQUIRE(poll_until([&] { return got.size() == static_cast<std::size_t>(i + 1); }));
-    }
-    BOOST_TEST(closed.empty());
-    BOOST_TEST((clock.since_start() == 100s));
-    clock.run_for(30s - 1ms);
-    BOOST_TEST(closed.empty()); // never early
-    clock.run_for(1ms);
-    BOOST_TEST_REQUIRE(poll_until([&] { return static_cast<bool>(read_error); }));
-    BOOST_TEST((read_error == net::errc::timed_out));
-    BOOST_TEST((closed == std::vector<net::close_reason>{net::close_reason::reader_idle}));
-    BOOST_TEST(counters.snapshot().closes_total() == 1u);
-    // The peer's side: the server's end of the stream (its goodbye, if any, then EOF).
-    asio::error_code peer_ec;
-    std::string sink;
-    asio::async_read(peer, asio::dynamic_buffer(sink), [&](asio::error_code ec, std::size_t) { peer_ec = ec; });
-    BOOST_TEST_REQUIRE(poll_until([&] { return static_cast<bool>(peer_ec); }));
-    BOOST_TEST((peer_ec == asio::error::eof));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
