@@ -29,14 +29,23 @@ const shard::io_strand* shard::strand() const noexcept {
 
 shards::shards(std::size_t n, threading model, const liveness_config& config, liveness_counters* counters,
                const connection_options& options, const wheel_config& wheel)
-    : model_(model) {
+    : shards(nullptr, n, model, config, counters, options, wheel) {}
+
+shards::shards(asio::io_context& io, std::size_t n, const liveness_config& config, liveness_counters* counters,
+               const connection_options& options, const wheel_config& wheel)
+    : shards(&io, n, threading::thread_pool, config, counters, options, wheel) {}
+
+shards::shards(asio::io_context* borrowed, std::size_t n, threading model, const liveness_config& config,
+               liveness_counters* counters, const connection_options& options, const wheel_config& wheel)
+    : model_(model), borrowed_(borrowed) {
     if (n < 1 || n > 1024) throw config_error("shards", std::to_string(n), "1..1024");
-    if (model == threading::thread_pool) pool_ = std::make_unique<owned_io>(static_cast<int>(n));
+    if (model == threading::thread_pool && !borrowed_) pool_ = std::make_unique<owned_io>(static_cast<int>(n));
+    asio::io_context* pool = borrowed_ ? borrowed_ : pool_.get();
     for (std::size_t i = 0; i < n; ++i) {
-        asio::io_context* io = pool_.get();
+        asio::io_context* io = pool;
         asio::any_io_executor ex;
-        if (pool_) {
-            ex = asio::make_strand(*pool_);
+        if (pool) {
+            ex = asio::make_strand(*pool);
         } else {
             own_.push_back(std::make_unique<owned_io>(1));
             io = own_.back().get();
@@ -58,7 +67,8 @@ shard& shards::next() noexcept {
 
 void shards::run() {
     std::vector<asio::io_context*> loops; // one per thread
-    for (std::size_t i = 0; i < shards_.size(); ++i) loops.push_back(pool_ ? pool_.get() : own_[i].get());
+    asio::io_context* pool = borrowed_ ? borrowed_ : pool_.get();
+    for (std::size_t i = 0; i < shards_.size(); ++i) loops.push_back(pool ? pool : own_[i].get());
     std::mutex m;
     std::exception_ptr failure;
     const auto run_one = [&](asio::io_context& io) {
@@ -88,6 +98,7 @@ void shards::shutdown() {
 }
 
 void shards::stop() noexcept {
+    if (borrowed_) borrowed_->stop();
     if (pool_) pool_->stop();
     for (auto& io : own_) io->stop();
 }

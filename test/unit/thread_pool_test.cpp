@@ -20,6 +20,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <future>
 #include <mutex>
 #include <random>
 #include <set>
@@ -352,6 +353,61 @@ BOOST_AUTO_TEST_CASE(shards_run_either_model_until_stopped) {
     BOOST_CHECK_EXCEPTION(failing.run(), std::runtime_error,
                           [](const std::runtime_error& e) { return std::string(e.what()) == "a handler failed"; });
     BOOST_CHECK_THROW(net::shards(0, net::threading::thread_pool, policy()), net::config_error);
+}
+
+// Shards on an io_context the application owns and runs on threads of its own (a service that already
+// has one): each shard is a strand of it, its wheel fires on the application's threads, a connection
+// made on a shard is judged there; shutdown() lets the wheels go and leaves the io_context to its
+// owner, which keeps running what it runs.
+BOOST_AUTO_TEST_CASE(shards_run_on_an_io_context_the_application_owns) {
+    asio::io_context io;
+    auto work = asio::make_work_guard(io);
+    std::vector<std::thread> app_threads;
+    for (int i = 0; i < 2; ++i) app_threads.emplace_back([&] { io.run(); });
+    std::set<std::thread::id> app_ids;
+    for (auto& t : app_threads) app_ids.insert(t.get_id());
+    net::liveness_counters counters;
+    net::liveness_config cfg;
+    cfg.idle.reader_idle = 50ms;
+    auto group = std::make_unique<net::shards>(io, 2, cfg, &counters);
+    BOOST_TEST((group->model() == net::threading::thread_pool));
+    BOOST_TEST(&(*group)[0].io_context() == &io);
+    BOOST_TEST((*group)[0].strand() != nullptr);
+    BOOST_TEST(((*group)[0].get_executor() != (*group)[1].get_executor())); // a strand each
+
+    tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
+    tcp::socket peer(io);
+    peer.connect(acceptor.local_endpoint());
+    auto& home = group->next();
+    tcp::socket s = acceptor.accept(home.get_executor());
+    std::promise<std::pair<std::thread::id, net::close_reason>> closed_on; // checked here: Boost.Test is one thread's
+    std::shared_ptr<connection> c;
+    asio::post(home.get_executor(), [&] {
+        c = std::make_shared<connection>(std::move(s), home.context());
+        net::connection_hooks hooks;
+        hooks.on_close = [&](net::close_reason r) { closed_on.set_value({std::this_thread::get_id(), r}); };
+        c->set_hooks(std::move(hooks));
+    });
+    auto f = closed_on.get_future();
+    BOOST_TEST_REQUIRE((f.wait_for(5s) == std::future_status::ready)); // judged by the shard's wheel
+    const auto [thread, reason] = f.get();
+    BOOST_TEST((reason == net::close_reason::reader_idle));
+    BOOST_TEST(app_ids.count(thread) == 1u); // on the application's threads
+    BOOST_TEST(counters.snapshot().closes_total() == 1u);
+
+    // The owner stops its threads; then the shards go (before the io_context they run on), and the
+    // io_context is still the owner's to run.
+    work.reset();
+    io.stop();
+    for (auto& t : app_threads) t.join();
+    group->shutdown();
+    c.reset();
+    group.reset();
+    bool ran = false;
+    io.restart();
+    asio::post(io, [&] { ran = true; });
+    io.run();
+    BOOST_TEST(ran);
 }
 
 // shutdown(): before the shards go, every handler still queued on a shard is destroyed (not run) and

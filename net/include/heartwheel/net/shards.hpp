@@ -10,6 +10,14 @@
 // the connection is then made inside that executor (a connection made elsewhere throws). run() runs
 // the N threads (the caller is one of them) until stop(), which any thread may call.
 //
+// An application that already has its io_context (a Beast server, a service with its own threads)
+// gives it instead: `shards(io, n, config)` makes N strands of it, the thread-pool model on an
+// io_context the shards do not own — the application runs it as it did (or calls run()), and
+// destroys the shards before it. The N strands then replace a strand per connection, as Beast's
+// multi-threaded servers make: connections on one shard take turns (a long handler delays its
+// shard's other connections), and the wheel, its timers and every connection of a shard share one
+// strand, which is what keeps them free of locks.
+//
 //   net::shards pool(4, net::threading::thread_pool, config, &counters);
 //   auto& s = pool.next();                                          // on the acceptor's executor
 //   auto [ec, socket] = co_await acceptor.async_accept(s.get_executor(), use_tuple);
@@ -77,6 +85,11 @@ public:
     /// connections' (its output bound typically config.output); `wheel` each wheel's.
     shards(std::size_t n, threading model, const liveness_config& config, liveness_counters* counters = nullptr,
            const connection_options& options = {}, const wheel_config& wheel = {});
+    /// `n` shards as strands of the application's `io` (the thread-pool model; see the top of this
+    /// file): `io` must outlive the shards; run() runs N threads on it, stop() stops it, shutdown()
+    /// only lets the wheels go (the io_context's queued handlers go with it, the application's).
+    shards(asio::io_context& io, std::size_t n, const liveness_config& config, liveness_counters* counters = nullptr,
+           const connection_options& options = {}, const wheel_config& wheel = {});
     ~shards();
     shards(const shards&) = delete;
     shards& operator=(const shards&) = delete;
@@ -98,8 +111,11 @@ public:
 
 private:
     struct owned_io; ///< an io_context whose shutdown (the first half of its destructor) shutdown() calls
+    shards(asio::io_context* borrowed, std::size_t n, threading model, const liveness_config& config,
+           liveness_counters* counters, const connection_options& options, const wheel_config& wheel);
     threading model_;
-    std::unique_ptr<owned_io> pool_;                         ///< thread_pool: the one io_context
+    asio::io_context* borrowed_ = nullptr;                   ///< thread_pool on the application's io_context
+    std::unique_ptr<owned_io> pool_;                         ///< thread_pool: the one io_context, when owned
     std::vector<std::unique_ptr<owned_io>> own_;             ///< thread_per_core: one per shard
     std::vector<std::unique_ptr<shard>> shards_;             ///< destroyed before the io_contexts
     std::size_t next_ = 0;
