@@ -472,6 +472,36 @@ BOOST_FIXTURE_TEST_CASE(keepalive_options_are_applied, fixture) {
     BOOST_TEST(!unopened->lowest_layer().is_open());
 }
 
+// heartwheel assumes three things of Asio beyond its documented interface (heartwheel/asio.hpp lists
+// them): each is checked here against the Asio in use, and an Asio outside the range heartwheel knows
+// fails this test by name — the library itself then falls back to Asio's own allocation.
+BOOST_AUTO_TEST_CASE(the_asio_in_use_is_one_heartwheel_knows) {
+#if defined(HEARTWHEEL_BOOST_ASIO)
+    const long version = BOOST_ASIO_VERSION;
+#else
+    const long version = ASIO_VERSION;
+#endif
+#if !defined(HEARTWHEEL_ASIO_INTERNALS_KNOWN)
+    BOOST_FAIL("Asio " << version / 100000 << "." << version / 100 % 1000 << " is not one heartwheel knows: check "
+               "the receive's memory (net/detail/stream_core.hpp: asio::detail::reactive_wait_op's template), the strand "
+               "types (net/detail/home_executor.hpp) and the TLS truncation's category (net/detail/tls_traits.hpp), "
+               "then widen HEARTWHEEL_ASIO_INTERNALS_KNOWN in heartwheel/asio.hpp");
+#endif
+    BOOST_TEST_MESSAGE("Asio " << version);
+    // 1. The wait operation a receive keeps pending fits the stream's memory: no heap block of its own.
+#if defined(HEARTWHEEL_ASIO_REACTIVE_WAIT)
+    BOOST_TEST(net::detail::stream_core<tcp::socket>::memory_size > 0u);
+#endif
+    // 2. A strand behind any_io_executor is recognised (the thread-pool model's posting depends on it).
+    asio::io_context io;
+    BOOST_TEST(net::detail::is_strand_executor(asio::any_io_executor(asio::make_strand(io))));
+    BOOST_TEST(net::detail::is_strand_executor(asio::any_io_executor(asio::make_strand(asio::any_io_executor(io.get_executor())))));
+    BOOST_TEST(!net::detail::is_strand_executor(asio::any_io_executor(io.get_executor())));
+    // 3. The TLS truncation is recognised by its category, from the real error.
+    BOOST_TEST(net::detail::is_tls_truncation(error_code(asio::ssl::error::stream_truncated)));
+    BOOST_TEST(!net::detail::is_tls_truncation(error_code(asio::error::eof)));
+}
+
 // The connection says what a failed read means: the peer's end of stream (eof, or over TLS a TCP close
 // without close_notify) is peer-closed, anything else io-error; on a connection already closing the
 // first reason stays.

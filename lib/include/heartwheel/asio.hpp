@@ -19,6 +19,14 @@
 // HEARTWHEEL_ASIO_REACTIVE_WAIT is defined where Asio waits on a socket with a reactor (epoll,
 // kqueue, select: not IOCP, not io_uring): there its wait operation's type is known, and a stream
 // keeps memory for the one wait it keeps pending (net/detail/stream_core.hpp).
+// That is the one use of Asio's detail:: namespace, and it is made only on an Asio whose internals
+// heartwheel was built and tested with (HEARTWHEEL_ASIO_INTERNALS_KNOWN: 1.22 to 1.26, standalone or
+// Boost's); on any other Asio the stream's receive allocates as Asio does (a heap block more per
+// pending receive, nothing unsafe), and the project's own tests fail loudly
+// (connection_test: the_asio_in_use_is_one_heartwheel_knows) until someone checks the three things
+// heartwheel assumes of Asio — the wait operation's template (net/detail/stream_core.hpp), the two
+// strand types a type-erased executor is recognised by (net/detail/home_executor.hpp), and the TLS
+// truncation's category name (net/detail/tls_traits.hpp) — and widens the range here.
 #ifndef HEARTWHEEL_ASIO_HPP
 #define HEARTWHEEL_ASIO_HPP
 
@@ -52,7 +60,10 @@
 #include <boost/asio/version.hpp>
 #include <boost/asio/associated_allocator.hpp>
 #include <boost/asio/recycling_allocator.hpp>
-#if !defined(BOOST_ASIO_HAS_IOCP) && !defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT)
+#if BOOST_ASIO_VERSION >= 102200 && BOOST_ASIO_VERSION < 102700 // Asio 1.22 (Boost 1.79) to 1.26 (Boost 1.81)
+#define HEARTWHEEL_ASIO_INTERNALS_KNOWN 1
+#endif
+#if defined(HEARTWHEEL_ASIO_INTERNALS_KNOWN) && !defined(BOOST_ASIO_HAS_IOCP) && !defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT)
 #include <boost/asio/detail/reactive_wait_op.hpp>
 #define HEARTWHEEL_ASIO_REACTIVE_WAIT 1
 #endif
@@ -103,7 +114,10 @@ inline constexpr bool uses_boost_asio = true;
 #include <asio/version.hpp>
 #include <asio/associated_allocator.hpp>
 #include <asio/recycling_allocator.hpp>
-#if !defined(ASIO_HAS_IOCP) && !defined(ASIO_HAS_IO_URING_AS_DEFAULT)
+#if ASIO_VERSION >= 102200 && ASIO_VERSION < 102700 // Asio 1.22 to 1.26
+#define HEARTWHEEL_ASIO_INTERNALS_KNOWN 1
+#endif
+#if defined(HEARTWHEEL_ASIO_INTERNALS_KNOWN) && !defined(ASIO_HAS_IOCP) && !defined(ASIO_HAS_IO_URING_AS_DEFAULT)
 #include <asio/detail/reactive_wait_op.hpp>
 #define HEARTWHEEL_ASIO_REACTIVE_WAIT 1
 #endif
