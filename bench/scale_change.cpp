@@ -5,8 +5,8 @@
 // none of them due (they have waited 1.5 s at most). timeout_scale re-arms one queue head per change,
 // so the time per change should not depend on N. For reference, `rearm_every_timer` re-files all N
 // timers on the wheel, which is what a scale change costs when every timer is re-judged.
-#include <heartwheel/net/activity_timer.hpp>
-#include <heartwheel/net/timeout_scale.hpp>
+#include <heartwheel/net/policies/activity_timer.hpp>
+#include <heartwheel/net/policies/timeout_scale.hpp>
 #include <heartwheel/testing/manual_scheduler.hpp>
 #include <heartwheel/timing_wheel.hpp>
 

@@ -16,7 +16,7 @@
 // Usage: ws_fanout --mode heartwheel|beast [--clients N] [--rate R] [--seconds S] [--threads T]
 #include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/beast/websocket.hpp>
-#include <heartwheel/net/shards.hpp>
+#include <heartwheel/net/server/shards.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>

@@ -11,10 +11,10 @@
 // Usage: kv_server [--listen HOST:PORT] [--max-connections N] [--drain-window MS] [--config FILE] ...
 // (--help lists them all: net::server_settings); prints "listening on HOST:PORT" first.
 #include <heartwheel/asio_wheel.hpp>
-#include <heartwheel/net/connection.hpp>
-#include <heartwheel/net/liveness_config.hpp>
-#include <heartwheel/net/server_front.hpp>
-#include <heartwheel/net/server_toml.hpp>
+#include <heartwheel/net/connection/connection.hpp>
+#include <heartwheel/net/config/liveness_config.hpp>
+#include <heartwheel/net/server/server_front.hpp>
+#include <heartwheel/net/config/server_toml.hpp>
 
 #include <asio/experimental/as_tuple.hpp>
 #include <asio/co_spawn.hpp>

@@ -4,8 +4,8 @@
 // product's --config parsing is fuzzed beside it: examples/echo/fuzz/echo_config_fuzz.cpp.)
 #include "fuzz_check.hpp"
 
-#include <heartwheel/net/liveness_config.hpp>
-#include <heartwheel/net/liveness_toml.hpp>
+#include <heartwheel/net/config/liveness_config.hpp>
+#include <heartwheel/net/config/liveness_toml.hpp>
 
 #include <cstdint>
 #include <cstdio>

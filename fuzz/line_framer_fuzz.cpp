@@ -5,7 +5,7 @@
 // given back, and each time the result is checked against a plain reference split: the same lines,
 // none holding '\n' or longer than max_line, too_long exactly when the reference finds a longer line,
 // and never more kept than max_line bytes of a partial line plus what was stashed.
-#include <heartwheel/net/line_framer.hpp>
+#include <heartwheel/net/connection/line_framer.hpp>
 #include "fuzz_check.hpp"
 
 #include <algorithm>

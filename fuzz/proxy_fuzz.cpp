@@ -4,8 +4,8 @@
 // short of it is incomplete (a reader never takes a header early); incomplete is only said below the
 // bound (a reader's buffer never fills waiting). The same bytes as text go to cidr::parse, which
 // accepts or throws config_error, and a range it accepts contains its own network address.
-#include <heartwheel/net/policies.hpp>
-#include <heartwheel/net/proxy_protocol.hpp>
+#include <heartwheel/net/policies/policies.hpp>
+#include <heartwheel/net/server/proxy_protocol.hpp>
 #include "fuzz_check.hpp"
 
 #include <cstddef>

@@ -4,8 +4,8 @@
 // bytes, the connection must end (handshake failure, a TLS error, truncation, end of stream), be
 // counted closed exactly once, and leave nothing behind (ASan/LSan); no crash, no hang.
 #include <heartwheel/asio_wheel.hpp>
-#include <heartwheel/net/connection.hpp>
-#include <heartwheel/net/tls_socket.hpp>
+#include <heartwheel/net/connection/connection.hpp>
+#include <heartwheel/net/tls/tls_socket.hpp>
 
 #include "self_signed.hpp"
 

@@ -14,10 +14,10 @@
 // Usage: chat_server [--listen HOST:PORT] [--max-connections N] [--drain-window MS] [--config FILE]; prints "listening on HOST:PORT" first, and
 // on SIGINT/SIGTERM "final closes=<reason>:<n>,... lines=<n>" and exits 0.
 #include <heartwheel/asio_wheel.hpp>
-#include <heartwheel/net/connection.hpp>
-#include <heartwheel/net/liveness_config.hpp>
-#include <heartwheel/net/server_front.hpp>
-#include <heartwheel/net/server_toml.hpp>
+#include <heartwheel/net/connection/connection.hpp>
+#include <heartwheel/net/config/liveness_config.hpp>
+#include <heartwheel/net/server/server_front.hpp>
+#include <heartwheel/net/config/server_toml.hpp>
 
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>

@@ -6,11 +6,11 @@
 
 #include "protocol.hpp"
 
-#include <heartwheel/net/connect.hpp>
-#include <heartwheel/net/connection.hpp>
-#include <heartwheel/net/ssl_stream.hpp>
-#include <heartwheel/net/reconnector.hpp>
-#include <heartwheel/net/request_tracker.hpp>
+#include <heartwheel/net/connection/connect.hpp>
+#include <heartwheel/net/connection/connection.hpp>
+#include <heartwheel/net/tls/ssl_stream.hpp>
+#include <heartwheel/net/policies/reconnector.hpp>
+#include <heartwheel/net/policies/request_tracker.hpp>
 
 #include <asio/ssl/error.hpp>
 

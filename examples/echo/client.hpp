@@ -7,8 +7,8 @@
 #include "options.hpp"
 
 #include <heartwheel/asio_wheel.hpp>
-#include <heartwheel/net/connection_context.hpp>
-#include <heartwheel/net/counters.hpp>
+#include <heartwheel/net/connection/connection_context.hpp>
+#include <heartwheel/net/metrics/counters.hpp>
 
 #include <asio/io_context.hpp>
 #include <asio/ssl/context.hpp>

@@ -25,7 +25,7 @@
 #include "echo/session.hpp"
 #include "echo/worker.hpp"
 
-#include <heartwheel/net/ssl_stream.hpp>
+#include <heartwheel/net/tls/ssl_stream.hpp>
 #include "self_signed.hpp" // test/support: a throwaway certificate made in memory
 
 #include <asio/ip/tcp.hpp>

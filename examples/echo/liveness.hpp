@@ -9,7 +9,7 @@
 
 #include "worker.hpp"
 
-#include <heartwheel/net/connection_liveness.hpp>
+#include <heartwheel/net/policies/connection_liveness.hpp>
 
 #include <asio/steady_timer.hpp>
 

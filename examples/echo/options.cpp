@@ -7,7 +7,7 @@
 #include <asio/ip/address.hpp>
 #include <asio/ip/address_v4.hpp>
 
-#include <heartwheel/net/liveness_toml.hpp>
+#include <heartwheel/net/config/liveness_toml.hpp>
 
 #include <CLI/CLI.hpp>
 

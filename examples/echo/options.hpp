@@ -8,11 +8,11 @@
 #ifndef HEARTWHEEL_ECHO_OPTIONS_HPP
 #define HEARTWHEEL_ECHO_OPTIONS_HPP
 
-#include <heartwheel/net/admission.hpp>
-#include <heartwheel/net/handshake_gate.hpp>
-#include <heartwheel/net/proxy_protocol.hpp>
-#include <heartwheel/net/liveness_config.hpp>
-#include <heartwheel/net/tls_socket.hpp>
+#include <heartwheel/net/server/admission.hpp>
+#include <heartwheel/net/server/handshake_gate.hpp>
+#include <heartwheel/net/server/proxy_protocol.hpp>
+#include <heartwheel/net/config/liveness_config.hpp>
+#include <heartwheel/net/tls/tls_socket.hpp>
 
 #include <cstdint>
 #include <optional>
@@ -82,7 +82,7 @@ struct server_options {
     std::optional<endpoint_spec> metrics;
     std::int64_t shutdown_grace_ms = 2000;
     /// On the first SIGINT/SIGTERM, connections are asked to leave (BYE draining <ms>) spread over
-    /// this window (net/drain.hpp) before the shutdown; 0: straight to the shutdown.
+    /// this window (net/server/drain.hpp) before the shutdown; 0: straight to the shutdown.
     std::int64_t drain_window_ms = 10'000;
     /// SO_REUSEPORT on the listening socket: several server processes share one port (the kernel
     /// spreads connections over them), to serve more connections than one process has descriptors.

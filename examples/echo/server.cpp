@@ -1,14 +1,14 @@
 // server.cpp — accepting, handing out, stats and the graceful stop.
 #include "server.hpp"
 
-#include <heartwheel/net/handover.hpp>
+#include <heartwheel/net/server/handover.hpp>
 
-#include <heartwheel/net/metrics_endpoint.hpp>
+#include <heartwheel/net/metrics/metrics_endpoint.hpp>
 #include "session.hpp"
 
-#include <heartwheel/net/drain.hpp>
-#include <heartwheel/net/listen.hpp>
-#include <heartwheel/net/prometheus.hpp>
+#include <heartwheel/net/server/drain.hpp>
+#include <heartwheel/net/server/listen.hpp>
+#include <heartwheel/net/metrics/prometheus.hpp>
 
 #include <asio/post.hpp>
 #include <asio/write.hpp>

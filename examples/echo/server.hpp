@@ -7,7 +7,7 @@
 #include "options.hpp"
 #include "worker.hpp"
 
-#include <heartwheel/net/listener.hpp>
+#include <heartwheel/net/server/listener.hpp>
 
 #include <asio/ip/tcp.hpp>
 #include <asio/signal_set.hpp>

@@ -16,10 +16,10 @@
 #include "liveness.hpp"
 #include "protocol.hpp"
 
-#include <heartwheel/net/connection.hpp>
-#include <heartwheel/net/connection_with.hpp>
-#include <heartwheel/net/tls_socket.hpp>
-#include <heartwheel/net/line_framer.hpp>
+#include <heartwheel/net/connection/connection.hpp>
+#include <heartwheel/net/connection/connection_with.hpp>
+#include <heartwheel/net/tls/tls_socket.hpp>
+#include <heartwheel/net/connection/line_framer.hpp>
 
 
 #include <cstdint>

@@ -16,13 +16,13 @@
 #include "options.hpp"
 
 #include <heartwheel/asio_wheel.hpp>
-#include <heartwheel/net/connection_context.hpp>
-#include <heartwheel/net/connection_handler.hpp>
-#include <heartwheel/net/counters.hpp>
-#include <heartwheel/net/handshake_gate.hpp>
-#include <heartwheel/net/shards.hpp>
-#include <heartwheel/net/source_share.hpp>
-#include <heartwheel/net/timeout_scale.hpp>
+#include <heartwheel/net/connection/connection_context.hpp>
+#include <heartwheel/net/connection/connection_handler.hpp>
+#include <heartwheel/net/metrics/counters.hpp>
+#include <heartwheel/net/server/handshake_gate.hpp>
+#include <heartwheel/net/server/shards.hpp>
+#include <heartwheel/net/server/source_share.hpp>
+#include <heartwheel/net/policies/timeout_scale.hpp>
 
 #include <asio/basic_stream_socket.hpp>
 #include <asio/io_context.hpp>

@@ -16,10 +16,10 @@
 #include <heartwheel/asio_ssl.hpp>
 #include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/beast/http.hpp>
-#include <heartwheel/net/server_front.hpp>
-#include <heartwheel/net/liveness_config.hpp>
-#include <heartwheel/net/server_toml.hpp>
-#include <heartwheel/net/tls_socket.hpp>
+#include <heartwheel/net/server/server_front.hpp>
+#include <heartwheel/net/config/liveness_config.hpp>
+#include <heartwheel/net/config/server_toml.hpp>
+#include <heartwheel/net/tls/tls_socket.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>

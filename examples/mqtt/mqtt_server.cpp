@@ -21,11 +21,11 @@
 #include "mqtt_packets.hpp"
 
 #include <heartwheel/asio_wheel.hpp>
-#include <heartwheel/net/connection.hpp>
-#include <heartwheel/net/connection_with.hpp>
-#include <heartwheel/net/server_front.hpp>
-#include <heartwheel/net/server_toml.hpp>
-#include <heartwheel/net/tls_socket.hpp>
+#include <heartwheel/net/connection/connection.hpp>
+#include <heartwheel/net/connection/connection_with.hpp>
+#include <heartwheel/net/server/server_front.hpp>
+#include <heartwheel/net/config/server_toml.hpp>
+#include <heartwheel/net/tls/tls_socket.hpp>
 
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>

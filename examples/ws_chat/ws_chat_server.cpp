@@ -19,11 +19,11 @@
 // "final closes=<reason>:<n>,... messages=<n>" and exits 0. Bad flags exit 2.
 #include <heartwheel/asio_ssl.hpp>
 #include <heartwheel/beast/websocket.hpp>
-#include <heartwheel/net/server_front.hpp>
-#include <heartwheel/net/liveness_config.hpp>
-#include <heartwheel/net/server_toml.hpp>
-#include <heartwheel/net/shards.hpp>
-#include <heartwheel/net/tls_socket.hpp>
+#include <heartwheel/net/server/server_front.hpp>
+#include <heartwheel/net/config/liveness_config.hpp>
+#include <heartwheel/net/config/server_toml.hpp>
+#include <heartwheel/net/server/shards.hpp>
+#include <heartwheel/net/tls/tls_socket.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>

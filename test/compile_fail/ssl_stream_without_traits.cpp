@@ -1,6 +1,6 @@
-// Must not compile: a connection over asio::ssl::stream without <heartwheel/net/ssl_stream.hpp> would
+// Must not compile: a connection over asio::ssl::stream without <heartwheel/net/tls/ssl_stream.hpp> would
 // treat TLS as plain bytes (no decrypted-bytes check, no probe read); it is refused by name instead.
-#include <heartwheel/net/connection.hpp>
+#include <heartwheel/net/connection/connection.hpp>
 
 #include <asio/ssl/stream.hpp>
 

@@ -15,10 +15,10 @@
 
 #include <heartwheel/asio_ssl.hpp>
 #include <heartwheel/asio_wheel.hpp>
-#include <heartwheel/net/connection.hpp>
-#include <heartwheel/net/tls_socket.hpp>
-#include <heartwheel/net/liveness_config.hpp>
-#include <heartwheel/net/liveness_toml.hpp>
+#include <heartwheel/net/connection/connection.hpp>
+#include <heartwheel/net/tls/tls_socket.hpp>
+#include <heartwheel/net/config/liveness_config.hpp>
+#include <heartwheel/net/config/liveness_toml.hpp>
 
 #include <iostream>
 #include <memory>

@@ -7,7 +7,7 @@
 #define HWTEST_IDLE_LISTENER_HPP
 
 #include <asio/io_context.hpp>
-#include <heartwheel/net/connection_liveness.hpp>
+#include <heartwheel/net/policies/connection_liveness.hpp>
 
 #include <utility>
 

@@ -4,7 +4,7 @@
 #ifndef HWTEST_LIVENESS_RECORDER_HPP
 #define HWTEST_LIVENESS_RECORDER_HPP
 
-#include <heartwheel/net/connection_liveness.hpp>
+#include <heartwheel/net/policies/connection_liveness.hpp>
 
 #include <functional>
 #include <utility>

@@ -6,8 +6,8 @@
 // while handshakes queue only those holding a place; a handshake leaves the lists when it ends.
 #include <boost/test/unit_test.hpp>
 
-#include <heartwheel/net/admission.hpp>
-#include <heartwheel/net/policies.hpp>
+#include <heartwheel/net/server/admission.hpp>
+#include <heartwheel/net/policies/policies.hpp>
 
 #include <memory>
 #include <vector>

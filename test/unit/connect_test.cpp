@@ -8,7 +8,7 @@
 
 #include "run_until.hpp"
 
-#include <heartwheel/net/connect.hpp>
+#include <heartwheel/net/connection/connect.hpp>
 
 #include "test_asio.hpp"
 

@@ -8,10 +8,10 @@
 #include <boost/test/unit_test.hpp>
 
 #include <heartwheel/asio_wheel.hpp>
-#include <heartwheel/net/connection.hpp>
-#include <heartwheel/net/connection_with.hpp>
-#include <heartwheel/net/framed_output.hpp>
-#include <heartwheel/net/ssl_stream.hpp>
+#include <heartwheel/net/connection/connection.hpp>
+#include <heartwheel/net/connection/connection_with.hpp>
+#include <heartwheel/net/connection/framed_output.hpp>
+#include <heartwheel/net/tls/ssl_stream.hpp>
 
 #include "tcp_segments.hpp"
 

@@ -5,11 +5,11 @@
 #define BOOST_TEST_MODULE footprint
 #include <boost/test/unit_test.hpp>
 
-#include <heartwheel/net/connection.hpp>
-#include <heartwheel/net/connection_liveness.hpp>
-#include <heartwheel/net/connection_with.hpp>
-#include <heartwheel/net/timeout_policy.hpp>
-#include <heartwheel/net/write_queue.hpp>
+#include <heartwheel/net/connection/connection.hpp>
+#include <heartwheel/net/policies/connection_liveness.hpp>
+#include <heartwheel/net/connection/connection_with.hpp>
+#include <heartwheel/net/policies/timeout_policy.hpp>
+#include <heartwheel/net/connection/write_queue.hpp>
 
 #include "liveness_recorder.hpp"
 #include "manual_service.hpp"

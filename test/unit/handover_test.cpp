@@ -6,7 +6,7 @@
 // is not a socket is refused and left alone.
 #include <boost/test/unit_test.hpp>
 
-#include <heartwheel/net/handover.hpp>
+#include <heartwheel/net/server/handover.hpp>
 
 #include <asio/connect.hpp>
 #include <asio/io_context.hpp>

@@ -5,7 +5,7 @@
 #define BOOST_TEST_MODULE admission
 #include <boost/test/unit_test.hpp>
 
-#include <heartwheel/net/handshake_gate.hpp>
+#include <heartwheel/net/server/handshake_gate.hpp>
 
 #include <memory>
 #include <vector>

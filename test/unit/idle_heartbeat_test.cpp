@@ -3,8 +3,8 @@
 #define BOOST_TEST_MODULE idle_heartbeat
 #include <boost/test/unit_test.hpp>
 
-#include <heartwheel/net/heartbeat.hpp>
-#include <heartwheel/net/connection_liveness.hpp>
+#include <heartwheel/net/policies/heartbeat.hpp>
+#include <heartwheel/net/policies/connection_liveness.hpp>
 
 #include "idle_listener.hpp"
 #include "manual_service.hpp"

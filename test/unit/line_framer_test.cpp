@@ -3,7 +3,7 @@
 #define BOOST_TEST_MODULE line_framer
 #include <boost/test/unit_test.hpp>
 
-#include <heartwheel/net/line_framer.hpp>
+#include <heartwheel/net/connection/line_framer.hpp>
 
 #include <algorithm>
 #include <cstring>

@@ -3,7 +3,7 @@
 #define BOOST_TEST_MODULE listen
 #include <boost/test/unit_test.hpp>
 
-#include <heartwheel/net/listen.hpp>
+#include <heartwheel/net/server/listen.hpp>
 
 #include "test_asio.hpp"
 

@@ -6,8 +6,8 @@
 #include <boost/test/unit_test.hpp>
 
 #include <heartwheel/asio_wheel.hpp>
-#include <heartwheel/net/connection.hpp>
-#include <heartwheel/net/listener.hpp>
+#include <heartwheel/net/connection/connection.hpp>
+#include <heartwheel/net/server/listener.hpp>
 
 #include "test_asio.hpp"
 

@@ -3,7 +3,7 @@
 // stamp's lag is what the driver's contract allows, and a connection_liveness runs on it as on a
 // real driver (the scenario docs/liveness.md shows). A whole net::connection on it, over an
 // in-memory stream pair: memory_stream_test.cpp.
-#include <heartwheel/net/connection_liveness.hpp>
+#include <heartwheel/net/policies/connection_liveness.hpp>
 #include <heartwheel/testing/manual_scheduler.hpp>
 
 #include <asio/io_context.hpp>

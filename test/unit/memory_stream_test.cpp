@@ -6,7 +6,7 @@
 // timeout and the soft limit against a peer that does not read, a dead peer's goodbye, last words.
 #include <boost/test/unit_test.hpp>
 
-#include <heartwheel/net/connection.hpp>
+#include <heartwheel/net/connection/connection.hpp>
 #include <heartwheel/testing/manual_scheduler.hpp>
 #include <heartwheel/testing/memory_stream.hpp>
 

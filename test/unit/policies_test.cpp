@@ -4,16 +4,16 @@
 #include <boost/test/unit_test.hpp>
 
 #include <heartwheel/error.hpp>
-#include <heartwheel/net/backoff.hpp>
-#include <heartwheel/net/connection_limits.hpp>
-#include <heartwheel/net/connection_liveness.hpp>
+#include <heartwheel/net/policies/backoff.hpp>
+#include <heartwheel/net/policies/connection_limits.hpp>
+#include <heartwheel/net/policies/connection_liveness.hpp>
 #include <heartwheel/net/detail/liveness_settings.hpp>
-#include <heartwheel/net/liveness_config.hpp>
-#include <heartwheel/net/liveness_toml.hpp>
-#include <heartwheel/net/output_bound.hpp>
-#include <heartwheel/net/reconnector.hpp>
-#include <heartwheel/net/request_tracker.hpp>
-#include <heartwheel/net/write_queue.hpp>
+#include <heartwheel/net/config/liveness_config.hpp>
+#include <heartwheel/net/config/liveness_toml.hpp>
+#include <heartwheel/net/connection/output_bound.hpp>
+#include <heartwheel/net/policies/reconnector.hpp>
+#include <heartwheel/net/policies/request_tracker.hpp>
+#include <heartwheel/net/connection/write_queue.hpp>
 
 #include "liveness_recorder.hpp"
 #include "manual_service.hpp"

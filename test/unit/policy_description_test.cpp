@@ -4,7 +4,7 @@
 #define BOOST_TEST_MODULE policy_description
 #include <boost/test/unit_test.hpp>
 
-#include <heartwheel/net/liveness_toml.hpp>
+#include <heartwheel/net/config/liveness_toml.hpp>
 
 #include <fstream>
 #include <sstream>

@@ -6,7 +6,7 @@
 #define BOOST_TEST_MODULE policy_runtime
 #include <boost/test/unit_test.hpp>
 
-#include <heartwheel/net/connection_liveness.hpp>
+#include <heartwheel/net/policies/connection_liveness.hpp>
 
 #include "liveness_recorder.hpp"
 #include "manual_service.hpp"

@@ -2,7 +2,7 @@
 // its recipients let its messages go (down to half the budget), at most max_wait (then one more
 // budget's worth is granted, spent again once the recipients catch up); a cancel completes the wait
 // aborted; messages released on other threads wake the producer's executor exactly once.
-#include <heartwheel/net/producer_budget.hpp>
+#include <heartwheel/net/connection/producer_budget.hpp>
 
 #define BOOST_TEST_MODULE producer_budget
 #include <boost/test/unit_test.hpp>

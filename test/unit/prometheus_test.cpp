@@ -4,8 +4,8 @@
 #define BOOST_TEST_MODULE prometheus
 #include <boost/test/unit_test.hpp>
 
-#include <heartwheel/net/close_reason.hpp>
-#include <heartwheel/net/prometheus.hpp>
+#include <heartwheel/net/connection/close_reason.hpp>
+#include <heartwheel/net/metrics/prometheus.hpp>
 
 #include <map>
 #include <sstream>

@@ -5,8 +5,8 @@
 // waits; close() ends it all.
 #include <boost/test/unit_test.hpp>
 
-#include <heartwheel/net/counters.hpp>
-#include <heartwheel/net/listener.hpp>
+#include <heartwheel/net/metrics/counters.hpp>
+#include <heartwheel/net/server/listener.hpp>
 
 #include "test_asio.hpp"
 

@@ -1,8 +1,8 @@
 // The PROXY header parser (versions 1 and 2) and the trusted ranges: every header whole, every
 // prefix of one incomplete (never done early, never an error), and each way a header goes wrong.
 #include <boost/test/unit_test.hpp>
-#include <heartwheel/net/policies.hpp>
-#include <heartwheel/net/proxy_protocol.hpp>
+#include <heartwheel/net/policies/policies.hpp>
+#include <heartwheel/net/server/proxy_protocol.hpp>
 
 #include <string>
 #include <vector>

@@ -12,9 +12,9 @@
 #include <boost/test/unit_test.hpp>
 
 #include <heartwheel/asio_wheel.hpp>
-#include <heartwheel/net/connection.hpp>
-#include <heartwheel/net/ssl_stream.hpp>
-#include <heartwheel/net/tls_socket.hpp>
+#include <heartwheel/net/connection/connection.hpp>
+#include <heartwheel/net/tls/ssl_stream.hpp>
+#include <heartwheel/net/tls/tls_socket.hpp>
 
 #include "self_signed.hpp"
 

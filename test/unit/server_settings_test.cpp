@@ -2,7 +2,7 @@
 // config key: values, durations with units in a file, errors naming the flag or key (and the file).
 #include <boost/test/unit_test.hpp>
 
-#include <heartwheel/net/server_toml.hpp>
+#include <heartwheel/net/config/server_toml.hpp>
 
 #include <unistd.h>
 

@@ -4,7 +4,7 @@
 // a source at its share displaces no one; members unlink themselves when destroyed.
 #include <boost/test/unit_test.hpp>
 
-#include <heartwheel/net/source_share.hpp>
+#include <heartwheel/net/server/source_share.hpp>
 
 #include <memory>
 #include <vector>

@@ -8,8 +8,8 @@
 
 #include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/error.hpp>
-#include <heartwheel/net/connection.hpp>
-#include <heartwheel/net/request_tracker.hpp>
+#include <heartwheel/net/connection/connection.hpp>
+#include <heartwheel/net/policies/request_tracker.hpp>
 
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>

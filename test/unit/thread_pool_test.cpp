@@ -10,8 +10,8 @@
 #include "test_asio.hpp"
 
 #include <heartwheel/asio_wheel.hpp>
-#include <heartwheel/net/connection.hpp>
-#include <heartwheel/net/shards.hpp>
+#include <heartwheel/net/connection/connection.hpp>
+#include <heartwheel/net/server/shards.hpp>
 
 #define BOOST_TEST_MODULE thread_pool
 #include <boost/test/unit_test.hpp>

@@ -6,10 +6,10 @@
 #include <boost/test/unit_test.hpp>
 
 #include <asio/io_context.hpp>
-#include <heartwheel/net/connection_liveness.hpp>
-#include <heartwheel/net/idle_state.hpp>
-#include <heartwheel/net/liveness_toml.hpp>
-#include <heartwheel/net/timeout_scale.hpp>
+#include <heartwheel/net/policies/connection_liveness.hpp>
+#include <heartwheel/net/policies/idle_state.hpp>
+#include <heartwheel/net/config/liveness_toml.hpp>
+#include <heartwheel/net/policies/timeout_scale.hpp>
 
 #include "liveness_recorder.hpp"
 #include "manual_service.hpp"

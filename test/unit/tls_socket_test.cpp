@@ -9,7 +9,7 @@
 
 #include "run_until.hpp"
 
-#include <heartwheel/net/tls_socket.hpp>
+#include <heartwheel/net/tls/tls_socket.hpp>
 
 #include "self_signed.hpp"
 

@@ -6,7 +6,7 @@
 #define BOOST_TEST_MODULE unread_input
 #include <boost/test/unit_test.hpp>
 
-#include <heartwheel/net/connection.hpp>
+#include <heartwheel/net/connection/connection.hpp>
 
 #include "liveness_recorder.hpp"
 #include "manual_service.hpp"

@@ -6,7 +6,7 @@
 #include "echo/options.hpp"
 #include "fuzz_check.hpp"
 
-#include <heartwheel/net/liveness_config.hpp>
+#include <heartwheel/net/config/liveness_config.hpp>
 
 #include <cstdint>
 #include <cstdio>

@@ -1,6 +1,6 @@
 // heartwheel/error.hpp — the timer core's error codes: what a wheel can refuse.
 //
-// Connection outcomes (timed out, connection closed, ...) are net/'s: heartwheel/net/errc.hpp.
+// Connection outcomes (timed out, connection closed, ...) are net/'s: heartwheel/net/connection/errc.hpp.
 #ifndef HEARTWHEEL_ERROR_HPP
 #define HEARTWHEEL_ERROR_HPP
 

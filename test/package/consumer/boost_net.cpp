@@ -10,8 +10,8 @@
 #include <boost/beast/core.hpp>
 
 #include <heartwheel/asio_wheel.hpp>
-#include <heartwheel/net/connection.hpp>
-#include <heartwheel/net/tls_socket.hpp>
+#include <heartwheel/net/connection/connection.hpp>
+#include <heartwheel/net/tls/tls_socket.hpp>
 
 #include <openssl/evp.h>
 #include <openssl/x509.h>

@@ -3,8 +3,8 @@
 // fail to compile). Two shards on a thread pool (net::shards); a net::connection on a standalone-Asio
 // tcp::socket, made on its shard's strand, echoes a line through its write queue, then closes the peer
 // that fell silent as reader-idle, saying BYE first; the peer sees both, and the close is counted once.
-#include <heartwheel/net/connection.hpp>
-#include <heartwheel/net/shards.hpp>
+#include <heartwheel/net/connection/connection.hpp>
+#include <heartwheel/net/server/shards.hpp>
 
 #include <asio/io_context.hpp>
 #include <asio/read_until.hpp>

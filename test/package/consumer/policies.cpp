@@ -1,7 +1,7 @@
 // consumer_policies — heartwheel::policies alone: no Asio, no OpenSSL, no toml++. A gRPC-style
 // backoff without jitter doubles up to its max, and a policy out of range is refused naming its field.
-#include <heartwheel/net/backoff.hpp>
-#include <heartwheel/net/policies.hpp>
+#include <heartwheel/net/policies/backoff.hpp>
+#include <heartwheel/net/policies/policies.hpp>
 
 #include <iostream>
 #include <vector>

@@ -1,11 +1,11 @@
 // consumer_tls — heartwheel::tls: a net::tls_socket (OpenSSL, through the package) whose handshake
 // against a server that answers garbage fails with a TLS error, and a net::connection over Asio's
-// own ssl::stream (net/ssl_stream.hpp) whose handshake against the same garbage closes it as
+// own ssl::stream (net/tls/ssl_stream.hpp) whose handshake against the same garbage closes it as
 // handshake-failed, counted once.
 #include <heartwheel/asio_wheel.hpp>
-#include <heartwheel/net/connection.hpp>
-#include <heartwheel/net/ssl_stream.hpp>
-#include <heartwheel/net/tls_socket.hpp>
+#include <heartwheel/net/connection/connection.hpp>
+#include <heartwheel/net/tls/ssl_stream.hpp>
+#include <heartwheel/net/tls/tls_socket.hpp>
 
 #include <asio/io_context.hpp>
 #include <asio/ssl/stream.hpp>

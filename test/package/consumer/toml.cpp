@@ -1,7 +1,7 @@
 // consumer_toml — heartwheel::toml: liveness tables read from TOML text and out of the application's
 // own larger document (toml++, found through the package config), with a bad value refused naming
 // the key and the accepted range.
-#include <heartwheel/net/liveness_toml.hpp>
+#include <heartwheel/net/config/liveness_toml.hpp>
 
 #include <iostream>
 #include <stdexcept>

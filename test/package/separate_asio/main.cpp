@@ -1,7 +1,7 @@
 // separate_asio — heartwheel with Asio compiled into heartwheel::asio: the definition is imposed
 // because the parent asked for it, and the driver and a connection work against that compiled Asio.
 #include <heartwheel/asio_wheel.hpp>
-#include <heartwheel/net/connection.hpp>
+#include <heartwheel/net/connection/connection.hpp>
 
 #include <asio/io_context.hpp>
 

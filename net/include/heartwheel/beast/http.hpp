@@ -52,9 +52,9 @@
 #error "heartwheel/beast/http.hpp needs heartwheel's Boost.Asio flavour (link heartwheel::beast)"
 #endif
 
-#include <heartwheel/net/connection.hpp>
+#include <heartwheel/net/connection/connection.hpp>
 #include <heartwheel/net/detail/home_executor.hpp>
-#include <heartwheel/net/policies.hpp>
+#include <heartwheel/net/policies/policies.hpp>
 
 #include <boost/container/small_vector.hpp>
 #include <boost/beast/core/buffers_range.hpp>

@@ -36,7 +36,7 @@
 //  - the producer is slowed, not its readers closed: the messages a connection's peer sends to others
 //    (this connection's make_message) count against its producer budget while any recipient holds
 //    them; over it, async_read waits before reading on (the peer's TCP window closes), at most
-//    producer_wait at a time (net/producer_budget.hpp says why the wait is bounded).
+//    producer_wait at a time (net/connection/producer_budget.hpp says why the wait is bounded).
 // Beast's own timeouts (stream_base::timeout) stay off: the wheel times everything.
 //
 // Threads: as net::connection — it lives on its socket's executor (a thread's io_context or a strand
@@ -51,10 +51,10 @@
 #error "heartwheel/beast/websocket.hpp needs heartwheel's Boost.Asio flavour (link heartwheel::beast)"
 #endif
 
-#include <heartwheel/net/connection.hpp>
-#include <heartwheel/net/framed_output.hpp>
-#include <heartwheel/net/output_bound.hpp>
-#include <heartwheel/net/producer_budget.hpp>
+#include <heartwheel/net/connection/connection.hpp>
+#include <heartwheel/net/connection/framed_output.hpp>
+#include <heartwheel/net/connection/output_bound.hpp>
+#include <heartwheel/net/connection/producer_budget.hpp>
 #include <heartwheel/net/detail/home_executor.hpp>
 
 #include <boost/beast/core/bind_handler.hpp>
@@ -275,7 +275,7 @@ public:
     void send(std::string&& message) { send(make_message(std::move(message))); }
     /// A message of this connection's peer for others (a broadcast's), counted against this
     /// connection's producer budget while any recipient holds it: over it, async_read waits before
-    /// it reads the next message (see net/producer_budget.hpp). On the connection's executor.
+    /// it reads the next message (see net/connection/producer_budget.hpp). On the connection's executor.
     shared_message make_message(std::string text) { return budget_.make_message(std::move(text)); }
     /// A message shared with other recipients (a broadcast): queued by reference, never copied.
     void send(shared_message message) {

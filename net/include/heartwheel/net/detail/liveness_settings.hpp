@@ -23,7 +23,7 @@
 #ifndef HEARTWHEEL_NET_DETAIL_LIVENESS_SETTINGS_HPP
 #define HEARTWHEEL_NET_DETAIL_LIVENESS_SETTINGS_HPP
 
-#include <heartwheel/net/liveness_config.hpp>
+#include <heartwheel/net/config/liveness_config.hpp>
 
 #include <atomic>
 #include <cstddef>

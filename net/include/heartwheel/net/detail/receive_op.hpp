@@ -20,7 +20,7 @@
 
 #include <heartwheel/net/detail/stream_core.hpp>
 #include <heartwheel/net/detail/tls_traits.hpp>
-#include <heartwheel/net/read_chunk.hpp>
+#include <heartwheel/net/connection/read_chunk.hpp>
 
 #include <heartwheel/asio.hpp>
 

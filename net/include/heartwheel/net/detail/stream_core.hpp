@@ -26,7 +26,7 @@
 #define HEARTWHEEL_NET_DETAIL_STREAM_CORE_HPP
 
 #include <heartwheel/net/detail/tls_traits.hpp>
-#include <heartwheel/net/stream_observer.hpp>
+#include <heartwheel/net/connection/stream_observer.hpp>
 
 #include <heartwheel/asio.hpp>
 

@@ -18,7 +18,7 @@
 // that a connection is counted there without a pointer of its own: when it is made, and until its
 // socket closes (connection_closed(), or its removal if it never closed).
 //
-// And it is how a server drains (net/drain.hpp): entries not yet asked to leave are in list_, those
+// And it is how a server drains (net/server/drain.hpp): entries not yet asked to leave are in list_, those
 // asked in asked_, so that each step of a drain takes the next few without a cursor.
 //
 // Invariants: an entry is linked while registered (in list_ or asked_); count_ is the number linked; shutdown() unlinks each entry before calling it
@@ -27,7 +27,7 @@
 #ifndef HEARTWHEEL_NET_DETAIL_TEARDOWN_REGISTRY_HPP
 #define HEARTWHEEL_NET_DETAIL_TEARDOWN_REGISTRY_HPP
 
-#include <heartwheel/net/admission.hpp>
+#include <heartwheel/net/server/admission.hpp>
 #include <heartwheel/net/detail/list_hook.hpp>
 
 #include <heartwheel/asio.hpp>

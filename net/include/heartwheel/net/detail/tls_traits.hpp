@@ -3,7 +3,7 @@
 //
 // The idea: TCP-only code (heartwheel::net) must compile and link without OpenSSL, yet the same
 // templates serve TLS streams. So the templates ask tls_traits<NextLayer>, whose primary says "not
-// TLS", and each TLS stream's own header — net/tls_socket.hpp for net::tls_socket, net/ssl_stream.hpp
+// TLS", and each TLS stream's own header — net/tls/tls_socket.hpp for net::tls_socket, net/tls/ssl_stream.hpp
 // for asio::ssl::stream<S> (both in the heartwheel::tls target) — specialises it with the few things
 // that need OpenSSL: whether OpenSSL holds decrypted bytes, and how to say close_notify on the way
 // out. (A truncation — the peer's FIN without close_notify — is recognised here, by its error's
@@ -11,7 +11,7 @@
 //
 // Invariant: a stream is never silently treated as plain bytes when it is a TLS stream heartwheel
 // knows: net::tls_socket cannot be used without its header (the specialisation comes with the type),
-// and asio::ssl::stream without net/ssl_stream.hpp fails to compile with a static_assert naming it.
+// and asio::ssl::stream without net/tls/ssl_stream.hpp fails to compile with a static_assert naming it.
 #ifndef HEARTWHEEL_NET_DETAIL_TLS_TRAITS_HPP
 #define HEARTWHEEL_NET_DETAIL_TLS_TRAITS_HPP
 

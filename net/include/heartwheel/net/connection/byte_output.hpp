@@ -1,0 +1,178 @@
+// heartwheel/net/connection/byte_output.hpp — a connection's output when the application speaks bytes (a line
+// protocol, HTTP/1.1): the write queue, its bound and water marks, the goodbye's cork. It is the
+// layer under the session's life (net::connection) that a framing layer replaces with its own
+// (framed_output: a WebSocket stream writes its frames itself).
+//
+// It is a base of net::connection<Stream, Liveness, byte_output> (the default): its public members
+// are the connection's — send(), writable(), can_read(), close_after_sent(), output(). It reaches
+// the connection it is a base of by a cast (CRTP: no pointer of its own), and the connection reaches
+// it through the output contract, which every output meets:
+//   output_closing()            the close began: what is not yet written goes, the bound stops;
+//   output_before_last_words()  the goodbye is about to be queued;
+//   output_busy()               part of the goodbye is not written yet (the FIN waits for it);
+//   output_flush()              write what the last words queued;
+//   queued()                    bytes not yet written (whether a completed write was the last).
+// Once the goodbye's last byte is written the output calls the connection's half_close() (the FIN);
+// a write error closes io-error without last words.
+//
+// Invariants: one write in flight at most; nothing is queued once the connection is closed, nor once
+// it is closing except by its last words; the bound judges the queue after every append; what a close
+// drops is never half a message (write_queue's chunk boundaries).
+#ifndef HEARTWHEEL_NET_BYTE_OUTPUT_HPP
+#define HEARTWHEEL_NET_BYTE_OUTPUT_HPP
+
+#include <heartwheel/asio.hpp>
+#include <heartwheel/net/connection/close_reason.hpp>
+#include <heartwheel/net/connection/connection_context.hpp>
+#include <heartwheel/net/connection/output_bound.hpp>
+#include <heartwheel/net/connection/write_queue.hpp>
+
+#include <cstddef>
+#include <functional>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#ifdef __linux__
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#endif
+
+namespace heartwheel::net {
+
+template <class Connection>
+class byte_output {
+public:
+    /// Queues one message and writes it as soon as possible, coalesced with whatever else is queued
+    /// (never split from itself when a close drops what is not yet written). Ignored once the
+    /// connection is closed (and, while closing, after the last words).
+    ///
+    /// Bounded by options.output, whoever the producer is (in a fan-out server, other connections):
+    /// past hard_limit, or above soft_limit for soft_limit_time, the connection closes with
+    /// slow-consumer — not inside this call (a broadcast loop stays valid): what was queued is
+    /// dropped at once, later sends are ignored, and the close follows on the executor's next turn.
+    /// Producers that can wait ask writable() first and resume on on_writable().
+    ///
+    /// Safe from any thread when the connection lives on a strand (the thread-pool model): called from
+    /// outside that strand — a broadcast from another shard, a backend thread — it copies the message
+    /// and posts the send to the strand, where sends from one caller keep their order.
+    void send(std::string_view message) { send({message}); }
+    /// Queues one message made of parts, e.g. send({line, "\n"}).
+    void send(std::initializer_list<std::string_view> parts) { send_parts(parts.begin(), parts.size()); }
+    /// Queues one message of `count` parts at `parts`, copied once into the queue (an HTTP response:
+    /// its serializer's header and body buffers, not first gathered into a string).
+    void send_parts(const std::string_view* parts, std::size_t count) {
+        auto& c = self();
+        if (c.away()) {
+            std::string copy;
+            for (std::size_t i = 0; i < count; ++i) copy.append(parts[i]);
+            return c.post([m = std::move(copy)](Connection& posted) { posted.send(m); });
+        }
+        if (c.closed_ || ((c.closing_ || bound_.slow()) && !c.in_last_words_)) return;
+        out_.append(parts, count);
+        if (!c.in_last_words_ && bound_.grew(out_.queued(), c.live_.scheduler(), [this] { return soft_time_callback(); })) {
+            out_.drop_pending(); // the memory goes now, not after the close
+            return c.post([](Connection& posted) { posted.close_slow_consumer(slow_bound::hard_limit); });
+        }
+        if (!writing_) write();
+    }
+    /// Whether a producer may send now: no more than options.output.high_water queued (Netty's
+    /// Channel.isWritable). After false, on_writable() runs once it drains to low_water.
+    bool writable() const noexcept { return bound_.writable(out_.queued()); }
+    /// Whether the application should read more now: open and the write queue not above its
+    /// high-water mark. After a false for a full queue, on_writable runs once it drains below the
+    /// low-water mark (backpressure: a peer that does not read stops being read).
+    bool can_read() noexcept {
+        if (self().closing_) return false;
+        if (!writable()) {
+            bound_.held();
+            return false;
+        }
+        return true;
+    }
+    /// Closes with `why` once everything queued so far is written — a response that ends the
+    /// connection (HTTP's "Connection: close"), which close() would drop if it were still queued.
+    /// Until then the connection is open; its last words, if any, follow that output. Posted from
+    /// outside the connection's strand, as close() is.
+    void close_after_sent(close_reason why) {
+        auto& c = self();
+        if (c.away()) return c.post([why](Connection& posted) { posted.close_after_sent(why); });
+        if (c.closing_) return;
+        if (!output_busy()) return c.close(why);
+        close_after_sent_ = why;
+    }
+    const write_queue& output() const noexcept { return out_; }
+    /// Bytes not yet accepted by the kernel.
+    std::size_t queued() const noexcept { return out_.queued(); }
+
+protected:
+    explicit byte_output(const connection_options& o) : out_(o.queue), bound_(o.output) {}
+    ~byte_output() = default;
+
+    // --- the output contract (see the top of this file) ----------------------------------------------
+    void output_closing() noexcept {
+        out_.drop_pending(); // what was not yet written is not worth waiting for
+        bound_.stop();
+    }
+    void output_before_last_words() noexcept { hold_tail_for_fin(); } // send() writes at once when idle
+    bool output_busy() const noexcept { return writing_ || !out_.empty(); }
+    void output_flush() {
+        if (!writing_ && !out_.empty()) write(); // else the write in flight finishes, then the rest goes
+    }
+
+private:
+    Connection& self() noexcept { return static_cast<Connection&>(*this); }
+
+    // TCP: the kernel keeps the last words' partial segment until the FIN, which half_close sends as
+    // soon as they are written, and the two leave as one segment: one transmit, one receive and one
+    // acknowledgement fewer per close (on loopback the sender pays for the receiver's softirq too).
+    // Full segments still go at once; nothing waits longer than the write. Best effort: without
+    // TCP_CORK, or if it fails, they go as two segments.
+    void hold_tail_for_fin() noexcept {
+#ifdef TCP_CORK
+        if constexpr (Connection::is_tcp) {
+            const int on = 1;
+            (void)::setsockopt(self().lowest_layer().native_handle(), IPPROTO_TCP, TCP_CORK, &on, sizeof on);
+        }
+#endif
+    }
+
+    // The output bound's soft limit ran out its time (output_bound::grew arms it).
+    std::function<void()> soft_time_callback() {
+        return [weak = self().weak_from_this()] {
+            auto c = weak.lock();
+            if (c && c->bound_.soft_time_up(c->out_.queued())) c->close_slow_consumer(slow_bound::soft_limit);
+        };
+    }
+
+    void write() {
+        writing_ = true;
+        const std::string_view bytes = out_.next_bytes();
+        self().stream().async_write_some(asio::buffer(bytes.data(), bytes.size()),
+                                         [c = self().shared_from_this()](error_code ec, std::size_t n) {
+                                             c->on_written(ec, n);
+                                         });
+    }
+
+    void on_written(error_code ec, std::size_t n) {
+        auto& c = self();
+        writing_ = false;
+        if (ec) return c.abort(close_reason::io_error); // while closing: ends the close
+        out_.consumed(n);
+        if (!out_.empty()) return write();
+        if (close_after_sent_ && !c.closing_) return c.begin_close(*close_after_sent_, true);
+        if (c.closing_) return c.half_close(); // the last words are out
+        if (bound_.drained(out_.queued()) && c.handler_) c.handler_->on_writable();
+    }
+
+    write_queue out_;
+    output_bound bound_; ///< the slow-consumer bound and the water marks of out_
+    std::optional<close_reason> close_after_sent_; ///< close_after_sent(): closes once the queue is written
+    bool writing_ = false;
+};
+
+} // namespace heartwheel::net
+
+#endif

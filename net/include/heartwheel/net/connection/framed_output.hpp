@@ -1,0 +1,62 @@
+// heartwheel/net/connection/framed_output.hpp — a connection's output when a framing layer writes for itself
+// (a Beast websocket::stream over the connection's stream: its frames, its queue, its close frame).
+// The connection then has no byte queue and no send(): raw bytes under a framing layer would break
+// its frames. What is left for the output is the goodbye: the framing layer writes it itself and says
+// when it is out, and the close path waits for that, bounded by the linger, before the FIN.
+//
+//   using ws_conn = net::connection<Stream, net::connection_liveness, net::framed_output>;
+//   void last_words(close_reason r) override {       // the framing layer's handler
+//       conn->goodbye_in_flight();
+//       ws.async_close(code_for(r), [conn](error_code) { conn->goodbye_written(); });
+//   }
+//
+// It meets the output contract of byte_output.hpp (a base of the connection, reaching it by a cast).
+// Invariants: a goodbye is in flight only between goodbye_in_flight(), called inside last_words, and
+// goodbye_written() (or the linger's end); nothing here corks the socket, since the goodbye may wait
+// for the peer (a WebSocket close handshake) before the FIN.
+#ifndef HEARTWHEEL_NET_FRAMED_OUTPUT_HPP
+#define HEARTWHEEL_NET_FRAMED_OUTPUT_HPP
+
+#include <heartwheel/net/connection/connection_context.hpp>
+
+#include <cstddef>
+#include <utility>
+
+namespace heartwheel::net {
+
+template <class Connection>
+class framed_output {
+public:
+    /// Called inside last_words(): the framing layer is writing its goodbye (a close frame); the close
+    /// waits for goodbye_written() — bounded by the linger — before the FIN and the linger's end.
+    void goodbye_in_flight() noexcept {
+        if (self().in_last_words_) goodbye_pending_ = true;
+    }
+    /// The framing layer's goodbye is out (or failed): the close goes on with the FIN, then the peer's
+    /// end of stream or the linger's.
+    void goodbye_written() {
+        if (!std::exchange(goodbye_pending_, false)) return;
+        self().half_close();
+    }
+    /// The framing layer keeps its own queue: none here.
+    std::size_t queued() const noexcept { return 0; }
+
+protected:
+    explicit framed_output(const connection_options&) noexcept {}
+    ~framed_output() = default;
+
+    // --- the output contract (byte_output.hpp) -------------------------------------------------------
+    void output_closing() noexcept {}
+    void output_before_last_words() noexcept {}
+    bool output_busy() const noexcept { return goodbye_pending_; }
+    void output_flush() noexcept {}
+
+private:
+    Connection& self() noexcept { return static_cast<Connection&>(*this); }
+
+    bool goodbye_pending_ = false;
+};
+
+} // namespace heartwheel::net
+
+#endif

@@ -1,0 +1,100 @@
+// heartwheel/net/policies/timeout_policy.hpp — read and write timeouts that close the connection with
+// errc::timed_out (Netty's ReadTimeoutHandler and WriteTimeoutHandler).
+//
+// A policy as one unit: the struct, its description (fields, units, ranges, help; the read timeout
+// scales under overload and closes read-timeout), its runtime on a connection and its slot, the member
+// liveness_config gives it (`config.timeouts`) and the runtime it names. Registered by one line in
+// liveness_config.hpp; from the description come its validation, its TOML table `[timeouts]` (and
+// `[overload] read_timeout_min`), the applications' flags and the docs' table; from the slot, a
+// timeout_runtime on every connection fed its reads and writes (policy_runtime.hpp).
+//
+// The runtime holds a timer only for a timeout that is on: the read timeout's from the start, the
+// write timeout's from the first write (an idle connection that never writes pays none). With both
+// off (the common case) it is one null pointer in every connection, nothing more. Each timer
+// is an activity_timer touched by the connection's one stamp per read or write: the read timeout
+// expires after read_timeout without a byte (put off while the peer's bytes wait unread), the write
+// timeout after write_timeout without progress while data is queued (stopped when drained).
+#ifndef HEARTWHEEL_NET_TIMEOUT_POLICY_HPP
+#define HEARTWHEEL_NET_TIMEOUT_POLICY_HPP
+
+#include <heartwheel/net/policies/activity_timer.hpp>
+#include <heartwheel/net/policies/policies.hpp>
+#include <heartwheel/net/policies/policy_runtime.hpp>
+
+#include <memory>
+
+namespace heartwheel::net {
+
+struct timeout_policy {
+    milliseconds read_timeout{0};  ///< close if nothing is read for this long (0 disables)
+    milliseconds write_timeout{0}; ///< close if a write makes no progress for this long (0 disables)
+    scaled_min read_timeout_min;   ///< under overload (`[overload] read_timeout_min`)
+
+    void validate(const std::string& prefix = "timeouts") const { validate_policy(description(), this, prefix); }
+    static const policy_description& description() {
+        static const field_description fields[] = {
+            scalable<&timeout_policy::read_timeout_min>(
+                off_at_zero(field<&timeout_policy::read_timeout>(
+                    "read_timeout", 0, year_ms,
+                    "close with `read-timeout` after this long without receiving a byte (any byte counts, unlike "
+                    "`reader_idle` in the example server, which counts data lines)")),
+                close_reason::read_timeout),
+            off_at_zero(field<&timeout_policy::write_timeout>("write_timeout", 0, year_ms,
+                                                              "close with `write-timeout` when a write makes no progress"))};
+        static const policy_description d{"timeouts", fields};
+        return d;
+    }
+};
+
+/// The read and write timeouts of one connection.
+class timeout_runtime : public policy_runtime<timeout_runtime> {
+public:
+    timeout_runtime(policy_host& host, const timeout_policy& p);
+    timeout_runtime(const timeout_runtime&) = delete;
+    timeout_runtime& operator=(const timeout_runtime&) = delete;
+    ~timeout_runtime();
+
+    void on_read(policy_host&, time_point stamp) {
+        if (on_ && on_->read) on_->read->timer.touch(stamp);
+    }
+    void on_write_started(policy_host& host);
+    void on_write_progress(policy_host&, time_point stamp) {
+        if (on_ && on_->write) on_->write->timer.touch(stamp);
+    }
+    void on_write_complete(policy_host&, time_point stamp, bool drained) {
+        if (!on_ || !on_->write) return;
+        on_->write->timer.touch(stamp);
+        if (drained) on_->write->timer.stop();
+    }
+    void stop() noexcept;
+
+private:
+    /// One timeout's timer and what it closes with (allocated only when the timeout is on).
+    struct watch final : activity_timer::listener {
+        watch(policy_host& h, close_reason r) : host(&h), reason(r), timer(*this) {}
+        timer_scheduler& scheduler() const noexcept override { return host->scheduler(); }
+        void on_expired(activity_timer&, bool) override { host->close_for(reason); } // last: may destroy *this
+        bool put_off(const activity_timer&) override { return reason == close_reason::read_timeout && host->input_waiting(); }
+
+        policy_host* host;
+        close_reason reason;
+        activity_timer timer;
+    };
+    /// The timeouts that are on: allocated only when one is.
+    struct timeouts_on {
+        std::unique_ptr<watch> read, write; ///< the write timeout's from the first write
+        milliseconds write_timeout;
+    };
+    std::unique_ptr<timeouts_on> on_;
+};
+
+/// Its place in liveness_config: `config.timeouts`, run on each connection by a timeout_runtime.
+struct timeouts_slot {
+    timeout_policy timeouts;
+    timeout_policy& policy() noexcept { return timeouts; }
+    using runtime = timeout_runtime;
+};
+
+} // namespace heartwheel::net
+
+#endif

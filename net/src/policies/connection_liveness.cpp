@@ -1,0 +1,143 @@
+// connection_liveness.cpp — one stamp per I/O event fanned out to the enabled policies; one timer
+// node for the idle kinds and the max age; one close decision.
+#include <heartwheel/net/policies/connection_liveness.hpp>
+
+#include <algorithm>
+#include <utility>
+
+namespace heartwheel::net {
+
+connection_liveness::connection_liveness(timer_scheduler& svc, const liveness_config& config, liveness_handler& handler,
+                                         liveness_counters* counters, timeout_scale* scale)
+    : policy_host(svc, scale), handler_(&handler), counters_(counters), settings_(detail::intern(config, scale != nullptr)),
+      idle_(settings_->config.idle, *this, scale),
+      limits_(settings_->config.limits, static_cast<activity_timer::listener&>(*this), scale),
+      runtimes_(*this, settings_->config) {
+    config.overload.validate();
+    const heartbeat_policy& hb = settings_->config.heartbeat;
+    if (hb.enabled()) heartbeat_ = std::make_unique<heartbeat>(hb, static_cast<heartbeat::listener&>(*this));
+    arm(idle_.due(svc));
+}
+
+connection_liveness::~connection_liveness() { close(); }
+
+request_tracker<std::uint64_t>& connection_liveness::requests() {
+    if (!requests_) {
+        requests_ = std::make_unique<request_tracker<std::uint64_t>>(*svc_, handler_->completion_executor(),
+                                                                     settings_->config.request,
+                                                                     counters_);
+        if (closed()) requests_->close(errc::connection_closed); // first used after the close
+    }
+    return *requests_;
+}
+
+void connection_liveness::on_read(bool counts_as_idle_activity) {
+    const time_point s = svc_->stamp();
+    if (heartbeat_) heartbeat_->on_read(s);
+    runtimes_.on_read(*this, s);
+    if (counts_as_idle_activity) idle_.on_read(s);
+}
+
+void connection_liveness::on_write_started() {
+    if (!closed()) runtimes_.on_write_started(*this);
+}
+
+void connection_liveness::on_write_progress() {
+    const time_point s = svc_->stamp();
+    runtimes_.on_write_progress(*this, s);
+    idle_.on_write_progress(s);
+}
+
+void connection_liveness::on_write_complete(bool drained) {
+    const time_point s = svc_->stamp();
+    runtimes_.on_write_complete(*this, s, drained);
+    idle_.on_write_complete(s);
+    if (heartbeat_) heartbeat_->on_write(s);
+}
+
+void connection_liveness::handshake_started() {
+    limits_.handshake_started(settings_->config.limits, *this, scale_);
+    if (heartbeat_) heartbeat_->stop();
+}
+
+void connection_liveness::handshake_done() {
+    limits_.handshake_done();
+    if (heartbeat_ && !closed()) heartbeat_->restart();
+}
+
+void connection_liveness::on_pong() {
+    // Exact: one clock read per ping round.
+    const auto rtt = heartbeat_ ? heartbeat_->on_pong(svc_->fresh_now()) : std::nullopt;
+    if (!counters_) return;
+    counters_->pong_received();
+    if (rtt) counters_->rtt(*rtt);
+}
+
+void connection_liveness::arm(time_point idle_due) {
+    const time_point due = std::min(idle_due, limits_.age_due());
+    if (due != time_point::max()) svc_->schedule(*this, due);
+}
+
+void connection_liveness::on_expire() {
+    const time_point now = svc_->now();
+    if (limits_.age_due() <= now) return close_for(close_reason::max_age); // last: may destroy *this
+    if (const time_point due = idle_.due(*svc_); due > now) return arm(due); // woken early: activity moved them on
+    // The peer's bytes wait unread (a process stall): no idle judgement until they are read.
+    if (handler_->input_waiting()) return arm(saturating_add(now, unread_input_recheck));
+    idle_event events[3];
+    const std::size_t n = idle_.take(*svc_, now, events);
+    arm(idle_.due(*svc_)); // before the events: each may close, and a close may destroy *this
+    for (std::size_t i = 0; i < n; ++i)
+        if (!idle(events[i])) return;
+}
+
+void connection_liveness::on_expired(activity_timer& t, bool) {
+    close_for(limits_.expired(t) == connection_limits::deadline::handshake ? close_reason::handshake_timeout
+                                                                           : close_reason::max_age); // last
+}
+
+bool connection_liveness::idle(idle_event e) {
+    if (counters_) counters_->idle_event(e.kind);
+    handler_->on_idle(e);
+    if (closed()) return false; // the handler closed it
+    if (!e.first || !handler_->close_on_idle()) return true;
+    close_for(e.kind == idle_kind::reader   ? close_reason::reader_idle
+              : e.kind == idle_kind::writer ? close_reason::writer_idle
+                                            : close_reason::all_idle);
+    return false; // last: may have destroyed *this
+}
+
+void connection_liveness::send_ping() {
+    if (counters_) counters_->ping_sent();
+    handler_->send_ping();
+}
+
+void connection_liveness::on_dead() {
+    if (counters_)
+        counters_->heartbeat_death(svc_->fresh_now() - heartbeat_->judgement_deadline(), svc_->tick());
+    close_for(close_reason::heartbeat_timeout);
+}
+
+void connection_liveness::on_miss() {
+    if (counters_) counters_->heartbeat_miss();
+}
+
+void connection_liveness::close_for(close_reason why) {
+    if (closed()) return;
+    if (counters_ && scale_ && scale_->scaled() && settings_->scaled_reason(why)) counters_->closed_while_scaled();
+    close();
+    handler_->on_policy_close(why); // last: may destroy *this
+}
+
+void connection_liveness::close() {
+    if (closed()) return;
+    closed_ = true;
+    cancel(); // the node: idle kinds and max age
+    idle_.stop();
+    runtimes_.stop();
+    if (heartbeat_) heartbeat_->stop();
+    limits_.stop();
+    if (requests_) requests_->close(errc::connection_closed);
+}
+
+} // namespace heartwheel::net
