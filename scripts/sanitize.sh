@@ -7,7 +7,9 @@
 # and its suites ran as fast: 210 s either way, 2026-11-28; TSan compiles as fast at either level).
 # The Boost.Asio repeats of the driver and connection suites are not built (the normal build runs them).
 # The suites labelled `threads` (the thread-pool model's repeats) run under TSan only: under ASan they
-# would run the same code as e2e_echo and soak_short a second time. The one labelled `scale` (the stall
+# would run the same code as e2e_echo and soak_short a second time. The ones labelled `unit` and
+# `property` (plain data structures and policies on a manual clock, one thread, no I/O) run under ASan
+# only: with one thread there is nothing for TSan to find. The one labelled `scale` (the stall
 # of four servers with 1,000 TLS peers: a timing scenario) runs in neither, nor does the one labelled
 # `browser` (headless Chromium against ws_chat_server: e2e_ws_chat runs the same server code).
 # Expects the dependencies scripts/test.sh installs. HEARTWHEEL_SANITIZE_ONLY=address or =thread runs
@@ -18,7 +20,7 @@ jobs=$(nproc)
 for san in address,undefined thread; do
   [[ -n ${HEARTWHEEL_SANITIZE_ONLY:-} && ${san%%,*} != "$HEARTWHEEL_SANITIZE_ONLY" ]] && continue
   dir="$root/build-${san%%,*}"
-  opt=-O1 skip='package|scale|browser'
+  opt=-O1 skip='package|scale|browser|unit|property'
   [[ $san == address,undefined ]] && opt=-Og skip='package|scale|threads|browser'
   echo "== $san sanitizer build =="
   bash "$root/scripts/build.sh" "$dir" -DHEARTWHEEL_SANITIZE="$san" -DHEARTWHEEL_BUILD_BENCH=OFF -DHEARTWHEEL_TEST_BOOST_REPEATS=OFF \
