@@ -83,7 +83,7 @@ public:
     auto async_read_some(const MutableBuffers& buffers, Token&& token) {
         return asio::async_initiate<Token, void(error_code, std::size_t)>(
             [this](auto&& handler, const MutableBuffers& b) {
-                start<detail::op_kind::read>(b, std::move(handler), asio::buffer_size(b) == 0);
+                this->template start<detail::op_kind::read>(b, std::move(handler), asio::buffer_size(b) == 0);
             },
             token, buffers);
     }
@@ -92,7 +92,7 @@ public:
     auto async_write_some(const ConstBuffers& buffers, Token&& token) {
         return asio::async_initiate<Token, void(error_code, std::size_t)>(
             [this](auto&& handler, const ConstBuffers& b) {
-                start<detail::op_kind::write>(b, std::move(handler), asio::buffer_size(b) == 0);
+                this->template start<detail::op_kind::write>(b, std::move(handler), asio::buffer_size(b) == 0);
             },
             token, buffers);
     }
@@ -108,8 +108,8 @@ public:
                     return asio::post(ex, [h = std::move(h)]() mutable { std::move(h)(asio::error::operation_not_supported); });
                 }
                 const auto none = asio::const_buffer();
-                if (what == asio::socket_base::wait_read) start<detail::op_kind::wait>(none, std::move(h), false, true);
-                else start<detail::op_kind::wait>(none, std::move(h), false, false);
+                if (what == asio::socket_base::wait_read) this->template start<detail::op_kind::wait>(none, std::move(h), false, true);
+                else this->template start<detail::op_kind::wait>(none, std::move(h), false, false);
             },
             token);
     }
