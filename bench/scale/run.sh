@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The scale benchmark, one command on a fresh machine: installs the dependencies, builds, prints the
-# per-part footprint of an idle connection (examples/echo/footprint) and an idle connection's server RSS
+# per-part footprint of an idle connection (bench/scale/footprint.cpp) and an idle connection's server RSS
 # over TCP and TLS side by side (bench/scale/tls_footprint.py), then runs 100,000 connections
 # (bench/scale/scale_bench.py; arguments go to it, e.g. --connections 20000 --seconds 10); each
 # rewrites its section of docs/benchmarks.md (the last also docs/scale_bench.json).
@@ -12,6 +12,6 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 bash "$root/scripts/install-deps.sh"
 bash "$root/scripts/build.sh" "$root/build"
 ulimit -n "$(ulimit -Hn)"
-"$root/build/examples/footprint" 9000 | tee /dev/stderr | python3 "$root/bench/put_section.py" footprint
+"$root/build/bench/footprint" 9000 | tee /dev/stderr | python3 "$root/bench/put_section.py" footprint
 python3 "$root/bench/scale/tls_footprint.py" | tee /dev/stderr | python3 "$root/bench/put_section.py" tls
 python3 "$root/bench/scale/scale_bench.py" "$@" | tee /dev/stderr | python3 "$root/bench/put_section.py" scale

@@ -7,7 +7,7 @@ its RSS read after start; one echo_client with --connections N answering pings a
 once all N are up and two more heartbeat intervals have passed, the RSS again: (after − before) / N.
 TLS uses a throwaway self-signed P-256 certificate made with openssl; the client verifies it (--ca).
 RSS is what the process really holds (touched pages), so it includes what OpenSSL and Asio's
-ssl::stream keep per connection, which examples/echo/footprint.cpp (heap bytes, TCP only) does not see.
+ssl::stream keep per connection, which bench/scale/footprint.cpp (heap bytes, TCP only) does not see.
 Prints a Markdown table and a JSON line.
     python3 bench/scale/tls_footprint.py [--connections 2000]"""
 import argparse

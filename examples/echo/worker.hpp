@@ -41,7 +41,7 @@ namespace echo {
 /// The sockets of a plain TCP server name their executor's type instead of holding any_io_executor
 /// (56 bytes, in the socket and copied twice into each pending receive; a polymorphic call per
 /// completion): with a thread per core the io_context's own executor (8 bytes), in the thread pool
-/// their shard's strand (24). examples/echo/footprint.cpp measures both against any_io_executor.
+/// their shard's strand (24). bench/scale/footprint.cpp measures both against any_io_executor.
 /// tls_socket is over asio::ip::tcp::socket: TLS connections keep the polymorphic executor.
 using core_socket = asio::basic_stream_socket<asio::ip::tcp, asio::io_context::executor_type>;
 using strand_socket = asio::basic_stream_socket<asio::ip::tcp, heartwheel::net::shard::io_strand>;

@@ -1,4 +1,4 @@
-// echo_protocol_test.cpp — the echo server's control-line parser: PING/PONG/BYE need one space and an
+// protocol_test.cpp (echo_protocol_test) — the echo server's control-line parser: PING/PONG/BYE need one space and an
 // argument; anything else, binary bytes included, is data. And the size of its TCP session object.
 #define BOOST_TEST_MODULE echo_protocol
 #include <boost/test/unit_test.hpp>
