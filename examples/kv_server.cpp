@@ -6,15 +6,18 @@
 //   WAIT key ms     -> VALUE value (when another client SETs key) | TIMEOUT (after ms)
 //   QUIT            -> BYE quit
 //   idle, heartbeat, timeouts: from --config FILE (net's liveness tables) or the defaults below;
-//   the server says "BYE <reason>" before it closes.
+//   the server says "BYE <reason>" before it closes. Its own knob, [kv] max_commands (--max-commands),
+//   extends the library's configuration (kv_policy.hpp): one file, one validation.
 //
-// Usage: kv_server [--listen HOST:PORT] [--max-connections N] [--drain-window MS] [--config FILE] ...
+// Usage: kv_server [--listen HOST:PORT] [--max-commands N] [--max-connections N] [--drain-window MS] [--config FILE] ...
 // (--help lists them all: net::server_settings); prints "listening on HOST:PORT" first.
 #include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/net/connection/connection.hpp>
 #include <heartwheel/net/config/liveness_config.hpp>
 #include <heartwheel/net/server/server_front.hpp>
 #include <heartwheel/net/config/server_toml.hpp>
+
+#include "kv_policy.hpp"
 
 #include <asio/experimental/as_tuple.hpp>
 #include <asio/co_spawn.hpp>
@@ -64,10 +67,16 @@ struct store {
     }
 };
 
-asio::awaitable<void> serve(std::shared_ptr<connection> c, store& db) {
+const net::close_reason max_commands = net::define_close_reason("max-commands");
+
+asio::awaitable<void> serve(std::shared_ptr<connection> c, store& db, kv_policy policy) {
     std::string in;
     std::uint64_t next_request = 0;
-    for (;;) {
+    for (std::uint32_t commands = 1;; ++commands) {
+        if (policy.max_commands != 0 && commands > policy.max_commands) {
+            c->close(max_commands); // its goodbye says BYE max-commands after the last answer
+            co_return;
+        }
         auto [ec, n] = co_await asio::async_read_until(c->stream(), asio::dynamic_buffer(in, 4096), '\n', use_tuple);
         if (ec) { // a policy (net::errc::timed_out), the peer, or an I/O error: the connection says which
             c->read_failed(ec);
@@ -101,7 +110,7 @@ asio::awaitable<void> serve(std::shared_ptr<connection> c, store& db) {
 }
 
 // net::listener's accept ends only when it is closed: at the descriptor limit it refuses and rests.
-asio::awaitable<void> listen(net::listener& listener, const net::connection_context& ctx, store& db) {
+asio::awaitable<void> listen(net::listener& listener, const net::connection_context& ctx, store& db, kv_policy policy) {
     for (;;) {
         auto [ec, socket] = co_await listener.async_accept(use_tuple);
         if (ec) co_return;
@@ -112,22 +121,25 @@ asio::awaitable<void> listen(net::listener& listener, const net::connection_cont
         hooks.last_words = [raw = c.get()](net::close_reason r) { raw->send(std::string("BYE ") + net::to_string(r) + "\n"); };
         c->set_hooks(std::move(hooks)); // keepalive: set from ctx when made
         // --- end of liveness ---
-        asio::co_spawn(listener.acceptor().get_executor(), serve(std::move(c), db), asio::detached);
+        asio::co_spawn(listener.acceptor().get_executor(), serve(std::move(c), db, policy), asio::detached);
     }
 }
 
 } // namespace
 
 constexpr const char* usage =
-    "usage: kv_server [--listen HOST:PORT] [--max-connections N] [--drain-window MS] [--config FILE]\n"
+    "usage: kv_server [--listen HOST:PORT] [--max-commands N] [--max-connections N] [--drain-window MS] [--config FILE]\n"
     "                 [--proxy-protocol] [--proxy-from CIDRS] [--proxy-timeout MS] [--handover PATH]\n"
     "                 [--metrics HOST:PORT]\n"
     "liveness defaults: reader idle 60 s, a PING every 20 s ([idle], [heartbeat], [request], ... in --config)\n";
 
+/// kv_server's flags that set a field of its configuration ([kv] max_commands in --config).
+const std::initializer_list<net::field_flag> kv_flags = {{"--max-commands", "kv.max_commands"}};
+
 int main(int argc, char** argv) {
     net::server_settings settings; // --listen, --max-connections, --drain-window, PROXY, --handover, --metrics
     settings.listen = "127.0.0.1:7100";
-    net::liveness_config cfg;
+    net::configuration<kv_slot> cfg; // the library's tables and [kv]
     cfg.idle.reader_idle = std::chrono::seconds(60);
     cfg.heartbeat.interval = std::chrono::seconds(20);
     try {
@@ -135,14 +147,17 @@ int main(int argc, char** argv) {
             const std::string a = argv[i];
             if (a == "--config" && i + 1 < argc) net::load_server_config(argv[++i], settings, cfg); // over these defaults
             else if (net::parse_server_flag(argc, argv, i, settings)) continue;
+            else if (net::parse_field_flag(argc, argv, i, net::policies_of(cfg), kv_flags)) continue;
             else if (a == "--help" || a == "-h") {
-                std::cout << usage << net::server_flags_help(settings, false);
+                std::cout << usage << net::field_flags_help(net::policies_of(cfg), kv_flags)
+                          << net::server_flags_help(settings, false);
                 return 0;
-            } else throw std::invalid_argument("unknown argument '" + a + "': accepted --listen HOST:PORT, --max-connections N, "
+            } else throw std::invalid_argument("unknown argument '" + a + "': accepted --listen HOST:PORT, --max-commands N, --max-connections N, "
                                                   "--drain-window MS, --config FILE, --proxy-protocol, --proxy-from CIDRS, "
                                                   "--proxy-timeout MS, --handover PATH, --metrics HOST:PORT, --help");
         }
         settings.validate();
+        cfg.validate();
     } catch (const std::exception& e) {
         std::cerr << "kv_server: " << e.what() << '\n';
         return 2;
@@ -164,7 +179,7 @@ int main(int argc, char** argv) {
     front->serve_metrics(wheel, [&](net::prometheus_writer& out) {
         out.metric("kv_keys", "gauge", "Keys in the store.", db.values.size());
     });
-    asio::co_spawn(io, listen(front->listener(), ctx, db), asio::detached);
+    asio::co_spawn(io, listen(front->listener(), ctx, db, cfg.kv), asio::detached);
     io.run();
     const auto s = counters.snapshot();
     std::cout << "closed " << s.closes_total() << " connections\n";

@@ -143,7 +143,7 @@ double tls_heap_per_connection(echo::worker& w, const heartwheel::net::liveness_
     using tls_session = echo::session<Stream, heartwheel::net::connection_liveness>;
     std::vector<std::shared_ptr<tls_session>> sessions;
     sessions.reserve(m);
-    const heartwheel::net::connection_context timing(w.wheel, cfg, &w.live_counters, &w.scale, w.context.options);
+    const heartwheel::net::connection_context timing(w.wheel, cfg, &w.live_counters, &w.scale);
     std::function<void()> accept = [&] {
         acceptor.async_accept([&](std::error_code ec, tcp::socket socket) {
             if (ec) return;
@@ -200,7 +200,7 @@ double typed_per_connection(echo::worker& w, const heartwheel::net::liveness_con
     clients.reserve(m);
     accepted.reserve(m);
     sessions.reserve(m);
-    const heartwheel::net::connection_context timing(w.wheel, cfg, &w.live_counters, &w.scale, w.context.options);
+    const heartwheel::net::connection_context timing(w.wheel, cfg, &w.live_counters, &w.scale);
     const bool ok = connect_peers(acceptor.local_endpoint().port(), m, clients,
                                   [&] { accepted.push_back(acceptor.accept(ex)); });
     const std::size_t h0 = heap_in_use(), s0 = w.wheel.wheel().storage_bytes();
@@ -264,7 +264,7 @@ int main(int argc, char** argv) {
     bare.limits.max_age = {};
     const std::size_t half = n / 2;
     const auto start = [&](std::size_t from, std::size_t to, const heartwheel::net::liveness_config& cfg) {
-        const heartwheel::net::connection_context timing(w.wheel, cfg, &w.live_counters, &w.scale, w.context.options);
+        const heartwheel::net::connection_context timing(w.wheel, cfg, &w.live_counters, &w.scale);
         for (std::size_t i = from; i < to; ++i) sessions.push_back(session_type::start(w, std::move(accepted[i]), asio::ip::address(), timing));
         w.ioc.poll(); // the receives are pending, nothing to read
         return heap_in_use() - w.wheel.wheel().storage_bytes(); // the slot storage is counted apart

@@ -105,6 +105,7 @@ int main(int argc, char** argv) {
     cfg.idle.reader_idle = std::chrono::minutes(5);
     cfg.heartbeat.interval = std::chrono::seconds(30);
     cfg.heartbeat.timeout = std::chrono::seconds(10);
+    cfg.connection.activity = net::reader_activity::messages; // a chat line is activity, a PONG is not
     try {
         for (int i = 1; i < argc; ++i) {
             const std::string a = argv[i];
@@ -125,10 +126,8 @@ int main(int argc, char** argv) {
     asio::io_context io(1);
     heartwheel::asio_wheel wheel(io.get_executor());
     net::liveness_counters counters;
-    net::connection_options opts;
-    opts.reads_are_idle_activity = false; // a chat line is activity, a PONG is not
     // What every connection shares; slow consumers are closed past the configuration's [output] limits.
-    const net::connection_context ctx(wheel, cfg, &counters, nullptr, opts);
+    const net::connection_context ctx(wheel, cfg, &counters);
     room r;
     // Beyond --max-connections accepting waits for a place; behind a balancer PROXY headers come
     // first; with --handover a predecessor's socket is taken, and this one served for a successor.

@@ -284,6 +284,7 @@ server_options parse_server_options(int argc, const char* const* argv) {
     server_options o;
     auto& l = o.live;
     l.timeouts.write_timeout = milliseconds(30000);
+    l.connection.activity = net::reader_activity::messages; // a data line is activity, a PONG is not
     std::string timers = "wheel", metrics;
     std::string proxy_from = net::to_string(o.proxy.trusted);
     std::int64_t proxy_timeout_ms = o.proxy.timeout.count();

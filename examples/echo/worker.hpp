@@ -139,13 +139,6 @@ struct worker {
     }
     std::function<void()> on_population_change;
 
-    /// The echo sessions' connection options: a data line is activity, a PONG is not (the session says
-    /// message_received()). Slow consumers are bounded by the configuration's output (--output-*).
-    static heartwheel::net::connection_options session_options() {
-        heartwheel::net::connection_options c;
-        c.reads_are_idle_activity = false;
-        return c;
-    }
 
     /// This thread's share of the per-source handshake limits: each split evenly between the threads
     /// (rounded up).
@@ -206,7 +199,7 @@ class worker_set {
 public:
     worker_set(const server_options& o, heartwheel::net::liveness_counters& lc, server_counters& sc)
         : shards_(o.workers(), o.io_threads > 0 ? heartwheel::net::threading::thread_pool : heartwheel::net::threading::thread_per_core,
-                  o.live, &lc, worker::session_options(), worker::wheel_config(o)) {
+                  o.live, &lc, worker::wheel_config(o)) {
         for (std::size_t i = 0; i < shards_.size(); ++i) workers_.push_back(std::make_unique<worker>(o, lc, sc, shards_[i]));
     }
     ~worker_set() {

@@ -47,8 +47,8 @@ namespace {
 
 struct options {
     net::server_settings server = defaults(); ///< listen, admission, drain, PROXY, handover, metrics
-    http::http_policy http;
-    net::liveness_config live;
+    /// The connection's tables and the HTTP layer's ([http]: live.http), from flags and one --config file.
+    net::configuration<http::http_slot> live;
     std::optional<std::pair<std::string, std::string>> tls; // certificate, key
     bool help = false;
 
@@ -59,6 +59,14 @@ struct options {
     }
 };
 
+// Flags that set a field of the configuration, parsed and ranged by its description (the [http]
+// table's keys in --config).
+const std::initializer_list<net::field_flag> http_flags = {
+    {"--keepalive-timeout", "http.keepalive_timeout"}, {"--header-timeout", "http.header_timeout"},
+    {"--body-timeout", "http.body_timeout"},           {"--body-deadline", "http.body_deadline"},
+    {"--max-requests", "http.max_requests"},           {"--max-age", "http.max_age"},
+    {"--header-limit", "http.header_limit"},           {"--body-limit", "http.body_limit"}};
+
 constexpr const char* usage =
     "usage: http_server [--listen HOST:PORT] [--keepalive-timeout MS] [--header-timeout MS]\n"
     "                   [--body-timeout MS] [--body-deadline MS] [--max-requests N] [--max-age MS]\n"
@@ -66,14 +74,6 @@ constexpr const char* usage =
     "                   [--drain-window MS] [--config FILE] [--tls CERT KEY]\n"
     "                   [--proxy-protocol] [--proxy-from CIDRS] [--proxy-timeout MS] [--handover PATH]\n"
     "                   [--metrics HOST:PORT]\n"
-    "  --keepalive-timeout MS    an idle kept-alive connection closes silently after this (0: at once)\n"
-    "  --header-timeout MS       a request head must be whole within this (else 408)\n"
-    "  --body-timeout MS         at most this between two reads of a body (else 408)\n"
-    "  --body-deadline MS        a whole body must arrive within this (0: no deadline; else 408)\n"
-    "  --max-requests N          requests per connection; the last answer says Connection: close\n"
-    "  --max-age MS              no new request on a connection older than this (0: none)\n"
-    "  --header-limit BYTES      a larger request head is answered 431\n"
-    "  --body-limit BYTES        a larger body is answered 413\n"
     "  --tls CERT KEY            serve HTTPS with this certificate chain and key (PEM)\n"
     "  (a drain closes idle connections at once and answers a request in progress with Connection: close)\n";
 
@@ -105,7 +105,7 @@ struct session final : net::connection_handler, std::enable_shared_from_this<ses
 
     static void start(Stream stream, const net::connection_context& ctx, const options& o, server_state<Stream>& s) {
         auto me = std::make_shared<session>(s);
-        auto c = http::http_connection<Stream>::create(std::move(stream), ctx, me, o.http);
+        auto c = http::http_connection<Stream>::create(std::move(stream), ctx, me, o.live.http);
         me->c = c.get(); // the pending operations hold the connection; it holds this until it closes
         s.open.insert(std::move(c));
         if constexpr (net::connection<Stream>::is_tls) // failed or timed out: closed and counted
@@ -206,20 +206,10 @@ int serve(const options& o, asio::ssl::context* tls) {
 
 options parse(int argc, char** argv) {
     options o;
-    const auto ms = [&](const std::string& flag, const char* text, unsigned long long lo) {
-        return std::chrono::milliseconds(net::parse_count(text, flag, lo, 86'400'000));
-    };
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         const bool has = i + 1 < argc;
-        if (a == "--keepalive-timeout" && has) o.http.keepalive_timeout = ms(a, argv[++i], 0);
-        else if (a == "--header-timeout" && has) o.http.header_timeout = ms(a, argv[++i], 1);
-        else if (a == "--body-timeout" && has) o.http.body_timeout = ms(a, argv[++i], 1);
-        else if (a == "--body-deadline" && has) o.http.body_deadline = ms(a, argv[++i], 0);
-        else if (a == "--max-age" && has) o.http.max_age = ms(a, argv[++i], 0);
-        else if (a == "--max-requests" && has) o.http.max_requests = static_cast<std::uint32_t>(net::parse_count(argv[++i], a, 1, 1'000'000'000));
-        else if (a == "--header-limit" && has) o.http.header_limit = static_cast<std::uint32_t>(net::parse_count(argv[++i], a, 256, 1u << 20));
-        else if (a == "--body-limit" && has) o.http.body_limit = net::parse_count(argv[++i], a, 0, 1ull << 32);
+        if (net::parse_field_flag(argc, argv, i, net::policies_of(o.live), http_flags)) continue;
         else if (a == "--config" && has) net::load_server_config(argv[++i], o.server, o.live); // over these defaults
         else if (net::parse_server_flag(argc, argv, i, o.server)) continue;
         else if (a == "--tls" && i + 2 < argc) {
@@ -234,7 +224,7 @@ options parse(int argc, char** argv) {
                                         "--drain-window MS, --config FILE, --tls CERT KEY, --proxy-protocol, --proxy-from CIDRS, "
                                         "--proxy-timeout MS, --handover PATH, --metrics HOST:PORT, --help");
     }
-    o.http.validate(); // the flags' ranges are the policy's: this only confirms them
+    o.live.validate(); // the rules between fields (each flag's own range was checked as it was read)
     o.server.validate(); // a bad address is a usage error (exit 2)
     return o;
 }
@@ -247,7 +237,8 @@ int main(int argc, char** argv) {
     try {
         o = parse(argc, argv);
         if (o.help) {
-            std::cout << usage << net::server_flags_help(o.server, true);
+            std::cout << usage << net::field_flags_help(net::policies_of(o.live), http_flags)
+                      << net::server_flags_help(o.server, true);
             return 0;
         }
         if (o.tls) tls.emplace(net::server_tls_context(o.tls->first, o.tls->second, "--tls"));

@@ -314,9 +314,7 @@ int serve(const net::server_settings& settings, const net::liveness_config& cfg,
     asio::io_context io(1);
     heartwheel::asio_wheel wheel(io.get_executor());
     net::liveness_counters counters;
-    net::connection_options opts;
-    opts.reads_are_idle_activity = false; // whole packets are the activity (message_received)
-    const net::connection_context ctx(wheel, cfg, &counters, nullptr, opts);
+    const net::connection_context ctx(wheel, cfg, &counters);
     broker<Stream> b;
     // Refused at the descriptor limit: closed without a word (MQTT has none before CONNECT).
     const auto front = net::server_front::open(io.get_executor(), settings, "mqtt_server", "", &counters);
@@ -341,6 +339,7 @@ int main(int argc, char** argv) {
     net::server_settings settings; // --listen, --max-connections, --drain-window, PROXY, --handover, --metrics
     settings.listen = "127.0.0.1:1883";
     net::liveness_config cfg; // no idle or heartbeat policy: MQTT clients ping, and keep-alive is per client
+    cfg.connection.activity = net::reader_activity::messages; // whole packets are the activity (message_received)
     broker_limits lim;
     std::optional<std::pair<std::string, std::string>> tls_files; // certificate chain, key
     try {

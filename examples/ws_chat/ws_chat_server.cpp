@@ -56,8 +56,8 @@ namespace {
 struct options {
     net::server_settings server = defaults(); ///< listen, admission, drain, PROXY, handover, metrics
     unsigned io_threads = 2;
-    net::liveness_config live;
-    ws::ws_options ws;
+    /// The connection's tables and the WebSocket layer's ([websocket]: live.websocket), one --config file.
+    net::configuration<ws::ws_slot> live;
     std::optional<std::pair<std::string, std::string>> tls; // certificate, key
     bool help = false;
 
@@ -68,13 +68,15 @@ struct options {
     }
 };
 
+// Flags that set a field of the configuration, parsed and ranged by its description.
+const std::initializer_list<net::field_flag> ws_flags = {{"--max-message", "websocket.max_message"}};
+
 constexpr const char* usage =
     "usage: ws_chat_server [--listen HOST:PORT] [--io-threads N] [--config FILE] [--max-message BYTES]\n"
     "                      [--max-connections N] [--max-handshakes N] [--drain-window MS] [--tls CERT KEY]\n"
     "                      [--proxy-protocol] [--proxy-from CIDRS] [--proxy-timeout MS] [--handover PATH]\n"
     "                      [--metrics HOST:PORT]\n"
     "  --io-threads N        threads running the one io_context, 1..256 (default 2)\n"
-    "  --max-message BYTES   a larger incoming message closes message-too-big, 16..64 MiB (default 65536)\n"
     "  --tls CERT KEY        serve wss:// with this certificate chain and key (PEM)\n"
     "  GET / on the same port answers the chat's page: a browser is a client (other paths 404)\n"
     "  (a drain asks each client to leave with close 1012; liveness defaults: reader idle 5 min, a ping\n"
@@ -155,7 +157,7 @@ boost::beast::http::response<boost::beast::http::string_body> plain_answer(const
 template <class Stream>
 asio::awaitable<void> session(Stream stream, const net::connection_context& ctx, const options& o, room<Stream>& r) {
     auto handler = std::make_shared<leaves_room<Stream>>(r);
-    auto c = ws::ws_connection<Stream>::create(std::move(stream), ctx, handler, o.ws);
+    auto c = ws::ws_connection<Stream>::create(std::move(stream), ctx, handler, o.live.websocket);
     handler->self = c.get();
     if constexpr (net::connection<Stream>::is_tls) {
         auto [ec] = co_await c->connection().async_handshake(asio::ssl::stream_base::server, use_tuple);
@@ -248,7 +250,7 @@ options parse(int argc, char** argv) {
         const bool has = i + 1 < argc;
         if (a == "--io-threads" && has) o.io_threads = static_cast<unsigned>(net::parse_count(argv[++i], a, 1, 256));
         else if (a == "--config" && has) net::load_server_config(argv[++i], o.server, o.live); // over these defaults
-        else if (a == "--max-message" && has) o.ws.max_message = net::parse_count(argv[++i], a, 16, 64ull << 20);
+        else if (net::parse_field_flag(argc, argv, i, net::policies_of(o.live), ws_flags)) continue;
         else if (net::parse_server_flag(argc, argv, i, o.server)) continue;
         else if (a == "--tls" && i + 2 < argc) {
             o.tls.emplace(argv[i + 1], argv[i + 2]);
@@ -262,7 +264,8 @@ options parse(int argc, char** argv) {
                                         "--proxy-timeout MS, --handover PATH, --metrics HOST:PORT, --help");
     }
     o.server.validate(); // a bad address is a usage error (exit 2)
-    o.ws.validate(o.live.output);              // --max-message against the output's limits
+    o.live.validate();
+    o.live.websocket.validate(o.live.output); // --max-message against the output's limits
     return o;
 }
 
@@ -274,7 +277,8 @@ int main(int argc, char** argv) {
     try {
         o = parse(argc, argv);
         if (o.help) {
-            std::cout << usage << net::server_flags_help(o.server, true);
+            std::cout << usage << net::field_flags_help(net::policies_of(o.live), ws_flags)
+                      << net::server_flags_help(o.server, true);
             return 0;
         }
         if (o.tls) tls.emplace(net::server_tls_context(o.tls->first, o.tls->second, "--tls"));

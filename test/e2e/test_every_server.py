@@ -16,7 +16,10 @@ through net::listener and makes its TLS context with net::server_tls_context, so
    meanwhile — then drain and exit 0 while the successor serves;
  - serve /metrics with --metrics HOST:PORT (the library's families; draining 1 during a drain);
  - catch SIGTERM before it says "listening on" (a supervisor signals once it has read that line);
- - answer --help with its usage, exit 0.
+ - answer --help with its usage, exit 0;
+ - read one configuration: the connection's [connection] table in its --config file, refused by key
+   when wrong (exit 2), and the tables a layer or the application adds ([http], [websocket], [kv])
+   applied from the same file and from their flags.
 What is judged is what a client sees, and the server's CPU from /proc."""
 import os
 import re
@@ -517,6 +520,98 @@ class Help(unittest.TestCase):
                                timeout=10)
             self.assertEqual(p.returncode, 0, (name, p.stderr))
             self.assertIn("--listen", p.stdout, name)
+
+
+def config_file(text):
+    import tempfile
+    f = tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False)
+    f.write(text)
+    f.close()
+    return f.name
+
+
+class OneConfiguration(unittest.TestCase):
+    def test_every_server_reads_the_connection_table_and_refuses_a_wrong_key_by_name(self):
+        good, bad = config_file('[connection]\nlinger = "250ms"\nclose_on_idle = true\n'), \
+            config_file('[connection]\nlingr = "250ms"\n')
+        try:
+            for name, (binary, _, probe) in SERVERS.items():
+                p = subprocess.run([os.path.join(BUILD, "examples", binary), "--config", bad], capture_output=True,
+                                   text=True, timeout=10)
+                self.assertEqual(p.returncode, 2, (name, p.stderr))
+                self.assertIn("connection.lingr", p.stderr, name)
+                proc, port = start(binary, "--config", good)
+                try:
+                    self.assertTrue(probe(port), f"{name}: not serving with a [connection] table")
+                finally:
+                    stop(proc)
+        finally:
+            os.unlink(good)
+            os.unlink(bad)
+
+    def kv_session(self, *flags):
+        """Three commands on one kv_server connection: what came back before it closed."""
+        proc, port = start("kv_server", *flags)
+        try:
+            with connect(port) as s:
+                s.sendall(b"SET k v\n")
+                got = b""
+                s.settimeout(5)
+                while b"OK\n" not in got:
+                    got += s.recv(4096)
+                s.sendall(b"GET k\nGET k\n")
+                while True:
+                    chunk = s.recv(4096)
+                    if not chunk:
+                        return got
+                    got += chunk
+        finally:
+            stop(proc)
+
+    def test_an_application_table_extends_the_configuration(self):
+        # [kv] max_commands (kv_policy.hpp): after the second answer, BYE max-commands and the close.
+        path = config_file("[kv]\nmax_commands = 2\n[idle]\nreader_idle = \"30s\"\n")
+        try:
+            self.assertEqual(self.kv_session("--config", path), b"OK\nVALUE v\nBYE max-commands\n")
+            # The flag sets the same field, and wins over the file.
+            self.assertEqual(self.kv_session("--config", path, "--max-commands", "1"), b"OK\nBYE max-commands\n")
+            bad = config_file("[kv]\nmax_commands = -1\n")
+            p = subprocess.run([os.path.join(BUILD, "examples", "kv_server"), "--config", bad], capture_output=True,
+                               text=True, timeout=10)
+            os.unlink(bad)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn("kv.max_commands", p.stderr)
+        finally:
+            os.unlink(path)
+
+    def test_the_http_and_websocket_tables_come_from_the_same_file(self):
+        path = config_file("[http]\nmax_requests = 1\n")
+        try:
+            proc, port = start("http_server", "--config", path)
+            try:
+                with connect(port) as s:
+                    s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                    s.settimeout(5)
+                    got = b""
+                    while True:
+                        chunk = s.recv(4096)
+                        if not chunk:
+                            break
+                        got += chunk
+                self.assertIn(b"Connection: close", got)  # the first request was its last
+                self.assertTrue(got.endswith(b"hello\n"), got)
+            finally:
+                stop(proc)
+        finally:
+            os.unlink(path)
+        for binary, text, key in [("http_server", "[http]\nheader_limit = 10\n", "http.header_limit"),
+                                  ("ws_chat_server", "[websocket]\nmax_message = 8\n", "websocket.max_message")]:
+            path = config_file(text)
+            p = subprocess.run([os.path.join(BUILD, "examples", binary), "--config", path], capture_output=True,
+                               text=True, timeout=10)
+            os.unlink(path)
+            self.assertEqual(p.returncode, 2, (binary, p.stderr))
+            self.assertIn(key, p.stderr, binary)
 
 
 if __name__ == "__main__":

@@ -104,11 +104,10 @@ int main(int argc, char** argv) {
     // its context. Member order: the wheel goes before the io_context (main's scope below).
     struct shard {
         shard(asio::any_io_executor e, const net::liveness_config& cfg, net::liveness_counters& counters)
-            : ex(std::move(e)), wheel(ex), ctx(wheel, cfg, &counters, nullptr, options()) {}
-        static net::connection_options options() {
-            net::connection_options opts;
-            opts.reads_are_idle_activity = false; // a message is a whole line: message_received()
-            return opts;
+            : ex(std::move(e)), wheel(ex), ctx(wheel, lines(cfg), &counters) {}
+        static net::liveness_config lines(net::liveness_config cfg) {
+            cfg.connection.activity = net::reader_activity::messages; // a message is a whole line: message_received()
+            return cfg;
         }
         asio::any_io_executor ex;
         heartwheel::asio_wheel wheel;

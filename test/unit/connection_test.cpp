@@ -43,18 +43,16 @@ struct fixture {
     }
     template <class Stream = tcp::socket, template <class> class Output = net::byte_output>
     std::shared_ptr<net::connection<Stream, net::connection_liveness, Output>> make(Stream s, const net::liveness_config& cfg,
-                                                                                 net::connection_hooks hooks = {},
-                                                                                 net::connection_options opts = {}) {
+                                                                                 net::connection_hooks hooks = {}) {
         auto c = std::make_shared<net::connection<Stream, net::connection_liveness, Output>>(
-            std::move(s), net::connection_context(wheel, cfg, &counters, nullptr, opts));
+            std::move(s), net::connection_context(wheel, cfg, &counters));
         c->set_hooks(std::move(hooks));
         return c;
     }
-    /// Options whose linger (100 ms) ends a close whose peer never ends its side.
-    static net::connection_options short_linger() {
-        net::connection_options o;
-        o.linger = 100ms;
-        return o;
+    /// `cfg` with a linger of `l` ([connection] linger): 100 ms ends a close whose peer never ends its side.
+    static net::liveness_config lingering(net::liveness_config cfg, std::chrono::milliseconds l = 100ms) {
+        cfg.connection.linger = l;
+        return cfg;
     }
     std::uint64_t closes(net::close_reason r) const { return counters.snapshot().closes[static_cast<std::size_t>(r)]; }
     /// Runs the loop for `d` (restarting it if it ran out of work before).
@@ -149,9 +147,8 @@ BOOST_FIXTURE_TEST_CASE(a_framing_layers_goodbye_holds_the_close_until_written, 
         socklen_t len = sizeof corked;
         ::getsockopt(c->lowest_layer().native_handle(), IPPROTO_TCP, TCP_CORK, &corked, &len);
     };
-    net::connection_options short_linger;
-    short_linger.linger = 200ms; // the peer below never ends its side: the linger ends the close
-    c = make<tcp::socket, net::framed_output>(accept_one(), cfg, hooks, short_linger);
+    // The peer below never ends its side: the linger (200 ms) ends the close.
+    c = make<tcp::socket, net::framed_output>(accept_one(), lingering(cfg, 200ms), hooks);
     c->close(net::close_reason::shutdown);
     run_for(50ms);
     BOOST_TEST(c->closing());
@@ -177,10 +174,8 @@ BOOST_FIXTURE_TEST_CASE(a_framing_layers_goodbye_holds_the_close_until_written, 
     std::shared_ptr<framed_connection> d;
     net::connection_hooks quiet;
     quiet.last_words = [&](net::close_reason) { d->goodbye_in_flight(); };
-    net::connection_options opts;
-    opts.linger = 100ms;
     peer = tcp::socket(io);
-    d = make<tcp::socket, net::framed_output>(accept_one(), cfg, quiet, opts);
+    d = make<tcp::socket, net::framed_output>(accept_one(), lingering(cfg, 100ms), quiet);
     const auto start = std::chrono::steady_clock::now();
     d->close(net::close_reason::shutdown);
     run_until([&] { return d->closed(); });
@@ -229,9 +224,7 @@ BOOST_FIXTURE_TEST_CASE(last_words_and_fin_share_one_segment, fixture) {
     std::shared_ptr<net::connection<tcp::socket>> c;
     net::connection_hooks hooks;
     hooks.last_words = [&](net::close_reason r) { c->send(std::string("BYE ") + net::to_string(r) + "\n"); };
-    net::connection_options opts;
-    opts.linger = 10s; // the socket stays open for TCP_INFO after the FIN
-    c = make(accept_one(), cfg, hooks, opts);
+    c = make(accept_one(), lingering(cfg, 10s), hooks); // the socket stays open for TCP_INFO after the FIN
     const int fd = c->lowest_layer().native_handle();
     run_for(20ms); // the handshake's last acknowledgement is behind us
     const auto before = tcp_segments_sent(fd);
@@ -296,17 +289,6 @@ BOOST_FIXTURE_TEST_CASE(the_context_gives_its_connections_the_configured_output_
     cfg.output.low_water = 10 << 10;
     const net::connection_context ctx(wheel, cfg, &counters);
     BOOST_TEST((ctx.options.output == cfg.output));
-    net::connection_options same;
-    same.output = cfg.output;
-    BOOST_TEST((net::connection_context(wheel, cfg, &counters, nullptr, same).options.output == cfg.output));
-    net::connection_options other;
-    other.output.hard_limit = 1 << 20;
-    try {
-        net::connection_context refused(wheel, cfg, &counters, nullptr, other);
-        BOOST_FAIL("a second output bound in the options was accepted");
-    } catch (const net::config_error& e) {
-        BOOST_TEST(e.field() == "output");
-    }
     // And the connection is bounded by it: past the configured hard limit (not the default 8 MiB),
     // slow-consumer.
     auto c = std::make_shared<net::connection<tcp::socket>>(accept_one(), ctx);
@@ -361,23 +343,25 @@ BOOST_AUTO_TEST_CASE(output_policy_is_validated_with_its_keys) {
     BOOST_CHECK_THROW(net::parse_size("5GiB", "x"), net::config_error); // past 4 GiB - 1
 }
 
-// The options' linger is held in 32 bits of milliseconds: a negative one, or one past 49 days, is
-// refused by name before the connection is made (it used to be clamped silently).
+// The linger is held in 32 bits of milliseconds: a negative one, or one past 49 days, is refused by
+// name where the context is made ([connection] linger), and by the connection made without one.
 BOOST_FIXTURE_TEST_CASE(linger_out_of_range_is_refused_with_its_key, fixture) {
     for (const auto bad : {std::chrono::milliseconds(-1), std::chrono::milliseconds(std::int64_t{1} << 32)}) {
-        net::connection_options opts;
-        opts.linger = bad;
         try {
-            make(tcp::socket(io), net::liveness_config{}, {}, opts); // refused before the socket is used
+            make(tcp::socket(io), lingering({}, bad)); // refused before the socket is used
             BOOST_FAIL("accepted a linger of " << bad.count() << " ms");
         } catch (const net::config_error& e) {
-            BOOST_TEST(e.field() == "linger");
-            BOOST_TEST(e.accepted() == "0ms to 4294967295ms (49 days)");
+            BOOST_TEST(e.field() == "connection.linger");
+            BOOST_TEST(e.accepted() == "0..4294967295 ms");
         }
+        net::connection_options opts;
+        opts.linger = bad;
+        const auto own = [this](net::liveness_handler& h) { return net::connection_liveness(wheel, {}, h); };
+        BOOST_CHECK_EXCEPTION(net::connection<tcp::socket>(tcp::socket(io), own, nullptr, opts), net::config_error,
+                              [](const net::config_error& e) { return e.field() == "linger"; });
     }
-    net::connection_options opts;
-    opts.linger = std::chrono::milliseconds(std::numeric_limits<std::uint32_t>::max()); // the longest
-    BOOST_TEST(!make(accept_one(), net::liveness_config{}, {}, opts)->closing());
+    const auto longest = std::chrono::milliseconds(std::numeric_limits<std::uint32_t>::max());
+    BOOST_TEST(!make(accept_one(), lingering({}, longest))->closing());
 }
 
 // TLS: a peer that never starts the handshake is closed handshake-timeout, one that sends garbage
@@ -591,7 +575,7 @@ BOOST_FIXTURE_TEST_CASE(a_connection_made_with_its_handler_holds_it_until_closed
     std::vector<std::string> log;
     auto s = net::make_connection_with<joint_session::connection_type>(
         [&log](joint_session::connection_type& c) { return joint_session(c, log); }, accept_one(),
-        net::connection_context(wheel, cfg, &counters, nullptr, short_linger()));
+        net::connection_context(wheel, lingering(cfg), &counters));
     const auto at = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p); };
     BOOST_TEST(at(s.get()) > at(&s->c)); // one block: the handler after its connection
     BOOST_TEST(at(s.get()) < at(&s->c) + sizeof(joint_session::connection_type) + 64);

@@ -3,8 +3,13 @@
 // http_policy::max_pipelined unanswered requests and resume as send() answers them — what a client
 // sends ahead is bounded by the policy, not by the application's patience — and the answers still go
 // out in order. A read waiting there completes with the close's error when the connection closes.
+// And the framing layers' tables in one configuration with the connection's: [http] and [websocket]
+// loaded from the same TOML document, validated with the rest, set from flags by their descriptions,
+// and the docs' table of their knobs.
 #include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/beast/http.hpp>
+#include <heartwheel/beast/websocket.hpp>
+#include <heartwheel/net/config/liveness_toml.hpp>
 
 #define BOOST_TEST_MODULE http
 #include <boost/test/unit_test.hpp>
@@ -18,7 +23,9 @@
 #include <boost/beast/http.hpp>
 
 #include <chrono>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -125,4 +132,88 @@ BOOST_AUTO_TEST_CASE(max_pipelined_is_validated) {
     BOOST_CHECK_THROW(p.validate(), net::config_error);
     p.max_pipelined = 1025;
     BOOST_CHECK_THROW(p.validate(), net::config_error);
+}
+
+namespace {
+using framed_config = net::configuration<http::http_slot, heartwheel::ws::ws_slot>;
+framed_config from_toml(std::string_view text) {
+    framed_config c;
+    net::apply_tables(net::policies_of(c), toml::parse(text), "test.toml");
+    c.validate();
+    return c;
+}
+std::string refused_field(std::string_view text) {
+    try {
+        from_toml(text);
+    } catch (const net::config_error& e) {
+        return e.field();
+    }
+    return "(accepted)";
+}
+} // namespace
+
+BOOST_AUTO_TEST_CASE(framing_tables_load_beside_the_connections_and_are_validated_with_them) {
+    const framed_config c = from_toml("[idle]\nreader_idle = \"10s\"\n[http]\nheader_timeout = \"5s\"\nmax_requests = 7\n"
+                                      "[websocket]\nmax_message = \"1MiB\"\nbinary = true\n[connection]\nlinger = \"250ms\"\n");
+    BOOST_TEST(c.idle.reader_idle.count() == 10000);
+    BOOST_TEST(c.http.header_timeout.count() == 5000);
+    BOOST_TEST(c.http.max_requests == 7u);
+    BOOST_TEST(c.http.keepalive_timeout.count() == 75000); // not given: the default
+    BOOST_TEST(c.websocket.max_message == std::size_t{1} << 20);
+    BOOST_TEST(c.websocket.binary);
+    BOOST_TEST(c.connection.linger.count() == 250);
+    // Each refused by the key that is wrong (the file named in the message).
+    BOOST_TEST(refused_field("[http]\nheader_timeout = \"5\"\n") == "http.header_timeout"); // a string needs its unit
+    BOOST_TEST(refused_field("[http]\nheader_limit = 10\n") == "http.header_limit");
+    BOOST_TEST(refused_field("[http]\nfrobnicate = 1\n") == "http.frobnicate");
+    BOOST_TEST(refused_field("[websocket]\nproducer_budget = 100\n") == "websocket.producer_budget");
+    BOOST_TEST(refused_field("[connection]\nactivity = \"frames\"\n") == "connection.activity");
+    BOOST_TEST(refused_field("[htpp]\nmax_requests = 1\n") == "htpp");
+    // A websocket producer budget left unset is derived (half the soft limit), not out of range.
+    BOOST_TEST(c.websocket.producer_budget == heartwheel::ws::ws_options::derived_budget);
+}
+
+BOOST_AUTO_TEST_CASE(a_flag_sets_its_field_through_the_description_and_is_named_in_errors) {
+    framed_config c;
+    const std::initializer_list<net::field_flag> flags = {{"--header-timeout", "http.header_timeout"},
+                                                         {"--max-message", "websocket.max_message"}};
+    const char* argv[] = {"prog", "--header-timeout", "2s", "--max-message", "64KiB", "--other"};
+    int i = 1;
+    BOOST_TEST(net::parse_field_flag(6, argv, i, net::policies_of(c), flags));
+    BOOST_TEST(i == 2);
+    BOOST_TEST(c.http.header_timeout.count() == 2000);
+    ++i;
+    BOOST_TEST(net::parse_field_flag(6, argv, i, net::policies_of(c), flags));
+    BOOST_TEST(c.websocket.max_message == 65536u);
+    ++i;
+    BOOST_TEST(!net::parse_field_flag(6, argv, i, net::policies_of(c), flags)); // not one of them
+    const char* bad[] = {"prog", "--header-timeout", "0"};
+    i = 1;
+    try {
+        net::parse_field_flag(3, bad, i, net::policies_of(c), flags);
+        BOOST_FAIL("a header timeout of 0 was accepted");
+    } catch (const net::config_error& e) {
+        BOOST_TEST(e.field() == "--header-timeout");
+        BOOST_TEST(e.accepted() == "1..86400000 ms");
+    }
+    BOOST_TEST(net::field_flags_help(net::policies_of(c), flags).find("--header-timeout MS") != std::string::npos);
+}
+
+// docs/liveness.md's table of the framing layers' knobs is knob_table() of their descriptions.
+BOOST_AUTO_TEST_CASE(the_docs_table_of_the_framing_knobs_is_their_descriptions) {
+    http::http_policy h;
+    heartwheel::ws::ws_options w;
+    const std::string table = net::knob_table({{&http::http_policy::description(), &h},
+                                               {&heartwheel::ws::ws_options::description(), &w}});
+    std::ifstream in(HEARTWHEEL_DOCS_DIR "/liveness.md");
+    BOOST_TEST_REQUIRE(static_cast<bool>(in));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string page = ss.str();
+    const std::string begin = "<!-- framing knobs: generated from the framing layers' descriptions (knob_table()) -->\n",
+                      end = "<!-- /framing knobs -->";
+    const auto a = page.find(begin), b = page.find(end);
+    BOOST_TEST_REQUIRE((a != std::string::npos && b != std::string::npos && a < b));
+    BOOST_TEST(page.substr(a + begin.size(), b - a - begin.size()) == table,
+               "docs/liveness.md's framing table differs; it should read:\n" << table);
 }

@@ -179,11 +179,10 @@ struct connection_fixture {
     error_code read_error;
 
     /// A connection whose peer is `peer`, reading for ever what comes (recorded), its closes recorded.
-    std::shared_ptr<memory_connection> make(const net::liveness_config& cfg, net::connection_hooks hooks = {},
-                                            net::connection_options opts = {}) {
+    std::shared_ptr<memory_connection> make(const net::liveness_config& cfg, net::connection_hooks hooks = {}) {
         auto [ours, theirs] = make_memory_pair(io.get_executor());
         peer = std::move(theirs);
-        auto c = std::make_shared<memory_connection>(std::move(ours), net::connection_context(clock, cfg, &counters, nullptr, opts));
+        auto c = std::make_shared<memory_connection>(std::move(ours), net::connection_context(clock, cfg, &counters));
         if (!hooks.on_close) hooks.on_close = [this](net::close_reason r) { closed.push_back(r); };
         c->set_hooks(std::move(hooks));
         read_forever(c.get());
@@ -387,9 +386,8 @@ BOOST_FIXTURE_TEST_CASE(a_peer_judged_dead_gets_its_goodbye_without_the_linger, 
     hooks.send_ping = [&] { c->send("PING\n"); };
     hooks.last_words = [&](net::close_reason r) { c->send(std::string("BYE ") + net::to_string(r) + "\n"); };
     hooks.on_close = [&](net::close_reason r) { closed.push_back(r); };
-    net::connection_options opts;
-    opts.linger = 60s;
-    c = make(cfg, hooks, opts);
+    cfg.connection.linger = 60s;
+    c = make(cfg, hooks);
     advance(5s);
     error_code ec;
     BOOST_TEST(peer_reads(ec) == "PING\n");

@@ -592,7 +592,7 @@ interval = "3s"
     const toml::table typo = toml::parse("[server]\nport = 7000\n[heartbaet]\ninterval = \"10s\"\n");
     const auto t = error_text([&] { parse_liveness_config(typo, "app.toml", {"server"}); });
     BOOST_TEST(t == "heartbaet = (unknown key) is not valid: accepted idle, heartbeat, request, backoff, limits, "
-                    "keepalive, overload, output, timeouts, server (in app.toml)");
+                    "keepalive, overload, connection, output, timeouts, server (in app.toml)");
     liveness_config over; // applied over values already set
     over.heartbeat.misses = 7;
     apply_liveness_tables(over, doc, "app.toml", {"server", "liveness"});

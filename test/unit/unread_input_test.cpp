@@ -170,11 +170,12 @@ struct socket_fixture {
     tcp::socket peer{io};
     std::shared_ptr<connection<tcp::socket>> c;
 
-    explicit socket_fixture(connection_options opts = {}) {
+    explicit socket_fixture(reader_activity activity = reader_activity::bytes) {
         peer.connect(acceptor.local_endpoint());
         liveness_config cfg;
         cfg.idle.reader_idle = 100ms;
-        c = std::make_shared<connection<tcp::socket>>(acceptor.accept(), connection_context(svc, cfg, nullptr, nullptr, opts));
+        cfg.connection.activity = activity;
+        c = std::make_shared<connection<tcp::socket>>(acceptor.accept(), connection_context(svc, cfg));
     }
     /// The peer's bytes are in our kernel receive queue, unread.
     void peer_sends(const std::string& bytes) {
@@ -275,9 +276,7 @@ BOOST_AUTO_TEST_CASE(a_phase_deadline_waits_for_bytes_waiting_unread) {
 
 BOOST_AUTO_TEST_CASE(a_coroutine_style_read_until_counts_as_pending_and_messages_keep_it) {
     // The shape of a coroutine server: async_read_until on stream(), message_received() per line.
-    connection_options opts;
-    opts.reads_are_idle_activity = false;
-    socket_fixture f(opts);
+    socket_fixture f(reader_activity::messages);
     std::string in;
     int lines = 0;
     std::function<void()> read_line = [&] {

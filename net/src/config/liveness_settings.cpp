@@ -13,6 +13,7 @@ namespace {
 static_assert(sizeof(idle_policy) == 3 * sizeof(milliseconds) + 3 * sizeof(scaled_min) + 8, "describe every member");
 static_assert(sizeof(heartbeat_policy) == 40, "describe every member");
 static_assert(sizeof(request_policy) == 16, "describe every member");
+static_assert(sizeof(connection_policy) == 32, "describe every member");
 static_assert(sizeof(server_limits) == 2 * sizeof(milliseconds) + 2 * sizeof(scaled_min) + sizeof(double),
               "describe every member");
 

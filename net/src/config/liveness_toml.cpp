@@ -69,28 +69,32 @@ void set_from(const config_field& f, const toml::node& n, const std::string& key
     }
 }
 
-std::string table_names(const liveness_config& c) {
+std::string table_names(const policy_refs& c) {
     std::string out;
-    c.for_each_policy([&out](const policy_description& d, const void*) { out += (out.empty() ? "" : ", ") + std::string(d.table); });
+    for (const auto& r : c) out += (out.empty() ? "" : ", ") + std::string(r.description->table);
     return out;
 }
 
+bool has_table(const policy_refs& c, std::string_view name) {
+    return std::any_of(c.begin(), c.end(), [name](const policy_ref& r) { return name == r.description->table; });
+}
+
 // The keys a table accepts: its policy's fields, and for [overload] every scalable timeout's minimum.
-std::string keys_of(liveness_config& c, std::string_view table) {
+std::string keys_of(const policy_refs& c, std::string_view table) {
     std::vector<std::string> keys;
-    c.for_each_policy([&](const policy_description& d, void*) {
-        for (const auto& f : d.fields) {
-            if (table == d.table) keys.emplace_back(f.name);
+    for (const auto& r : c) {
+        for (const auto& f : r.description->fields) {
+            if (table == r.description->table) keys.emplace_back(f.name);
             if (table == "overload" && f.scalable()) keys.push_back(std::string(f.name) + "_min");
         }
-    });
+    }
     std::sort(keys.begin(), keys.end());
     std::string out;
     for (const auto& k : keys) out += (out.empty() ? "" : ", ") + k;
     return out;
 }
 
-void apply_table(liveness_config& c, const toml::table& t, const std::string& name) {
+void apply_table(const policy_refs& c, const toml::table& t, const std::string& name) {
     std::uint64_t given = 0;
     const policy_description* policy = nullptr;
     void* at = nullptr;
@@ -130,10 +134,15 @@ bool is_liveness_table(std::string_view name) noexcept {
 
 void apply_liveness_tables(liveness_config& c, const toml::table& doc, std::string_view source,
                            const std::vector<std::string>& own_keys) {
+    apply_tables(policies_of(c), doc, source, own_keys);
+}
+
+void apply_tables(const policy_refs& c, const toml::table& doc, std::string_view source,
+                  const std::vector<std::string>& own_keys) {
     try {
         for (const auto& [name, node] : doc) {
             const std::string table(name.str());
-            if (!is_liveness_table(table)) {
+            if (!has_table(c, table)) {
                 if (std::find(own_keys.begin(), own_keys.end(), table) != own_keys.end()) continue;
                 std::string accepted = table_names(c);
                 for (const auto& k : own_keys) accepted += ", " + k;

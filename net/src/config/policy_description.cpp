@@ -97,15 +97,26 @@ std::string field_text(const field_description& f, double v) {
     return whole(v);
 }
 
+namespace {
+bool in_range(const field_description& f, const void* policy) {
+    if (f.kind == field_kind::flag || (f.applies && !f.applies(policy))) return true;
+    const double v = f.get(policy);
+    if (f.unset_note && v > f.hi) return true; // not set: derived
+    return v >= f.lo && v <= f.hi;
+}
+[[noreturn]] void out_of_range(const field_description& f, const void* policy, const std::string& who) {
+    const bool named = f.kind == field_kind::choice;
+    throw config_error(who, value_text(f, f.get(policy)), range_text(f), named ? "not valid" : "out of range");
+}
+} // namespace
+
+void check_field(const field_description& f, const void* policy, const std::string& who) {
+    if (!in_range(f, policy)) out_of_range(f, policy, who);
+}
+
 void validate_policy(const policy_description& d, const void* policy, const std::string& prefix) {
-    for (const auto& f : d.fields) {
-        if (f.kind == field_kind::flag || (f.applies && !f.applies(policy))) continue;
-        const double v = f.get(policy);
-        if (!(v >= f.lo && v <= f.hi)) {
-            const bool named = f.kind == field_kind::choice;
-            throw config_error(prefix + "." + f.name, value_text(f, v), range_text(f), named ? "not valid" : "out of range");
-        }
-    }
+    for (const auto& f : d.fields)
+        if (!in_range(f, policy)) out_of_range(f, policy, prefix + "." + f.name);
     for (const auto& f : d.fields)
         if (f.scalable()) check_min(f, policy, prefix);
     if (d.check) d.check(policy, prefix);

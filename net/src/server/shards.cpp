@@ -18,9 +18,9 @@ struct shards::owned_io : asio::io_context {
 };
 
 shard::shard(asio::io_context& io, asio::any_io_executor ex, const liveness_config& config, liveness_counters* counters,
-             const connection_options& options, const wheel_config& wheel)
+             const wheel_config& wheel)
     : io_(io), ex_(std::move(ex)), wheel_(ex_, wheel), scale_(wheel_, config.overload.threshold),
-      context_(wheel_, config, counters, &scale_, options) {}
+      context_(wheel_, config, counters, &scale_) {}
 
 const shard::io_strand* shard::strand() const noexcept {
     // target_type() first: Asio 1.22's target<T>() returns its target as a T without checking.
@@ -28,15 +28,15 @@ const shard::io_strand* shard::strand() const noexcept {
 }
 
 shards::shards(std::size_t n, threading model, const liveness_config& config, liveness_counters* counters,
-               const connection_options& options, const wheel_config& wheel)
-    : shards(nullptr, n, model, config, counters, options, wheel) {}
+               const wheel_config& wheel)
+    : shards(nullptr, n, model, config, counters, wheel) {}
 
 shards::shards(asio::io_context& io, std::size_t n, const liveness_config& config, liveness_counters* counters,
-               const connection_options& options, const wheel_config& wheel)
-    : shards(&io, n, threading::thread_pool, config, counters, options, wheel) {}
+               const wheel_config& wheel)
+    : shards(&io, n, threading::thread_pool, config, counters, wheel) {}
 
 shards::shards(asio::io_context* borrowed, std::size_t n, threading model, const liveness_config& config,
-               liveness_counters* counters, const connection_options& options, const wheel_config& wheel)
+               liveness_counters* counters, const wheel_config& wheel)
     : model_(model), borrowed_(borrowed) {
     if (n < 1 || n > 1024) throw config_error("shards", std::to_string(n), "1..1024");
     if (model == threading::thread_pool && !borrowed_) pool_ = std::make_unique<owned_io>(static_cast<int>(n));
@@ -51,7 +51,7 @@ shards::shards(asio::io_context* borrowed, std::size_t n, threading model, const
             io = own_.back().get();
             ex = io->get_executor();
         }
-        shards_.push_back(std::make_unique<shard>(*io, std::move(ex), config, counters, options, wheel));
+        shards_.push_back(std::make_unique<shard>(*io, std::move(ex), config, counters, wheel));
     }
 }
 

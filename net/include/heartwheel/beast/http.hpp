@@ -52,6 +52,7 @@
 #error "heartwheel/beast/http.hpp needs heartwheel's Boost.Asio flavour (link heartwheel::beast)"
 #endif
 
+#include <heartwheel/net/config/liveness_config.hpp>
 #include <heartwheel/net/connection/connection.hpp>
 #include <heartwheel/net/detail/home_executor.hpp>
 #include <heartwheel/net/policies/policies.hpp>
@@ -96,32 +97,42 @@ struct http_policy {
     std::uint32_t max_requests = 1000;      ///< requests per connection; the last is answered "Connection: close"
     milliseconds max_age{3'600'000};        ///< the first answer after this age says "Connection: close" (0: no limit)
     std::uint32_t header_limit = 8 * 1024;  ///< bytes of a request head (431 past it)
-    std::uint64_t body_limit = 1 << 20;     ///< bytes of a request body (413 past it)
+    std::size_t body_limit = 1 << 20;       ///< bytes of a request body (413 past it)
     /// Requests read and not yet answered: an application that reads ahead (a pipelining client's
     /// requests handed to a backend) waits in async_read_request at this many until send() answers one.
     std::uint32_t max_pipelined = 16;
 
-    void validate(const std::string& prefix = "http") const {
-        const auto day = milliseconds(86'400'000);
-        const auto range = [&](const char* field, milliseconds v, milliseconds lo) {
-            if (v < lo || v > day)
-                throw net::config_error(prefix + "." + field, std::to_string(v.count()),
-                                        std::to_string(lo.count()) + ".." + std::to_string(day.count()) + " ms");
-        };
-        range("keepalive_timeout", keepalive_timeout, milliseconds(0));
-        range("header_timeout", header_timeout, milliseconds(1));
-        range("body_timeout", body_timeout, milliseconds(1));
-        range("body_deadline", body_deadline, milliseconds(0));
-        range("max_age", max_age, milliseconds(0));
-        if (max_requests < 1 || max_requests > 1'000'000'000)
-            throw net::config_error(prefix + ".max_requests", std::to_string(max_requests), "1..1000000000");
-        if (header_limit < 256 || header_limit > (1u << 20))
-            throw net::config_error(prefix + ".header_limit", std::to_string(header_limit), "256..1048576 bytes");
-        if (body_limit > (1ull << 32))
-            throw net::config_error(prefix + ".body_limit", std::to_string(body_limit), "0..4294967296 bytes");
-        if (max_pipelined < 1 || max_pipelined > 1024)
-            throw net::config_error(prefix + ".max_pipelined", std::to_string(max_pipelined), "1..1024");
+    /// Each field's range (its description): config_error naming http.<field>.
+    void validate(const std::string& prefix = "http") const { net::validate_policy(description(), this, prefix); }
+    /// The `[http]` table: each field's range and help, once (TOML, flags, the docs' knob table).
+    static const net::policy_description& description() {
+        using net::field;
+        using net::off_at_zero;
+        constexpr double day = 86'400'000;
+        static const net::field_description fields[] = {
+            off_at_zero(field<&http_policy::keepalive_timeout>(
+                "keepalive_timeout", 0, day, "a kept-alive connection waits this long for its next request (0: no keep-alive)")),
+            field<&http_policy::header_timeout>("header_timeout", 1, day,
+                                                "a request head must be whole within this of its first byte (408)"),
+            field<&http_policy::body_timeout>("body_timeout", 1, day, "at most this between two reads of a body (408)"),
+            off_at_zero(field<&http_policy::body_deadline>("body_deadline", 0, day, "a whole body within this of its head (408)")),
+            field<&http_policy::max_requests>("max_requests", 1, 1'000'000'000,
+                                              "requests per connection; the last is answered `Connection: close`"),
+            off_at_zero(field<&http_policy::max_age>("max_age", 0, day,
+                                                     "the first answer after this age says `Connection: close`")),
+            field<&http_policy::header_limit>("header_limit", 256, 1 << 20, "bytes of a request head (431 past it)"),
+            field<&http_policy::body_limit>("body_limit", 0, 4294967295.0, "bytes of a request body (413 past it)"),
+            field<&http_policy::max_pipelined>("max_pipelined", 1, 1024,
+                                               "requests read and not yet answered (an application that reads ahead waits)")};
+        static const net::policy_description d{"http", fields};
+        return d;
     }
+};
+
+/// The `[http]` table's place in a configuration: `net::configuration<http::http_slot>` has `.http`.
+struct http_slot {
+    http_policy http;
+    http_policy& policy() noexcept { return http; }
 };
 
 /// Queues a message on a connection as it goes on the wire: Beast's serializer's buffers (the header
@@ -164,7 +175,7 @@ public:
         policy.validate();
         auto self = std::make_shared<http_connection>(make_tag{}, std::move(handler), policy);
         net::connection_options o = ctx.options;
-        o.reads_are_idle_activity = false; // requests are activity (message_received), not bytes
+        o.activity = net::reader_activity::messages; // requests are activity (message_received), not bytes
         self->conn_ = std::make_shared<connection_type>(
             std::move(next_layer), ctx, std::shared_ptr<net::connection_handler>(self, static_cast<net::connection_handler*>(self.get())), o);
         self->born_ = std::chrono::steady_clock::now();

@@ -51,6 +51,7 @@
 #error "heartwheel/beast/websocket.hpp needs heartwheel's Boost.Asio flavour (link heartwheel::beast)"
 #endif
 
+#include <heartwheel/net/config/liveness_config.hpp>
 #include <heartwheel/net/connection/connection.hpp>
 #include <heartwheel/net/connection/framed_output.hpp>
 #include <heartwheel/net/connection/output_bound.hpp>
@@ -128,7 +129,7 @@ inline constexpr std::size_t message_overhead = 64;
 
 struct ws_options {
     std::size_t max_message = 64 * 1024;      ///< a larger incoming message closes message-too-big
-    std::size_t max_queued_messages = 65536;  ///< queued past this: slow-consumer (bytes: the output policy)
+    std::uint32_t max_queued_messages = 65536; ///< queued past this: slow-consumer (bytes: the output policy)
     bool binary = false;                      ///< send() writes binary messages instead of text
     /// The bytes of a connection's own messages (make_message) that recipients may hold before it
     /// stops reading (net::producer_budget); derived_budget: half the output's soft limit (or, with
@@ -150,25 +151,49 @@ struct ws_options {
     /// 1..2^24; producer_budget 0 or 1 KiB..4 GiB, below the hard limit (a producer's own messages
     /// would close a healthy reader); producer_wait 1 ms..60 s.
     void validate(const net::output_policy& output, const std::string& prefix = "websocket") const {
+        net::validate_policy(description(), this, prefix); // each field's own range
         if (producer_budget != derived_budget && producer_budget != 0) {
-            if (producer_budget < 1024 || producer_budget > 0xffffffffu)
-                throw net::config_error(prefix + ".producer_budget", std::to_string(producer_budget), "0 (off) or 1024..4294967295 bytes");
             if (output.hard_limit != 0 && producer_budget >= output.hard_limit)
                 throw net::config_error(prefix + ".producer_budget", std::to_string(producer_budget),
                                         "below the output's hard limit (" + std::to_string(output.hard_limit) +
                                             " bytes): one producer's messages would close a healthy reader");
         }
-        if (producer_wait.count() < 1 || producer_wait.count() > 60000)
-            throw net::config_error(prefix + ".producer_wait", std::to_string(producer_wait.count()) + "ms", "1ms..60s");
-        if (max_message < 16 || max_message > (64u << 20))
-            throw net::config_error(prefix + ".max_message", std::to_string(max_message), "16..67108864 bytes");
         if (output.hard_limit != 0 && max_message + message_overhead > output.hard_limit)
             throw net::config_error(prefix + ".max_message", std::to_string(max_message),
                                     "below the output's hard limit (" + std::to_string(output.hard_limit) +
                                         " bytes): one such message would close every recipient slow-consumer");
-        if (max_queued_messages < 1 || max_queued_messages > (1u << 24))
-            throw net::config_error(prefix + ".max_queued_messages", std::to_string(max_queued_messages), "1..16777216");
     }
+    /// The `[websocket]` table: each field's own range and help, once (TOML, flags, the docs' knob
+    /// table); the bounds against the output's limits are validate(output)'s.
+    static const net::policy_description& description() {
+        using net::field;
+        static const net::field_description fields[] = {
+            field<&ws_options::max_message>("max_message", 16, 64 << 20, "a larger incoming message closes `message-too-big`"),
+            field<&ws_options::max_queued_messages>("max_queued_messages", 1, 1 << 24,
+                                                    "messages queued for a connection past this: closed `slow-consumer`"),
+            field<&ws_options::binary>("binary", 0, 1, "send() writes binary messages instead of text"),
+            net::derived_when_unset(
+                net::noted(net::off_at_zero(field<&ws_options::producer_budget>(
+                               "producer_budget", 0, 4294967295.0,
+                               "bytes of a connection's own messages its recipients may hold before it stops reading")),
+                           "0 (off), 1KiB..4GiB-1, below output.hard_limit"),
+                "half of output.soft_limit"),
+            field<&ws_options::producer_wait>("producer_wait", 1, 60'000,
+                                              "the longest a producer waits for its budget (a recipient that reads nothing holds it)")};
+        static const net::policy_description d{"websocket", fields, [](const void* p, const std::string& prefix) {
+                                                   const auto b = static_cast<const ws_options*>(p)->producer_budget;
+                                                   if (b != 0 && b != derived_budget && b < 1024)
+                                                       throw net::config_error(prefix + ".producer_budget", std::to_string(b),
+                                                                               "0 (off) or 1024..4294967295 bytes");
+                                               }};
+        return d;
+    }
+};
+
+/// The `[websocket]` table's place in a configuration: `net::configuration<ws::ws_slot>` has `.websocket`.
+struct ws_slot {
+    ws_options websocket;
+    ws_options& policy() noexcept { return websocket; }
 };
 
 template <class NextLayer>
@@ -194,7 +219,7 @@ public:
         options.validate(ctx.options.output);
         auto self = std::make_shared<ws_connection>(make_tag{}, ctx, std::move(handler), options);
         net::connection_options o = ctx.options;
-        o.reads_are_idle_activity = false; // messages are activity (message_received), not bytes
+        o.activity = net::reader_activity::messages; // messages are activity (message_received), not bytes
         self->conn_ = std::make_shared<connection_type>(
             std::move(next_layer), ctx, std::shared_ptr<net::connection_handler>(self, static_cast<net::connection_handler*>(self.get())), o);
         self->on_strand_ = net::detail::is_strand_executor(self->conn_->get_executor());

@@ -43,6 +43,10 @@ bool is_liveness_table(std::string_view name) noexcept;
 /// raises config_error naming it and what is accepted.
 void apply_liveness_tables(liveness_config& config, const toml::table& doc, std::string_view source = "config",
                            const std::vector<std::string>& own_keys = {});
+/// The same for any configuration's tables (a configuration<...> with a layer's or an application's
+/// own: apply_tables(policies_of(config), doc, ...)).
+void apply_tables(const policy_refs& config, const toml::table& doc, std::string_view source = "config",
+                  const std::vector<std::string>& own_keys = {});
 
 /// Defaults, then the tables of `doc`, validated.
 liveness_config parse_liveness_config(const toml::table& doc, std::string_view source = "config",

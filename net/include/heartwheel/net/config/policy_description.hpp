@@ -63,6 +63,9 @@ struct field_description {
     bool (*applies)(const void* policy) = nullptr;
     /// A timeout that shrinks under overload: its minimum, a member of the same policy.
     scaled_min* (*min_at)(void* policy) = nullptr;
+    /// A field whose default is derived from others: a value above `hi` means "not set", and this
+    /// says what it then is (the docs' default column; e.g. "half of output.soft_limit").
+    const char* unset_note = nullptr;
     close_reason reason{}; ///< for a scalable timeout: the reason a close at it carries
 
     bool scalable() const noexcept { return min_at != nullptr; }
@@ -101,6 +104,8 @@ struct policy_description {
 /// Checks every field's range, the scalable minimums, then the policy's rules; throws config_error
 /// naming "prefix.field". Allocates only to report an error.
 void validate_policy(const policy_description& d, const void* policy, const std::string& prefix);
+/// One field's own range (not the rules between fields); config_error naming `who` (a flag, a key).
+void check_field(const field_description& f, const void* policy, const std::string& who);
 
 /// A field's value as text, in its own form ("30s", "1500ms", "256KiB", "0.1", "inbound", "true").
 std::string field_text(const field_description& f, double value);
@@ -187,6 +192,13 @@ inline field_description noted(field_description f, const char* range_note) {
 /// `f` judged only when `applies(policy)` (a field that matters only when another enables it).
 inline field_description only_when(field_description f, bool (*applies)(const void* policy)) {
     f.applies = applies;
+    return f;
+}
+
+/// `f` derived from other fields until set: a value above its range means unset (`note` says what it
+/// then is).
+inline field_description derived_when_unset(field_description f, const char* note) {
+    f.unset_note = note;
     return f;
 }
 

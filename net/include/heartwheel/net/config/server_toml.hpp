@@ -24,21 +24,22 @@
 
 namespace heartwheel::net {
 
-/// Reads `path` into `settings` and `live`, over the values they hold; validates both. Throws
-/// config_error naming the key and the file.
-inline void load_server_config(const std::string& path, server_settings& settings, liveness_config& live,
-                               std::vector<std::string> own = {}) {
+/// Reads `path` into `settings` and `live` (a liveness_config, or a configuration<...> with tables of
+/// its own: [http], ...), over the values they hold; validates both. Throws config_error naming the
+/// key and the file.
+template <class Config>
+void load_server_config(const std::string& path, server_settings& settings, Config& live, std::vector<std::string> own = {}) {
     const toml::table doc = load_toml_file(path);
     for (std::size_t i = 0; i < server_settings::key_count(); ++i) own.emplace_back(server_settings::keys()[i]);
-    apply_liveness_tables(live, doc, path, own);
+    apply_tables(policies_of(live), doc, path, own);
     for (const auto& [key, node] : doc) {
         const std::string k(key.str());
         if (!server_settings::is_key(k)) continue;
         const std::string who = k + " (in " + path + ")";
         std::string text;
-        if (auto s = node.value_exact<std::string>()) text = *s;
-        else if (auto b = node.value_exact<bool>()) text = *b ? "true" : "false";
-        else if (auto n = node.value_exact<std::int64_t>()) text = std::to_string(*n);
+        if (auto s = node.template value_exact<std::string>()) text = *s;
+        else if (auto b = node.template value_exact<bool>()) text = *b ? "true" : "false";
+        else if (auto n = node.template value_exact<std::int64_t>()) text = std::to_string(*n);
         else throw config_error(who, "(not a string, an integer or true/false)", "a string, an integer or true/false", "not valid");
         settings.set(k, text, who, true);
     }

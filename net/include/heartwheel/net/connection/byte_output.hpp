@@ -108,7 +108,7 @@ public:
     std::size_t queued() const noexcept { return out_.queued(); }
 
 protected:
-    explicit byte_output(const connection_options& o) : out_(o.queue), bound_(o.output) {}
+    explicit byte_output(const connection_options& o) : out_(o.queue()), bound_(o.output) {}
     ~byte_output() = default;
 
     // --- the output contract (see the top of this file) ----------------------------------------------

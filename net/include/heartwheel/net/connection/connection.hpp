@@ -123,8 +123,8 @@ public:
     template <class L = Liveness, std::enable_if_t<std::is_same_v<L, connection_liveness>, int> = 0>
     connection(NextLayer next_layer, const connection_context& context, std::shared_ptr<connection_handler> handler = nullptr)
         : connection(std::move(next_layer), context, std::move(handler), context.options) {}
-    /// The same with options of its own instead of the context's (a framing layer's: whole messages,
-    /// not bytes, as reader activity).
+    /// The same with options adjusted from the context's (a framing layer's: whole messages, not
+    /// bytes, as reader activity).
     template <class L = Liveness, std::enable_if_t<std::is_same_v<L, connection_liveness>, int> = 0>
     connection(NextLayer next_layer, const connection_context& context, std::shared_ptr<connection_handler> handler,
                connection_options options)
@@ -146,7 +146,7 @@ public:
     template <class MakeLiveness, std::enable_if_t<std::is_invocable_v<MakeLiveness&, liveness_handler&>, int> = 0>
     connection(NextLayer next_layer, MakeLiveness&& make_liveness, std::shared_ptr<connection_handler> handler = nullptr,
                connection_options options = {})
-        : output_type(validated(options)), reads_are_idle_activity_(options.reads_are_idle_activity),
+        : output_type(validated(options)), reads_are_idle_activity_(options.reads_are_idle_activity()),
           close_on_idle_(options.close_on_idle), stream_(*this, made_at_home(next_layer)),
           handler_(std::move(handler)), live_(make_liveness(static_cast<liveness_handler&>(*this))),
           linger_ms_(static_cast<std::uint32_t>(options.linger.count())), handshake_done_(!is_tls), closing_(false), closed_(false),
@@ -193,8 +193,8 @@ public:
                                                                  token, stream_.next_layer());
     }
 
-    /// The application read a whole message that counts as activity (with reads_are_idle_activity
-    /// off: e.g. a data line, not a pong).
+    /// The application read a whole message that counts as activity (with `activity = messages`,
+    /// connection_policy.hpp: e.g. a data line, not a pong).
     void message_received() { live_.on_read(true); }
 
 

@@ -1,65 +1,62 @@
-// heartwheel/net/connection/connection_context.hpp — what a net::connection is made with: its options, and the
-// context the connections of one thread share (the wheel, the liveness policies, the counters, the
-// overload scale). Apart from connection.hpp so that an application's headers can hold a context
-// without pulling in the connection's templates.
+// heartwheel/net/connection/connection_context.hpp — what a net::connection is made with: the context the
+// connections of one thread share (the wheel, the configuration, the counters, the overload scale), and
+// the options a connection takes from it. Apart from connection.hpp so that an application's headers
+// can hold a context without pulling in the connection's templates.
+//
+// One configuration: every knob a connection applies is a described table of its liveness_config
+// ([connection], [output], [keepalive], the policies), validated here, once per context; the options are
+// a view of two of those tables, copied once, which a framing layer may adjust for its connections
+// (activity = messages) without touching the shared configuration.
 #ifndef HEARTWHEEL_NET_CONNECTION_CONTEXT_HPP
 #define HEARTWHEEL_NET_CONNECTION_CONTEXT_HPP
 
 #include <heartwheel/net/metrics/counters.hpp>
 #include <heartwheel/net/config/liveness_config.hpp>
+#include <heartwheel/net/connection/connection_policy.hpp>
 #include <heartwheel/net/policies/policies.hpp>
 #include <heartwheel/net/connection/write_queue.hpp>
 #include <heartwheel/timer_scheduler.hpp>
 
-#include <chrono>
 #include <utility>
 
 namespace heartwheel::net {
 
 class timeout_scale;
 
-struct connection_options {
-    /// How long last words may take to flush before the lowest layer is closed anyway: 0 to 49 days
-    /// (2^32 - 1 ms), checked by the connection's constructor (config_error naming "linger").
-    std::chrono::milliseconds linger{1000};
-    /// The output's bounds: water marks (writable(), on_writable, can_read) and the slow-consumer
-    /// hard and soft limits. Validated by the constructor (config_error). A connection_context sets
-    /// it from its configuration's `output` ([output] in TOML): configure it there.
+/// What one connection is made with: its configuration's [connection] table (linger, activity,
+/// close_on_idle, the queue's chunking) and its [output] bound.
+struct connection_options : connection_policy {
     output_policy output;
-    /// How the queue chunks its bytes.
-    write_queue_limits queue;
-    /// Whether every read that brings bytes is reader activity for idle detection (true), or the
-    /// application judges messages itself with message_received() (false; bytes still prove
-    /// liveness to the heartbeat and the read timeout either way).
-    bool reads_are_idle_activity = true;
-    /// Whether a first idle event closes the connection (otherwise on_idle only reports it).
-    bool close_on_idle = true;
+
+    connection_options() = default;
+    connection_options(const connection_policy& c, const output_policy& o) : connection_policy(c), output(o) {}
+    /// The view of a configuration (not validated here: the context validates its configuration).
+    static connection_options of(const liveness_config& c) { return {c.connection, c.output}; }
+    bool reads_are_idle_activity() const noexcept { return activity == reader_activity::bytes; }
+    write_queue_limits queue() const noexcept { return {chunk_bytes, keep_capacity}; }
 };
 
 /// What the connections of one thread share, made once per thread (or per server, with one thread)
-/// and given to each connection: the wheel its timers live in, the liveness configuration, where closes
-/// and events are counted, the overload scale (one timeout_scale per wheel, or none), and the
-/// connection options. Must outlive its connections; a connection reads it when it is made.
+/// and given to each connection: the wheel its timers live in, the configuration, where closes and
+/// events are counted, and the overload scale (one timeout_scale per wheel, or none). Must outlive its
+/// connections; a connection reads it when it is made.
 struct connection_context {
-    /// The options' output bound is the configuration's: options given with an output of their own
-    /// that differs from it are refused (config_error naming "output"), not silently overridden.
+    /// Validates the configuration (config_error naming table.field): a connection made with this
+    /// context applies it as it is.
     explicit connection_context(timer_scheduler& t, liveness_config c = {}, liveness_counters* n = nullptr,
-                                timeout_scale* s = nullptr, connection_options o = {})
-        : timers(t), config(std::move(c)), counters(n), scale(s), options(with_output(std::move(o), config.output)) {}
+                                timeout_scale* s = nullptr)
+        : timers(t), config(validated(std::move(c))), counters(n), scale(s), options(connection_options::of(config)) {}
     timer_scheduler& timers;
     liveness_config config;
     liveness_counters* counters;
     timeout_scale* scale;
+    /// The view of config's [connection] and [output] tables each connection is made with.
     connection_options options;
 
 private:
-    static connection_options with_output(connection_options o, const output_policy& configured) {
-        if (!(o.output == output_policy{}) && !(o.output == configured))
-            throw config_error("output", "set in connection_options",
-                               "the liveness configuration's output ([output] in TOML), which the context gives its connections",
-                               "set in the wrong place");
-        o.output = configured;
-        return o;
+    static liveness_config validated(liveness_config c) {
+        c.validate();
+        return c;
     }
 };
 

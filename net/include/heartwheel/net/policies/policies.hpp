@@ -220,7 +220,7 @@ struct overload_slot {
     overload_policy& policy() noexcept { return overload; }
 };
 struct output_slot {
-    output_policy output; ///< net::connection_options::output (the connection's queue, not its timers)
+    output_policy output; ///< the connection's queue, not its timers (connection_options::output)
     output_policy& policy() noexcept { return output; }
 };
 

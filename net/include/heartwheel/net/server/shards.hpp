@@ -50,7 +50,7 @@ enum class threading { thread_per_core, thread_pool };
 class shard {
 public:
     shard(asio::io_context& io, asio::any_io_executor ex, const liveness_config& config, liveness_counters* counters,
-          const connection_options& options, const wheel_config& wheel);
+          const wheel_config& wheel);
     shard(const shard&) = delete;
     shard& operator=(const shard&) = delete;
 
@@ -80,16 +80,16 @@ private:
 /// N shards in one threading model; see the top of this file.
 class shards {
 public:
-    /// `n` shards (1..1024; config_error otherwise), their connections timed by `config` (validated
-    /// by each connection as it is made) and counted in `counters` (may be null). `options` are the
-    /// connections' (its output bound typically config.output); `wheel` each wheel's.
+    /// `n` shards (1..1024; config_error otherwise), their connections made with `config` (validated
+    /// here, by each shard's context: config_error naming table.field) and counted in `counters`
+    /// (may be null); `wheel` each wheel's.
     shards(std::size_t n, threading model, const liveness_config& config, liveness_counters* counters = nullptr,
-           const connection_options& options = {}, const wheel_config& wheel = {});
+           const wheel_config& wheel = {});
     /// `n` shards as strands of the application's `io` (the thread-pool model; see the top of this
     /// file): `io` must outlive the shards; run() runs N threads on it, stop() stops it, shutdown()
     /// only lets the wheels go (the io_context's queued handlers go with it, the application's).
     shards(asio::io_context& io, std::size_t n, const liveness_config& config, liveness_counters* counters = nullptr,
-           const connection_options& options = {}, const wheel_config& wheel = {});
+           const wheel_config& wheel = {});
     ~shards();
     shards(const shards&) = delete;
     shards& operator=(const shards&) = delete;
@@ -112,7 +112,7 @@ public:
 private:
     struct owned_io; ///< an io_context whose shutdown (the first half of its destructor) shutdown() calls
     shards(asio::io_context* borrowed, std::size_t n, threading model, const liveness_config& config,
-           liveness_counters* counters, const connection_options& options, const wheel_config& wheel);
+           liveness_counters* counters, const wheel_config& wheel);
     threading model_;
     asio::io_context* borrowed_ = nullptr;                   ///< thread_pool on the application's io_context
     std::unique_ptr<owned_io> pool_;                         ///< thread_pool: the one io_context, when owned
