@@ -431,6 +431,35 @@ def metrics_scene():
     return before["heartwheel_draining"] == "0" and during["heartwheel_draining"] == "1" and server.returncode == 0
 
 
+def configuration_scene():
+    """One configuration: kv_server's own [kv] table (examples/kv_policy.hpp) beside the library's
+    [connection] and [idle] tables in one TOML file, validated together; a misspelled key is refused by
+    name before anything listens."""
+    say("scene", "kv_server configured by one file: [kv] max_commands = 3 beside [connection] and [idle]; then a typo")
+    conf_dir = tempfile.mkdtemp(prefix="heartwheel-demo-")
+    conf, typo = os.path.join(conf_dir, "kv.toml"), os.path.join(conf_dir, "typo.toml")
+    with open(conf, "w") as f:
+        f.write('[kv]\nmax_commands = 3\n[connection]\nlinger = "500ms"\n[idle]\nreader_idle = "30s"\n')
+    with open(typo, "w") as f:
+        f.write('[connection]\nlingr = "500ms"\n')
+    binary = os.path.join(BUILD, "examples", "kv_server")
+    server = subprocess.Popen([binary, "--listen", "127.0.0.1:0", "--config", conf],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    PROCS.append(server)
+    port = int(server.stdout.readline().strip().rsplit(":", 1)[1])
+    got = b""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as c:
+        c.sendall(b"SET k v\nGET k\nGET k\nGET k\n")
+        while chunk := c.recv(4096):
+            got += chunk
+    say("client", f"4 commands sent, the server answered {got.decode().strip().splitlines()}")
+    server.send_signal(signal.SIGTERM)
+    server.wait(timeout=10)
+    refused = subprocess.run([binary, "--config", typo], capture_output=True, text=True, timeout=10)
+    say("kv_server", f"with the typo: exit {refused.returncode}, {refused.stderr.strip()}")
+    return got == b"OK\nVALUE v\nVALUE v\nBYE max-commands\n" and refused.returncode == 2 and "connection.lingr" in refused.stderr
+
+
 def mqtt_scene():
     """Devices that choose their own keep-alive: mqtt_server closes each one silent for 1.5 x the
     keep-alive its CONNECT announced (its own phase deadline, the shared settings untouched), while
@@ -624,6 +653,7 @@ def main():
     ok = storm_scene() and ok
     ok = descriptor_scene() and ok
     ok = metrics_scene() and ok
+    ok = configuration_scene() and ok
     ok = mqtt_scene() and ok
     ok = balancer_scene() and ok
     print("\ndemo", "finished: every behaviour shown" if ok else "finished, but a scene did not go as scripted")
