@@ -134,10 +134,9 @@ std::string knob_table(const policy_refs& defaults) {
     for (const auto& [d, p] : defaults) {
         for (const auto& f : d->fields) {
             const double v = f.get(p);
-            std::string def = field_text(f, v);
+            std::string def = f.unset_note && v > f.hi ? f.unset_note : field_text(f, v);
             if (f.kind == field_kind::choice) def = '`' + std::move(def) + '`'; // (not "`" + s: GCC 12's -O3 -Wrestrict)
             if (v == 0 && f.kind != field_kind::flag && f.kind != field_kind::choice) def = f.zero_is_off ? "0 (off)" : "0";
-            if (f.unset_note && v > f.hi) def = f.unset_note;
             os << "| `" << d->table << '.' << f.name << "` | " << def << " | " << range_of(f) << " | " << f.help << " |\n";
             if (f.scalable())
                 mins.push_back(std::string("| `overload.") + f.name + "_min` | off | a duration up to `" + d->table + "." +

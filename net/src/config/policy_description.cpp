@@ -3,6 +3,7 @@
 #include <heartwheel/net/policies/policies.hpp>
 #include <heartwheel/net/config/policy_description.hpp>
 
+#include <limits>
 #include <sstream>
 
 namespace heartwheel::net {
@@ -27,11 +28,17 @@ std::string choices_text(const field_description& f) {
     return out;
 }
 
+// A size held as a double, back in bytes: a value past size_t (a derived default's sentinel, which as
+// a double is 2^64) is its largest rather than a conversion out of range.
+std::size_t bytes_of(double v) {
+    return v < 18446744073709551615.0 ? static_cast<std::size_t>(v) : std::numeric_limits<std::size_t>::max();
+}
+
 std::string value_text(const field_description& f, double v) {
     switch (f.kind) {
     case field_kind::duration:
     case field_kind::seconds: return whole(v) + unit_suffix(f.kind);
-    case field_kind::size: return size_text(static_cast<std::size_t>(v));
+    case field_kind::size: return size_text(bytes_of(v));
     case field_kind::number: return num_text(v);
     default: return whole(v);
     }
@@ -90,7 +97,7 @@ std::string field_text(const field_description& f, double v) {
         return std::to_string(ms) + "ms";
     }
     case field_kind::seconds: return whole(v) + "s";
-    case field_kind::size: return size_text(static_cast<std::size_t>(v));
+    case field_kind::size: return size_text(bytes_of(v));
     case field_kind::number: return num_text(v);
     case field_kind::count: return whole(v);
     }
