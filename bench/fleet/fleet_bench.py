@@ -28,7 +28,6 @@ import argparse
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -40,71 +39,13 @@ ROOT = os.path.join(HERE, "..", "..")
 BUILD = os.environ.get("HEARTWHEEL_BUILD", os.path.join(ROOT, "build"))
 sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))
 sys.path.insert(0, os.path.join(ROOT, "bench", "peers"))
-from balancer import free_port, listening  # noqa: E402
+from balancer import HAProxy, free_port  # noqa: E402
 from harness import make_cert, parse_stats  # noqa: E402
 import peers  # noqa: E402
 
 SERVER = os.path.join(BUILD, "examples", "echo_server")
 CLIENT = os.path.join(BUILD, "examples", "echo_client")
 SEND_INTERVAL_MS = 1000  # each client's request rate: C requests a second in all
-
-
-class Balancer:
-    """haproxy in the foreground with a stats socket: the frontend's session count is read from it."""
-
-    def __init__(self, directory, ports, options, clients):
-        self.port = free_port()
-        self.stats = os.path.join(directory, "haproxy.sock")
-        servers = "\n".join(f"    server s{i + 1} 127.0.0.1:{p} {options}" for i, p in enumerate(ports))
-        config = os.path.join(directory, "haproxy.cfg")
-        with open(config, "w") as f:
-            f.write(f"""global
-    maxconn {clients + 100}
-    stats socket {self.stats} mode 600 level admin
-defaults
-    mode tcp
-    maxconn {clients + 100}
-    timeout connect 2s
-    timeout client 60s
-    timeout server 60s
-frontend front
-    bind 127.0.0.1:{self.port} backlog 4096
-    default_backend back
-backend back
-    balance roundrobin
-{servers}
-""")
-        self.proc = subprocess.Popen(["haproxy", "-db", "-f", config], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True, preexec_fn=raise_nofile)
-        deadline = time.monotonic() + 10
-        while not (listening(self.port) and os.path.exists(self.stats)):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"haproxy did not start: {self.proc.stdout.read() if self.proc.poll() is not None else ''}")
-            time.sleep(0.05)
-
-    def sessions(self):
-        """The frontend's sessions since the start (HAProxy's `stot`)."""
-        with socket.socket(socket.AF_UNIX) as s:
-            s.connect(self.stats)
-            s.sendall(b"show stat\n")
-            data = b""
-            while chunk := s.recv(65536):
-                data += chunk
-        lines = data.decode().splitlines()
-        header = lines[0].lstrip("# ").split(",")
-        for line in lines[1:]:
-            row = dict(zip(header, line.split(",")))
-            if row.get("pxname") == "front" and row.get("svname") == "FRONTEND":
-                return int(row["stot"])
-        raise RuntimeError("no frontend row in HAProxy's stats")
-
-    def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.communicate()
 
 
 def raise_nofile():
@@ -150,7 +91,7 @@ def run(system, clients, n_servers, window, settle_s):
             start = lambda i: go_server(ports[i], cert, key)
             options = "check inter 500"
         servers = [start(i) for i in range(n_servers)]
-        lb = Balancer(d, ports, options, clients)
+        lb = HAProxy(d, ports, options, maxconn=clients + 100, stats=True)
         timeline, stop_sampling = [], threading.Event()
 
         def sample():
@@ -197,7 +138,7 @@ def run(system, clients, n_servers, window, settle_s):
         for s in servers:  # their closes are the clients' exit: not counted
             s.send_signal(signal.SIGTERM)
             s.communicate(timeout=window / 1000 + 30)
-        lb.stop()
+        lb.__exit__(None, None, None)
     summary = json.loads([l for l in out.splitlines() if l.startswith("{")][-1])
     closes = {}
     for lines in finals:

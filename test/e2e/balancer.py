@@ -22,24 +22,28 @@ def listening(port):
 
 class HAProxy:
     """haproxy in the foreground on 127.0.0.1:<port>: backend servers at `server_ports` (one port, or
-    a list), each with `server_options` (e.g. "send-proxy-v2 check check-send-proxy inter 2s")."""
+    a list), each with `server_options` (e.g. "send-proxy-v2 check check-send-proxy inter 2s"). With
+    `stats`, a stats socket in `directory` (sessions() reads the frontend's count from it)."""
 
-    def __init__(self, directory, server_ports, server_options, balance="roundrobin"):
+    def __init__(self, directory, server_ports, server_options, balance="roundrobin", maxconn=8000, stats=False):
         self.port = free_port()
+        self.stats = os.path.join(directory, "haproxy.sock") if stats else None
         if isinstance(server_ports, int):
             server_ports = [server_ports]
         servers = "\n".join(f"    server s{i + 1} 127.0.0.1:{p} {server_options}" for i, p in enumerate(server_ports))
         config = os.path.join(directory, "haproxy.cfg")
+        stats_line = f"\n    stats socket {self.stats} mode 600 level admin" if stats else ""
         with open(config, "w") as f:
             f.write(f"""global
-    maxconn 8000
+    maxconn {maxconn}{stats_line}
 defaults
     mode tcp
+    maxconn {maxconn}
     timeout connect 2s
     timeout client 30s
     timeout server 30s
 frontend front
-    bind 127.0.0.1:{self.port}
+    bind 127.0.0.1:{self.port} backlog 4096
     default_backend back
 backend back
     balance {balance}
@@ -49,11 +53,27 @@ backend back
                                      stderr=subprocess.STDOUT, text=True)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            if listening(self.port):
+            if listening(self.port) and (not stats or os.path.exists(self.stats)):
                 return
             assert self.proc.poll() is None, f"haproxy exited: {self.proc.stdout.read()}"
             time.sleep(0.05)
         raise AssertionError("haproxy did not listen")
+
+    def sessions(self):
+        """The frontend's sessions since the start (HAProxy's `stot`, from the stats socket)."""
+        with socket.socket(socket.AF_UNIX) as s:
+            s.connect(self.stats)
+            s.sendall(b"show stat\n")
+            data = b""
+            while chunk := s.recv(65536):
+                data += chunk
+        lines = data.decode().splitlines()
+        header = lines[0].lstrip("# ").split(",")
+        for line in lines[1:]:
+            row = dict(zip(header, line.split(",")))
+            if row.get("pxname") == "front" and row.get("svname") == "FRONTEND":
+                return int(row["stot"])
+        raise RuntimeError("no frontend row in HAProxy's stats")
 
     def __enter__(self):
         return self
