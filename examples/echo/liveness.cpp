@@ -91,10 +91,11 @@ void asio_liveness::send_ping() {
     ping_sent_ = heartwheel::clock::now();
     awaiting_pong_ = true;
     read_since_ping_ = false;
-    w_.live_counters.ping_sent();
     arm(miss_, cfg_.heartbeat.timeout, &asio_liveness::judge_ping);
     arm(ping_, cfg_.heartbeat.interval, &asio_liveness::send_ping);
-    handler_.send_ping();
+    if (!pinger_) return; // nothing can be written yet (or any more): judged all the same
+    w_.live_counters.ping_sent();
+    pinger_->send_ping();
 }
 
 void asio_liveness::judge_ping() {

@@ -37,6 +37,8 @@ public:
     void on_write_complete(bool drained);
     void on_pong();
     void close();
+    /// Who writes the pings (the connection names its application once it can talk).
+    void set_ping_writer(heartwheel::net::ping_writer* w) noexcept { pinger_ = w; }
     /// The worker's wheel and counters: the connection's own timers and close counts go there.
     heartwheel::timer_scheduler& scheduler() const noexcept { return w_.wheel; }
     heartwheel::net::liveness_counters* counters() const noexcept { return w_.context.counters; }
@@ -57,6 +59,7 @@ private:
 
     worker& w_;
     heartwheel::net::liveness_handler& handler_;
+    heartwheel::net::ping_writer* pinger_ = nullptr;
     const heartwheel::net::liveness_config& cfg_;
     std::shared_ptr<asio_liveness*> self_;
     bool closed_ = false;

@@ -1,6 +1,7 @@
 // liveness_recorder.hpp — a liveness_handler for tests: records the closes a connection_liveness
-// decides (and, through `also`, whatever else a test wants to note at that moment), its pings and
-// its idle events; request completions default to the given executor.
+// decides (and, through `also`, whatever else a test wants to note at that moment), its pings (as
+// its ping_writer: hwtest::recorded(live, recorder) names it) and its idle events; request
+// completions default to the given executor.
 #ifndef HWTEST_LIVENESS_RECORDER_HPP
 #define HWTEST_LIVENESS_RECORDER_HPP
 
@@ -12,7 +13,7 @@
 
 namespace hwtest {
 
-class liveness_recorder final : public heartwheel::net::liveness_handler {
+class liveness_recorder final : public heartwheel::net::liveness_handler, public heartwheel::net::ping_writer {
 public:
     explicit liveness_recorder(asio::any_io_executor ex) : ex_(std::move(ex)) {}
 

@@ -204,8 +204,8 @@ BOOST_AUTO_TEST_CASE(an_idle_event_waits_while_input_is_unread) {
 
 namespace {
 // Records what a heartbeat asks of its owner, with the time it asked.
-struct hb_log final : heartbeat::listener {
-    explicit hb_log(manual_service& s) : heartbeat::listener(s, nullptr), svc(&s) {}
+struct hb_log final : heartbeat::listener, ping_writer {
+    explicit hb_log(manual_service& s) : heartbeat::listener(s, nullptr), svc(&s) { set_ping_writer(this); }
     manual_service* svc;
     std::function<double()> rnd;      ///< the jitter's source (the default one when empty)
     std::function<void()> after_ping; ///< runs after each ping is recorded

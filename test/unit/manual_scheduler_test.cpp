@@ -29,7 +29,7 @@ struct stamped final : heartwheel::timer_node {
 };
 
 // What docs/liveness.md's snippet checks: a peer that answers pings and then goes silent.
-struct peer final : heartwheel::net::liveness_handler {
+struct peer final : heartwheel::net::liveness_handler, heartwheel::net::ping_writer {
     explicit peer(asio::any_io_executor e, manual_scheduler& c) : ex(std::move(e)), clock(&c) {}
     asio::any_io_executor ex;
     manual_scheduler* clock;
@@ -112,12 +112,14 @@ BOOST_AUTO_TEST_CASE(a_connection_liveness_runs_on_the_manual_clock) {
     config.heartbeat.jitter = 0;
     peer p(io.get_executor(), clock);
     heartwheel::net::connection_liveness live(clock, config, p);
+    live.set_ping_writer(&p);
     for (int answered = 0; answered < 2; ++answered) {
         const std::size_t pings = p.pings.size();
         clock.run_for(10s);
         BOOST_TEST_REQUIRE(p.pings.size() == pings + 1);
         clock.advance_by(20ms);
-        live.on_pong(); // answered 20 ms later
+        live.on_read(); // answered 20 ms later: the pong's bytes, then the pong
+        live.on_pong();
     }
     const duration last_answer = clock.since_start();
     BOOST_TEST((p.pings == std::vector<duration>{10s, 20020ms}));
@@ -148,7 +150,10 @@ struct mid_handshake {
         c.limits.handshake_timeout = 10s;
         return c;
     }
-    mid_handshake() { live.handshake_started(); }
+    mid_handshake() {
+        live.set_ping_writer(&p);
+        live.handshake_started();
+    }
     asio::io_context io;
     manual_scheduler clock;
     const heartwheel::net::liveness_config cfg = config();

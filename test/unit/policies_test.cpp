@@ -411,6 +411,7 @@ BOOST_AUTO_TEST_CASE(liveness_closes_with_a_reason_and_counts) {
     const auto& why = handler.closes;
     const int& pings = handler.pings;
     connection_liveness live(svc, cfg, handler, &counters);
+    live.set_ping_writer(&handler);
     svc.step_by(1s, 5ms);
     BOOST_TEST_REQUIRE(why.size() == 1u);
     BOOST_TEST((why[0] == close_reason::heartbeat_timeout)); // dead at 250 ms, before reader idle at 300
@@ -422,6 +423,39 @@ BOOST_AUTO_TEST_CASE(liveness_closes_with_a_reason_and_counts) {
     BOOST_TEST(s.deaths_judged_late == 0u);
     BOOST_TEST(s.closes_total() == 0u); // closes are counted by the close path (net::connection), once
     BOOST_TEST(svc.wheel().empty()); // nothing left after the close
+}
+
+// A ping goes from the heartbeat to the writer the liveness names, and nowhere else: the writer can
+// change (a connection names its application once TLS's handshake is done) and be taken back (the
+// close); a ping with no writer is not written nor counted, and still judged — a peer silent that
+// long is dead whether or not we could ask it.
+BOOST_AUTO_TEST_CASE(a_ping_goes_to_the_writer_named_and_is_judged_without_one) {
+    asio::io_context io;
+    manual_service svc;
+    liveness_config cfg;
+    cfg.heartbeat.interval = 100ms;
+    cfg.heartbeat.timeout = 50ms;
+    cfg.heartbeat.misses = 3;
+    cfg.heartbeat.jitter = 0;
+    liveness_counters counters;
+    liveness_recorder handler(io.get_executor()), other(io.get_executor());
+    connection_liveness live(svc, cfg, handler, &counters);
+    svc.step_by(160ms, 5ms); // the first ping, unwritten, judged missed at 150
+    BOOST_TEST(handler.pings == 0);
+    BOOST_TEST(counters.snapshot().pings_sent == 0u);
+    BOOST_TEST(counters.snapshot().heartbeat_misses == 1u);
+    live.set_ping_writer(&handler);
+    svc.step_by(100ms, 5ms); // the second, at 200
+    BOOST_TEST(handler.pings == 1);
+    live.set_ping_writer(&other);
+    svc.step_by(60ms, 5ms); // the third, at 300, to the writer named now
+    BOOST_TEST(handler.pings == 1);
+    BOOST_TEST(other.pings == 1);
+    BOOST_TEST(counters.snapshot().pings_sent == 2u);
+    BOOST_TEST(handler.closes.empty());
+    svc.step_by(40ms, 5ms); // its miss is the third: dead at 350
+    BOOST_TEST_REQUIRE(handler.closes.size() == 1u);
+    BOOST_TEST((handler.closes[0] == close_reason::heartbeat_timeout));
 }
 
 BOOST_AUTO_TEST_CASE(heartbeat_death_lateness_counts_from_the_missed_deadline) {

@@ -132,6 +132,7 @@ BOOST_AUTO_TEST_CASE(a_heartbeat_miss_waits_for_the_unread_pong) {
     cfg.heartbeat.jitter = 0;
     liveness_counters counters;
     connection_liveness live(f.svc, cfg, f.handler, &counters);
+    live.set_ping_writer(&f.handler);
     f.svc.step_by(100ms);
     BOOST_TEST(f.handler.pings == 1);
     f.handler.input = true; // the pong arrived in a stall: judged at 150 ms, it waits to be read

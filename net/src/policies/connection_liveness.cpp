@@ -9,7 +9,7 @@ namespace heartwheel::net {
 
 connection_liveness::connection_liveness(timer_scheduler& svc, const liveness_config& config, liveness_handler& handler,
                                          liveness_counters* counters, timeout_scale* scale)
-    : policy_host(svc, scale), handler_(&handler), counters_(counters), settings_(detail::intern(config, scale != nullptr)),
+    : policy_host(svc, scale, counters), handler_(&handler), settings_(detail::intern(config, scale != nullptr)),
       idle_(settings_->config.idle, *this, scale),
       limits_(settings_->config.limits, static_cast<activity_timer::listener&>(*this), scale),
       runtimes_(*this, settings_->config) {
@@ -107,11 +107,6 @@ bool connection_liveness::idle(idle_event e) {
     return false; // last: may have destroyed *this
 }
 
-void connection_liveness::send_ping() {
-    if (counters_) counters_->ping_sent();
-    handler_->send_ping();
-}
-
 void connection_liveness::on_dead() {
     if (counters_)
         counters_->heartbeat_death(svc_->fresh_now() - heartbeat_->judgement_deadline(), svc_->tick());
@@ -131,9 +126,8 @@ void connection_liveness::close_for(close_reason why) {
 
 void connection_liveness::close() {
     if (closed()) return;
-    closed_ = true;
-    cancel(); // the node: idle kinds and max age
-    idle_.stop();
+    idle_.stop(); // first: closed() from here on
+    cancel();     // the node: idle kinds and max age
     runtimes_.stop();
     if (heartbeat_) heartbeat_->stop();
     limits_.stop();

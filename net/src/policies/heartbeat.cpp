@@ -123,7 +123,6 @@ void heartbeat::judge_ping() {
 std::optional<duration> heartbeat::on_pong(time_point at) {
     // An exact time: the pinger counts from it without the batch bound (see heartbeat.hpp).
     if (inbound_) touch(at, true);
-    on_read(at);
     if (!awaiting_pong_) return std::nullopt;
     awaiting_pong_ = false;
     const duration rtt = at > ping_sent_ ? at - ping_sent_ : duration::zero();

@@ -58,7 +58,9 @@
 // with the connection as its liveness_handler, which returns it by value: it is made in place, inside
 // the connection's own heap block (one allocation per connection, not two). It must offer
 // on_read(bool), on_write_started(), on_write_progress(), on_write_complete(bool),
-// handshake_started(), handshake_done(), close() (and may offer handshake_waiting(): a handshake
+// handshake_started(), handshake_done(), close(), on_pong() (and may offer set_ping_writer(ping_writer*):
+// the application, named while the connection can talk — after TLS's handshake, until the close —
+// null otherwise; and handshake_waiting(): a handshake
 // queued for its place, its deadline paused, nothing else resumed), and name the wheel the connection's own timers
 // (linger, phase deadline, soft limit) go on and the counters its closes are counted in:
 // scheduler(), counters() (null: none). The connection keeps no copy of either.
@@ -100,6 +102,11 @@ template <class L, class = void>
 struct has_handshake_waiting : std::false_type {};
 template <class L>
 struct has_handshake_waiting<L, std::void_t<decltype(std::declval<L&>().handshake_waiting())>> : std::true_type {};
+// Whether a liveness sends pings (set_ping_writer: optional, a liveness without a heartbeat has none).
+template <class L, class = void>
+struct has_ping_writer : std::false_type {};
+template <class L>
+struct has_ping_writer<L, std::void_t<decltype(std::declval<L&>().set_ping_writer(nullptr))>> : std::true_type {};
 } // namespace detail
 
 template <class NextLayer, class Liveness = connection_liveness, template <class> class Output = byte_output>
@@ -152,6 +159,7 @@ public:
           linger_ms_(static_cast<std::uint32_t>(options.linger.count())), handshake_done_(!is_tls), closing_(false), closed_(false),
           in_last_words_(false), half_closed_(false), deadline_fired_(false), reads_held_(false) {
         detail::teardown_registry::of(stream_.get_executor()).add(*this);
+        name_ping_writer();
     }
     /// Virtual: make_connection_with's block derives from the connection (nothing else should).
     virtual ~connection() {
@@ -162,10 +170,13 @@ public:
     connection& operator=(const connection&) = delete;
 
     /// Replaces the handler (before start, typically). The connection holds it until it is closed.
-    void set_handler(std::shared_ptr<connection_handler> handler) { handler_ = std::move(handler); }
+    void set_handler(std::shared_ptr<connection_handler> handler) {
+        handler_ = std::move(handler);
+        name_ping_writer();
+    }
     /// Lambdas as the handler (hooks that use the connection itself capture its raw pointer: the
     /// connection owns its handler, so they never outlive it).
-    void set_hooks(connection_hooks hooks) { handler_ = std::make_shared<detail::hooks_handler>(std::move(hooks)); }
+    void set_hooks(connection_hooks hooks) { set_handler(std::make_shared<detail::hooks_handler>(std::move(hooks))); }
 
     stream_type& stream() noexcept { return stream_; }
     typename stream_type::lowest_layer_type& lowest_layer() noexcept { return stream_.lowest_layer(); }
@@ -352,20 +363,25 @@ private:
         const bool can_talk = r != close_reason::write_timeout && handshake_done_;
         begin_close(r, can_talk);
     }
-    // Nothing of the protocol goes out before TLS's handshake is done (a ping then would be written
-    // into a session that does not exist yet, and its write's end would start the application's read
-    // early); the heartbeat still counts its misses, so a peer silent through its handshake dies.
-    void send_ping() override {
-        if (handler_ && !closing_ && handshake_done_) handler_->send_ping();
-    }
     void on_idle(idle_event e) override {
         if (handler_) handler_->on_idle(e);
     }
     bool close_on_idle() const noexcept override { return close_on_idle_; }
     asio::any_io_executor completion_executor() override { return stream_.get_executor(); }
+    // The heartbeat's pings go from the liveness straight to the application — one call, no relay
+    // through the connection — whenever it can talk. Nothing of the protocol goes out before TLS's
+    // handshake is done (a ping then would be written into a session that does not exist yet, and its
+    // write's end would start the application's read early; the heartbeat still judges its misses, so
+    // a peer silent through its handshake dies), nor once the connection is closing, nor to a handler
+    // let go. Named again at each of those changes.
+    void name_ping_writer() noexcept {
+        if constexpr (detail::has_ping_writer<Liveness>::value)
+            live_.set_ping_writer(handshake_done_ && !closing_ ? handler_.get() : nullptr);
+    }
     // The io_context shuts down with this connection open: break a session <-> connection cycle.
     void on_context_shutdown() noexcept override {
         const auto handler = std::exchange(handler_, nullptr); // may destroy *this as it goes
+        name_ping_writer();
         if (handler) handler->on_detached();
     }
     // A drain (net/server/drain.hpp) asks it to leave: on its own executor, its handler's way if it has one.
@@ -381,6 +397,7 @@ private:
         closing_ = true;
         reason_ = why;
         live_.close();
+        name_ping_writer();
         if (liveness_counters* n = live_.counters()) n->closed(why);
         this->output_closing();
         deadline_.cancel();
@@ -494,6 +511,7 @@ private:
                 return self.complete(ec);
             }
             c->handshake_done_ = true;
+            c->name_ping_writer();
             c->live_.handshake_done();
             self.complete(ec);
         }

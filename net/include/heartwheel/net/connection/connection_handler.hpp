@@ -10,6 +10,7 @@
 
 #include <heartwheel/net/connection/close_reason.hpp>
 #include <heartwheel/net/policies/idle_state.hpp>
+#include <heartwheel/net/policies/policy_runtime.hpp>
 
 #include <functional>
 #include <utility>
@@ -17,10 +18,12 @@
 namespace heartwheel::net {
 
 /// What a connection asks of its application; override what it needs (every call is optional).
-class connection_handler {
+/// The application is also its liveness's ping writer: the heartbeat's pings come to send_ping()
+/// straight from the policy, once the connection can talk (after TLS's handshake, until it closes).
+class connection_handler : public ping_writer {
 public:
     virtual ~connection_handler() = default;
-    virtual void send_ping() {}               ///< heartbeat: queue a ping (with send())
+    void send_ping() override {}              ///< heartbeat: queue a ping (with send())
     virtual void last_words(close_reason) {}  ///< closing: queue a goodbye (with send()); once
     virtual void on_close(close_reason) {}    ///< closed: the lowest layer is closed; once
     virtual void on_writable() {}             ///< the output drained below its low-water mark

@@ -3,16 +3,22 @@
 // (TLS handshake deadline, maximum age).
 //
 // Transport-agnostic: it is told about reads and writes and asks its owner, through one
-// liveness_handler, to send a ping and to close. net::connection does the telling (its stream records
-// every read and write) and is the handler; it can also be used alone:
+// liveness_handler, to close; its pings go to the ping_writer it is given (policy_runtime.hpp), the
+// protocol's, without passing through the owner. net::connection does the telling (its stream records
+// every read and write), is the handler, and names its application as the ping writer once it can
+// talk; it can also be used alone:
 //
-//   struct my_handler final : heartwheel::net::liveness_handler {
+//   struct my_handler final : heartwheel::net::liveness_handler, heartwheel::net::ping_writer {
 //       void send_ping() override { write("PING 1\n"); }
 //       void on_policy_close(close_reason why) override { say_bye_and_close(why); }
 //       asio::any_io_executor completion_executor() override { return socket.get_executor(); }
 //   } handler;
 //   heartwheel::net::connection_liveness live(wheel, config, handler);
+//   live.set_ping_writer(&handler);
 //   ... live.on_read(); live.on_write_complete(); live.requests().track(id, token);
+//
+// A pong enters once: on_pong() records the round trip of the ping it answers; its bytes are a read
+// like any other (on_read, which a net::connection's stream calls as they arrive), not counted again.
 //
 // Sized for many idle connections: only what the configuration enables is built (a policy that is
 // off holds no timer; the heartbeat is allocated only when on, the request tracker on first use);
@@ -56,8 +62,6 @@ public:
     /// A policy decided to close; runs at most once, last in the policy's call (it may destroy the
     /// liveness).
     virtual void on_policy_close(close_reason why) = 0;
-    /// Write a ping now (needed when heartbeats are on).
-    virtual void send_ping() {}
     /// Every idle event, closing or not.
     virtual void on_idle(idle_event) {}
     /// Whether a first idle event of any kind closes.
@@ -97,7 +101,7 @@ public:
     void on_write_progress();
     /// A whole write finished; `drained` when nothing more is queued (disarms the write timeout).
     void on_write_complete(bool drained = true);
-    /// The peer answered our ping.
+    /// The peer answered our ping: its round trip (the pong's bytes were a read: on_read).
     void on_pong();
     /// A handshake (TLS, a WebSocket upgrade) began / finished: arms / disarms limits.handshake_timeout.
     /// Meanwhile there is no heartbeat — the peer cannot be pinged mid-handshake, and the handshake's
@@ -113,7 +117,7 @@ public:
     request_tracker<std::uint64_t>& requests();
     /// Tracked requests in flight (0 when none was ever tracked: the tracker is not made for this).
     std::size_t outstanding_requests() const noexcept { return requests_ ? requests_->outstanding() : 0; }
-    bool closed() const noexcept { return closed_; }
+    bool closed() const noexcept { return idle_.stopped(); } // stopped by close() only
     /// Stops every timer and fails outstanding requests; idempotent. No callback runs afterwards.
     void close();
 
@@ -121,7 +125,9 @@ public:
     /// idle_state, the heartbeat and connection_limits too: they keep no pointer of their own to it.)
     timer_scheduler& scheduler() const noexcept override { return policy_host::scheduler(); }
     /// The counters it counts in (null: none); a net::connection counts its closes there.
-    liveness_counters* counters() const noexcept { return counters_; }
+    using policy_host::counters;
+    /// Who writes the heartbeat's pings (null: nobody yet, or no more: they are judged unwritten).
+    using policy_host::set_ping_writer;
 
 private:
     /// The node: the idle kinds' events and the max age, when due.
@@ -133,7 +139,6 @@ private:
     /// its kind and the handler says so. Returns false when the liveness closed (it may be gone).
     bool idle(idle_event e);
     void on_idle(idle_event e) override { idle(e); }
-    void send_ping() override;
     void on_dead() override;
     void on_miss() override;
     /// The limits' timers (a handshake deadline, an age that scales): one-shot, and closing.
@@ -143,14 +148,12 @@ private:
     void close_for(close_reason why) override;
 
     liveness_handler* handler_;
-    liveness_counters* counters_;
     // What is judged after construction is read from settings shared by the connections made from
     // an equal config (one pointer, not a copy per connection): the idle, heartbeat, request and
     // limits policies, and which close reasons the overload scales. First: the parts read them.
     detail::settings_ref settings_;
     idle_state idle_;
-    connection_limits limits_;
-    bool closed_ = false;
+    connection_limits limits_; // closed: idle_ stopped (a byte of its own, not one more word here)
     liveness_config::with_slots<policy_runtimes> runtimes_; ///< the policies whose slots name a runtime
     std::unique_ptr<heartbeat> heartbeat_;                 ///< only when heartbeats are on
     std::unique_ptr<request_tracker<std::uint64_t>> requests_; ///< made on first use

@@ -71,8 +71,8 @@ inline constexpr duration heartbeat_lag_forgiven = std::chrono::milliseconds(10)
 // connection. Its scheduler comes from its listener.
 class heartbeat final : timer_node {
 public:
-    /// What a heartbeat asks of its owner (must outlive it): the scheduler; send_ping(), on_miss()
-    /// and on_dead() (the misses-th consecutive miss: close); input_waiting() (bytes from the peer
+    /// What a heartbeat asks of its owner (must outlive it): the scheduler; send_ping() (handed to
+    /// its ping_writer), on_miss() and on_dead() (the misses-th consecutive miss: close); input_waiting() (bytes from the peer
     /// wait unread for a read already pending, a process stall: a miss is then not judged until
     /// they are read); uniform() for the jitter. The policies' one interface (policy_runtime.hpp).
     using listener = policy_host;
@@ -92,7 +92,8 @@ public:
     void on_write(time_point stamp) noexcept {
         if (!inbound_) touch(stamp);
     }
-    /// The answer to our ping arrived (also call on_read for its bytes): records a round trip. `at` is
+    /// The answer to our ping arrived (its bytes are a read: on_read, not repeated here): records a
+    /// round trip. `at` is
     /// exact — a fresh clock reading (timer_scheduler::fresh_now), not a batch's stamp — and the next
     /// ping counts from it: pongs read in one batch must not share one ping time (peers pinged in
     /// lockstep, round after round, each burst delaying the next round's pongs). Returns the round

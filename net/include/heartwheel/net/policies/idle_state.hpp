@@ -82,6 +82,7 @@ public:
 
     /// No more events (the kinds that scale stop their timers; the others are the owner's to stop).
     void stop() noexcept;
+    bool stopped() const noexcept { return stopped_; }
 
 private:
     enum : std::uint8_t { reader, writer, all };

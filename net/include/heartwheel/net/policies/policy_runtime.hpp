@@ -12,9 +12,12 @@
 // scale, whether the peer's bytes wait unread, and the one close decision.
 //
 // The built-in policies (idle_state's scaling kinds, the heartbeat) reach their owner through the same
-// policy_host — its idle events, pings and misses are virtual calls of its own with defaults — so a
+// policy_host — its idle events and misses are virtual calls of its own with defaults — so a
 // connection_liveness implements one interface for its policies (one vtable pointer), not a listener
-// per policy.
+// per policy. A ping is the one call that leaves the liveness for the protocol: the host hands it
+// straight to its ping_writer (the application or its framing layer, a net::connection_handler),
+// counted on the way, not relayed through the host's owner — one interface from the heartbeat to
+// the bytes of the ping.
 //
 // Invariants: a runtime holds only what it must per connection (a policy that is off holds no timer:
 // timers are allocated when configured); after stop() it never calls its host; the hooks run on the
@@ -33,7 +36,18 @@
 namespace heartwheel::net {
 
 class timeout_scale;
-struct idle_event; // idle_state.hpp
+class liveness_counters; // metrics/counters.hpp
+struct idle_event;       // idle_state.hpp
+
+/// Who writes the protocol's ping: the application or its framing layer (net::connection_handler is
+/// one; a WebSocket layer sends a ping frame, a line protocol a `PING` line).
+class ping_writer {
+public:
+    virtual void send_ping() = 0;
+
+protected:
+    ~ping_writer() = default;
+};
 
 /// What a policy asks of the connection it watches; connection_liveness is one. A runtime's hooks
 /// and the built-in policies (idle_state, heartbeat: their `listener`) call back through it.
@@ -43,14 +57,20 @@ public:
     timer_scheduler& scheduler() const noexcept { return *svc_; }
     /// The overload scale, or null: timeouts given a min shrink under pressure (timeout_scale.hpp).
     timeout_scale* scale() const noexcept { return scale_; }
+    /// The counters the policies' events are counted in, or null.
+    liveness_counters* counters() const noexcept { return counters_; }
     /// A policy decided to close; the first decision wins, later ones are ignored.
     virtual void close_for(close_reason why) = 0;
     /// Whether the peer's bytes wait unread (a judgement of silence is then put off).
     virtual bool input_waiting() = 0;
     /// An idle event of a kind that scales (idle_state: the others are its owner's to collect).
     virtual void on_idle(idle_event e);
-    /// The heartbeat: write a ping now.
-    virtual void send_ping() {}
+    /// The heartbeat: the ping, written by the ping writer now (and counted). Without one (none
+    /// given, or the owner took it back: a TLS handshake not done yet, nothing can be written) the
+    /// ping is not written, and still judged: a peer silent that long is silent.
+    void send_ping();
+    /// Who writes the pings from now on (null: nobody); the owner keeps it alive while it is named.
+    void set_ping_writer(ping_writer* w) noexcept { writer_ = w; }
     /// The heartbeat's misses-th consecutive miss: close_for(heartbeat_timeout) unless overridden.
     virtual void on_dead();
     /// Each heartbeat miss (counters, logs).
@@ -59,11 +79,14 @@ public:
     virtual double uniform();
 
 protected:
-    policy_host(timer_scheduler& svc, timeout_scale* scale) noexcept : svc_(&svc), scale_(scale) {}
+    policy_host(timer_scheduler& svc, timeout_scale* scale, liveness_counters* counters = nullptr) noexcept
+        : svc_(&svc), scale_(scale), counters_(counters) {}
     ~policy_host() = default;
 
     timer_scheduler* svc_;
     timeout_scale* scale_;
+    liveness_counters* counters_;
+    ping_writer* writer_ = nullptr;
 };
 
 /// A runtime's hooks, each doing nothing: a runtime derives from policy_runtime<itself> and hides the
