@@ -140,6 +140,28 @@ def precision(root):
             + ".")
 
 
+def million(root):
+    """The million live connections (docs/c1m_bench.json), when it was run; its targets said met or missed."""
+    if not os.path.exists(os.path.join(root, "docs", "c1m_bench.json")):
+        return ""
+    d = load(root, "c1m_bench.json")
+    s, death = d["steady"], d["death"]
+    per = s["server_rss_per_connection_bytes"]
+    p99 = death["judgement_lateness_p99_ms_at_most"]
+    return bullet(f"**A million**: {n(s['connections'])} live TCP connections on this machine, "
+                  f"{s['server_processes']} `--reuse-port` servers and as many clients (a process may hold 20,000 "
+                  f"descriptors here), up in {s['connect_seconds']:g} s: {n(per)} bytes of server RSS per connection "
+                  + ("(the target, at most 1 KiB, met)" if per <= 1024 else "(the target, at most 1 KiB, **missed**)")
+                  + f", {n(s['kernel_slab_per_socket_bytes'])} of kernel slab per socket; "
+                  f"{n(s['heartbeats_per_s'])} heartbeats a second answered at "
+                  f"{s['cpu_ms_per_1000_heartbeats']:g} ms of server CPU per 1,000; every peer then silent: "
+                  f"{n(death['judged'])} deaths judged, "
+                  + ("none early" if death["judged_early"] == 0 else f"**{n(death['judged_early'])} early**")
+                  + f", the 99th percentile within ≤ {p99:g} ms of its deadline "
+                  + (f"(within one {d['tick_ms']} ms tick: met)." if p99 is not None and p99 <= d["tick_ms"]
+                     else f"(one {d['tick_ms']} ms tick: **missed**)."))
+
+
 TAIL = """- **Beside the servers users already run**: `mqtt_server` against Debian's mosquitto (idle memory per
   device, CPU per delivered message, how late silent devices are closed) and `http_server` against
   nginx (idle kept-alive memory, wrk's rate, close lateness, slowloris): the tables on the
@@ -150,7 +172,7 @@ TAIL = """- **Beside the servers users already run**: `mqtt_server` against Debi
 def summary(root):
     return ("On a shared 2-core VM, every figure side by side in one run ([benchmarks](docs/benchmarks.md)); this\n"
             "list is written from those runs' records by `python3 bench/readme_summary.py`:\n"
-            + micro(root) + end_to_end(root) + footprint(root) + precision(root) + TAIL)
+            + micro(root) + end_to_end(root) + footprint(root) + precision(root) + million(root) + TAIL)
 
 
 def main():

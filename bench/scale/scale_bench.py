@@ -33,6 +33,14 @@ separate process at the servers' priority): K more connections (1 % of them, 50.
 like the clients until the stop, then note when their first unanswered PING and the server's close
 arrived — close minus (that PING + the timeout) is the lateness a peer sees, next to the servers' own
 figure.
+The machine: what N connections need beyond Debian's defaults is raised for the run and put back
+after it (machine_settings: the connection tracker's table, in case loopback is tracked; orphaned
+sockets, which the death phase makes by the million; the system's descriptors), each only when below
+what is needed, and recorded. Ports need nothing: every client has source addresses of its own. A
+process may hold 20,000 descriptors here (a hard limit), so N needs N / --per-process servers and as
+many clients. While the connections come up, the servers' RSS, the clients' and the kernel's slab are
+sampled against the connections up (the "ramp": RSS against connections from 0 to N, plotted with
+matplotlib to --plot).
 Prints Markdown and writes JSON (--out).
     python3 bench/scale/scale_bench.py [--connections 100000] [--seconds 30]"""
 import argparse
@@ -56,6 +64,53 @@ PER_PROCESS = 15000  # connections per process, under a 20,000-descriptor limit 
 JITTER = 0.1  # heartbeat interval ±10 % by default, as a deployment would run it (--jitter)
 HB_CLOSES = 'heartwheel_closes_total{reason="heartbeat-timeout"}'
 POLL = 0.25  # seconds between the death phase's scrapes (each scrape is work on every server's thread)
+# Kernel memory a loopback connection's two sockets take while idle, a bound (measured: ~4.2 KiB
+# each: socket, inode, file, TCP state), and what a server and a client hold per connection: the
+# run refuses to start when the machine's available memory is short of that.
+KERNEL_PER_PAIR, SERVER_PER_CONN, CLIENT_PER_CONN = 9 * 1024, 1536, 6 * 1024
+
+
+def machine_settings(n):
+    """Raises what n connections need of the kernel (each setting only when below it); returns
+    {setting: [before, during]} for the record and for restore_machine(). Not root: nothing is changed,
+    and a setting that is short is named."""
+    want = {"net/netfilter/nf_conntrack_max": 2 * n + 100000,  # both ends, should loopback be tracked
+            "net/ipv4/tcp_max_orphans": n + 100000,  # the death phase's closes: every server side at once
+            "fs/file-max": 2 * n + 200000}  # both ends' descriptors, and the rest of the machine's
+    changed = {}
+    for key, need in want.items():
+        path = "/proc/sys/" + key
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            before = int(f.read().split()[0])
+        if before >= need:
+            continue
+        try:
+            with open(path, "w") as f:
+                f.write(str(need))
+            changed[key] = [before, need]
+        except OSError as e:
+            print(f"note: {key} is {before}, below the {need} {n:,} connections need ({e.strerror}: run as root)",
+                  file=sys.stderr)
+    return changed
+
+
+def restore_machine(changed):
+    for key, (before, _) in changed.items():
+        try:
+            with open("/proc/sys/" + key, "w") as f:
+                f.write(str(before))
+        except OSError as e:
+            print(f"note: could not put {key} back to {before}: {e.strerror}", file=sys.stderr)
+
+
+def mem_available_kib():
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1])
+    return 0
 
 
 def policy_flags(interval, timeout, tick, misses=1, jitter=JITTER):
@@ -125,15 +180,35 @@ def slab_kib():
     return 0
 
 
-def scrape(mport):
-    """The server's metrics: plain samples by name (labels kept in the name)."""
-    body = urllib.request.urlopen(f"http://127.0.0.1:{mport}/metrics", timeout=10).read().decode()
+def scrape(mport, timeout=30, tries=5):
+    """The server's metrics: plain samples by name (labels kept in the name). Tried again when the
+    server closed it: its endpoint gives a request head a second (a slowloris defence), and this
+    harness, at the lowest priority on a saturated machine, may take longer to send one."""
+    for attempt in range(tries):
+        try:
+            body = urllib.request.urlopen(f"http://127.0.0.1:{mport}/metrics", timeout=timeout).read().decode()
+            break
+        except OSError:
+            if attempt == tries - 1:
+                raise
+            time.sleep(0.1)
     out = {}
     for line in body.splitlines():
         if line and not line.startswith("#"):
             name, _, value = line.rpartition(" ")
             out[name] = float(value)
     return out
+
+
+def scrape_all(mports, last):
+    """Every server's metrics, in place in `last`; a server that does not answer within 2 s (busy, or
+    this harness too slow for its endpoint) keeps its previous sample for this round."""
+    for i, m in enumerate(mports):
+        try:
+            last[i] = scrape(m, timeout=2, tries=1)
+        except OSError:
+            pass
+    return list(last)
 
 
 def total(scrapes, name):
@@ -213,25 +288,83 @@ def line_up(series, probe_events, death, tick):
             "notable": windows}
 
 
+def ramp_summary(ramp):
+    """Bytes per connection over the first and the second half of the ramp (a straight line gives the
+    same two slopes), and the kernel's slab per connection at the top."""
+    pts = [p for p in ramp if p["connections"] > 0]
+    if len(pts) < 3:
+        return {"server_bytes_per_connection_first_half": None, "server_bytes_per_connection_second_half": None,
+                "linear": False, "slab_bytes_per_connection": None, "client_bytes_per_connection_second_half": None}
+    top = pts[-1]
+    mid = min(pts, key=lambda p: abs(p["connections"] - top["connections"] / 2))
+    first = mid["server_rss_kib"] * 1024 / max(1, mid["connections"])
+    second = (top["server_rss_kib"] - mid["server_rss_kib"]) * 1024 / max(1, top["connections"] - mid["connections"])
+    client = (top["client_rss_kib"] - mid["client_rss_kib"]) * 1024 / max(1, top["connections"] - mid["connections"])
+    return {"server_bytes_per_connection_first_half": round(first), "server_bytes_per_connection_second_half": round(second),
+            "linear": abs(second - first) <= 0.15 * max(first, second),
+            "client_bytes_per_connection_second_half": round(client),
+            "slab_bytes_per_connection": round(top["slab_kib"] * 1024 / max(1, top["connections"]))}
+
+
+def plot_ramp(ramp, n, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(8, 4))
+    xs = [p["connections"] for p in ramp]
+    for key, label in (("server_rss_kib", "servers' RSS (heartwheel echo_server, all processes)"),
+                       ("client_rss_kib", "clients' RSS (echo_client, all processes)"),
+                       ("slab_kib", "kernel slab (both ends of every connection)")):
+        ax.plot(xs, [p[key] / 1048576 for p in ramp], label=label)
+    ax.set_xlabel("connections up")
+    ax.set_ylabel("GiB")
+    ax.set_title(f"Memory against connections, 0 to {n:,}")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
 def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "--plot-only":  # redraw from a run's JSON (Debian's Python)
+        with open(sys.argv[2]) as f:
+            r = json.load(f)
+        plot_ramp(r["ramp"], r["connections"], sys.argv[3])
+        return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--connections", type=int, default=100000)
     ap.add_argument("--seconds", type=int, default=30, help="the steady window")
-    ap.add_argument("--heartbeat-interval", type=int, default=10000)
+    ap.add_argument("--heartbeat-interval", type=int, default=None,
+                    help="ms (default 10,000; 60,000 from 500,000 connections: the connects, made over one "
+                         "interval, and the heartbeats then come at ~17,000 a second, which two cores carry beside "
+                         "their clients)")
     ap.add_argument("--heartbeat-timeout", type=int, default=5000)
     ap.add_argument("--tick", type=int, default=10)
     ap.add_argument("--heartbeat-misses", type=int, default=1)
     ap.add_argument("--jitter", type=float, default=JITTER, help="heartbeat interval jitter (fraction)")
     ap.add_argument("--per-process", type=int, default=PER_PROCESS, help="connections per server / client process")
-    ap.add_argument("--out", default=os.path.join(ROOT, "docs", "scale_bench.json"))
+    ap.add_argument("--out", default=None, help="the JSON (default: docs/scale_bench.json, docs/c1m_bench.json "
+                                                "from a million connections)")
+    ap.add_argument("--plot", default=None, help="RSS against connections (default: docs/scale_ramp.png, "
+                                                 "docs/c1m_ramp.png from a million)")
     a = ap.parse_args()
     n = a.connections
+    a.heartbeat_interval = a.heartbeat_interval or (60000 if n >= 500000 else 10000)
+    big = n >= 1000000
+    a.out = a.out or os.path.join(ROOT, "docs", "c1m_bench.json" if big else "scale_bench.json")
+    a.plot = a.plot or os.path.join(ROOT, "docs", "c1m_ramp.png" if big else "scale_ramp.png")
     procs = max(1, math.ceil(n / a.per_process))
+    need_kib = n * (KERNEL_PER_PAIR + SERVER_PER_CONN + CLIENT_PER_CONN) // 1024
+    if mem_available_kib() < need_kib:
+        raise SystemExit(f"{n:,} connections need about {need_kib / 1048576:.1f} GiB (kernel, servers, clients); "
+                         f"this machine has {mem_available_kib() / 1048576:.1f} GiB available")
+    poll = POLL if procs <= 8 else 1.0  # each poll scrapes every server: fewer of them with many
+    changed = machine_settings(n)
     interval, timeout, tick = a.heartbeat_interval, a.heartbeat_timeout, a.tick
     misses, jitter = a.heartbeat_misses, a.jitter
     flags = ["--reuse-port", *policy_flags(interval, timeout, tick, misses, jitter)]
     servers, mports, clients, probe, observer = [], [], [], None, None
     observed = min(200, max(50, n // 100))
+    ramp = []
     try:
         port = 0
         for _ in range(procs):
@@ -252,15 +385,25 @@ def main():
             clients.append(subprocess.Popen(
                 [CLIENT, "--quiet", "--connect", f"127.0.0.1:{port}", "--connections", str(count), "--send-interval",
                  "0", "--answer-pings", "yes", "--duration", "3600000", "--connect-stagger-us", str(stagger_us),
+                 # The clients' own heartbeat waits three of the servers' intervals: only the servers ping
+                 # (a client pinging first would be inbound traffic, and the servers would never ping).
+                 "--heartbeat-interval", str(3 * interval),
                  "--source", src],
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
         t0 = time.monotonic()
+        bound = max(120, 3 * interval / 1000 + 60)  # the clients take an interval to connect
+        last = [{} for _ in mports]
         while True:
-            up = total([scrape(m) for m in mports], "heartwheel_connections")
+            up = total(scrape_all(mports, last), "heartwheel_connections")
+            # The ramp: RSS against connections, the servers' and the clients' apart, and the kernel's slab.
+            ramp.append({"s": round(time.monotonic() - t0, 2), "connections": int(up),
+                         "server_rss_kib": sum(proc_cpu_rss(p.pid)[1] for p in servers) - base_rss,
+                         "client_rss_kib": sum(proc_cpu_rss(c.pid)[1] for c in clients),
+                         "slab_kib": slab_kib() - slab0})
             if up >= n:
                 break
-            if time.monotonic() - t0 > 120:
-                raise SystemExit(f"only {up:.0f} of {n} connections came up in 120 s")
+            if time.monotonic() - t0 > bound:
+                raise SystemExit(f"only {up:.0f} of {n} connections came up in {bound:.0f} s")
             time.sleep(0.5)
         connect_s = time.monotonic() - t0
         time.sleep(2)  # the accept bursts are over
@@ -286,6 +429,9 @@ def main():
         after = [scrape(m) for m in mports]
         figures = [proc_cpu_rss(p.pid) for p in servers]
         cpu1, rss = sum(f[0] for f in figures), sum(f[1] for f in figures)
+        client_rss = sum(proc_cpu_rss(c.pid)[1] for c in clients)
+        per_server = sorted(int(s.get("heartwheel_connections", 0)) for s in after)
+        per_rss = sorted(f[1] for f in figures)
         slab1, sock1 = slab_kib(), sockstat_tcp()
         pings = total(after, "heartwheel_pings_sent_total") - total(before, "heartwheel_pings_sent_total")
         pongs = total(after, "heartwheel_pongs_received_total") - total(before, "heartwheel_pongs_received_total")
@@ -302,6 +448,12 @@ def main():
             "wakeups_per_s": round(wakeups / a.seconds, 1), "rtt_p99_ms_at_most": None if rtt_p99 is None else rtt_p99 * 1000,
             "read_buffers": int(total(after, "heartwheel_read_buffers")),
             "liveness_closes": liveness_closes(after),
+            "heartbeats_per_s": round(pongs / a.seconds),
+            "client_processes": len(clients), "client_rss_mib": round(client_rss / 1024, 1),
+            "client_rss_per_connection_bytes": round(client_rss * 1024 / n),
+            "per_server_process": {"connections_min": per_server[0], "connections_max": per_server[-1],
+                                   "rss_mib_min": round(per_rss[0] / 1024, 1), "rss_mib_max": round(per_rss[-1] / 1024, 1),
+                                   "base_rss_mib": round(base_rss / 1024 / procs, 1)},
         }
         # Phase 2: every client dies at once.
         late0 = histogram(after, "heartwheel_timer_lateness_seconds")
@@ -315,11 +467,12 @@ def main():
             c.send_signal(signal.SIGSTOP)
         death = time.monotonic()
         first = last = None
-        limit = death + (interval + (misses - 1) * max(interval, timeout) * (1 + jitter) + timeout) / 1000 + 30
+        limit = death + (interval * (1 + jitter) + (misses - 1) * max(interval, timeout) * (1 + jitter) + timeout) / 1000 + 30
         series = [series_point(after, death, death, servers, tick)]
+        last = list(after)
         while time.monotonic() < limit:
             began = time.monotonic()
-            scrapes = [scrape(m) for m in mports]
+            scrapes = scrape_all(mports, last)
             series.append(series_point(scrapes, began, time.monotonic(), servers, tick))
             closed = series[-1]["closed"]
             now = time.monotonic() - death
@@ -328,7 +481,7 @@ def main():
             if closed >= n:
                 last = now
                 break
-            time.sleep(POLL)
+            time.sleep(poll)
         final = [scrape(m) for m in mports]
         cpu3 = sum(proc_cpu_rss(p.pid)[0] for p in servers)
         rq1 = run_queue_wait([p.pid for p in servers])
@@ -348,7 +501,7 @@ def main():
         late_max = quantile(histogram(final, "heartwheel_timer_lateness_seconds"), late0, 1.0)
         more = (misses - 1) * max(interval, timeout)  # the misses after the first, each an interval or a timeout apart
         earliest = (more * (1 - jitter) + timeout) / 1000
-        latest = (interval * (1 + jitter) + more * (1 + jitter) + timeout + tick) / 1000 + POLL + 0.05
+        latest = (interval * (1 + jitter) + more * (1 + jitter) + timeout + tick) / 1000 + poll + 0.05
         name = "heartwheel_heartbeat_death_lateness_seconds"
         deaths = total(final, name + "_count") - total(after, name + "_count")
         h1, h0 = histogram(final, name), histogram(after, name)
@@ -404,14 +557,33 @@ def main():
                 p.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 p.kill()
-    result = {"steady": steady, "death": death_phase, "heartbeat_interval_ms": interval, "heartbeat_timeout_ms": timeout,
+        restore_machine(changed)
+    result = {"connections": n, "steady": steady, "death": death_phase, "ramp": ramp, "machine_settings": changed,
+              "heartbeat_interval_ms": interval, "heartbeat_timeout_ms": timeout,
               "tick_ms": tick, "machine": f"{os.cpu_count()} cores", "date": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     with open(a.out, "w") as f:
         json.dump(result, f, indent=1)
+    try:
+        plot_ramp(ramp, n, a.plot)
+    except ImportError:  # this Python has no matplotlib: Debian's has
+        subprocess.run(["/usr/bin/python3", __file__, "--plot-only", a.out, a.plot], check=True)
     s, d = steady, death_phase
     print(f"{s['connections']} connections over {procs} server processes (--reuse-port) and {procs} clients "
           f"(--source), up in {s['connect_seconds']} s; reader idle, heartbeat every {interval / 1000:g} s "
           f"(timeout {timeout / 1000:g} s, every client answering) and max age on; wheel tick {tick} ms.\n")
+    r = ramp_summary(ramp)
+    pp = s["per_server_process"]
+    one = n * s["server_rss_per_connection_bytes"] / 1048576
+    print(f"Memory against connections as they came up (every 0.5 s; plot: docs/{os.path.basename(a.plot)}): server RSS "
+          f"{r['server_bytes_per_connection_first_half']} B per connection over the first half, "
+          f"{r['server_bytes_per_connection_second_half']} B over the second (linear: "
+          f"{'yes' if r['linear'] else 'no'}); kernel slab {r['slab_bytes_per_connection']} B per connection (both ends). "
+          f"Per server process: {pp['connections_min']:,}–{pp['connections_max']:,} connections, "
+          f"{pp['rss_mib_min']}–{pp['rss_mib_max']} MiB RSS ({pp['base_rss_mib']} MiB of it before any connection). One "
+          f"process without the 20,000-descriptor limit would need {n + 64:,} descriptors (RLIMIT_NOFILE) and about "
+          f"{one:,.0f} MiB for its connections. The machine, for the run: "
+          + (", ".join(f"{k.split('/')[-1]} {b:,} → {w:,}" for k, (b, w) in changed.items()) or "nothing changed")
+          + " (put back after it).\n")
     print("| steady window | value |\n|---|---:|")
     print(f"| server RSS, total | {s['server_rss_mib']} MiB |")
     print(f"| server RSS per connection | {s['server_rss_per_connection_bytes']} B |")
@@ -420,7 +592,10 @@ def main():
           f"{s['kernel_tcp_buffer_pages']} |")
     print(f"| server CPU over {a.seconds} s | {s['server_cpu_s']} s |")
     print(f"| heartbeats (pings sent / pongs) | {s['pings']} / {s['pongs']} |")
+    print(f"| heartbeats answered per second | {s['heartbeats_per_s']:,} |")
     print(f"| server CPU per 1,000 heartbeats | {s['cpu_ms_per_1000_heartbeats']} ms |")
+    print(f"| client RSS per connection ({s['client_processes']} echo_client processes; with each one's base / "
+          f"as the ramp grew) | {s['client_rss_per_connection_bytes']} B / {r['client_bytes_per_connection_second_half']} B |")
     print(f"| driver wake-ups per second (all wheels) | {s['wakeups_per_s']} |")
     print(f"| ping RTT p99 (histogram bucket bound) | ≤ {s['rtt_p99_ms_at_most']} ms |")
     print(f"| read buffers held | {s['read_buffers']} |")
