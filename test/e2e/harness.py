@@ -114,16 +114,16 @@ class CoroServer(Server):
 
 
 class FramedServer:
-    """A Beast example server (ws_chat_server, http_server) on `host`:0 with `flags` (`prefix`: run
+    """A Beast example server (ws_chat_server, http_server) on `host`:`port` (0: any) with `flags` (`prefix`: run
     through another command, as Server's). stop() sends
     SIGTERM and returns its final line — "final closes=<reason>:<n>,... <count>=<n>" — as
     ({reason: n}, n); leaving the `with` kills it if it still runs."""
 
-    def __init__(self, binary, count, *flags, host="127.0.0.1", prefix=()):
+    def __init__(self, binary, count, *flags, host="127.0.0.1", prefix=(), port=0):
         self.count = count
         if "--drain-window" not in flags:  # SIGTERM closes at once ("shutdown") unless a test drains
             flags = [*flags, "--drain-window", "0"]
-        self.proc = subprocess.Popen([*prefix, binary, "--listen", f"{host}:0", *flags], stdout=subprocess.PIPE,
+        self.proc = subprocess.Popen([*prefix, binary, "--listen", f"{host}:{port}", *flags], stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
         assert line.startswith(f"listening on {host}:"), f"first line {line!r}: {self.proc.stderr.read()}"
@@ -132,7 +132,12 @@ class FramedServer:
 
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)
-        out, err = self.proc.communicate(timeout=30)
+        return self.ended()
+
+    def ended(self, timeout=30):
+        """Waits for the process to exit (by itself: a drain after a handover; or after stop()) and
+        returns its final line as ({reason: n}, n)."""
+        out, err = self.proc.communicate(timeout=timeout)
         assert self.proc.returncode == 0, f"exit {self.proc.returncode}: {err}"
         final = [line for line in out.splitlines() if line.startswith("final ")][0]
         fields = dict(part.split("=", 1) for part in final.split()[1:])

@@ -12,18 +12,32 @@ Judged from the clients' side (echo_client's summary) and from each process's fi
  - no handshake shed, none failed, no PROXY header refused (health checks every 300 ms included: a
    header, then a close before any TLS byte, is peer-closed);
  - the old processes exit 0 after their drain.
+The same restart for the WebSocket chat (ChatRollingRestart): two ws_chat_servers behind HAProxy,
+Python WebSocket clients through it, each sending a numbered message every 200 ms to the room of the
+process it reached; each old process asks its clients to leave with close 1012 spread over its drain
+window, and they come back through the balancer after a random delay within it. Judged from the
+clients: no connect failed, every client came back once per 1012 it got and was closed in no other
+way, the 1012s of one process spread over its window, and no message lost between members present —
+every sequence a member received from another member's connection is whole between its first and
+its last message (a member joining later or leaving earlier sees less, never one with holes).
 The full-size version (more servers and clients, a plot of reconnects per second) is a benchmark's
-job. Bounded: ~14 s."""
+job. Bounded: ~14 s each."""
+import asyncio
 import json
 import os
+import random
 import subprocess
 import sys
+import threading
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from balancer import HAProxy, free_port  # noqa: E402
-from harness import CLIENT, Server, parse_stats, tempdir, tls_flags  # noqa: E402
+from harness import BUILD, CLIENT, FramedServer, Server, debian_module, parse_stats, tempdir, tls_flags  # noqa: E402
+
+websockets = debian_module("websockets")
+CHAT = os.path.join(BUILD, "examples", "ws_chat_server")
 
 SANITIZED = bool(os.environ.get("HEARTWHEEL_SANITIZE"))
 CLIENTS = 60 if SANITIZED else 200
@@ -89,6 +103,137 @@ class RollingRestart(unittest.TestCase):
         self.assertEqual(closes.get("handshake-shed", 0), 0, closes)
         self.assertEqual(closes.get("handshake-failed", 0), 0, closes)
         for reason in ("proxy-missing", "proxy-malformed", "proxy-untrusted", "proxy-timeout", "proxy-oversized"):
+            self.assertEqual(closes.get(reason, 0), 0, closes)
+
+
+class ChatClient:
+    """One chat member through the balancer: sends "<id> <epoch> <seq>" every 200 ms on its connection
+    of the moment (epoch: how many times it connected before), notes what it receives per sender
+    connection, and after a close 1012 comes back after a random delay within the drain window."""
+
+    def __init__(self, ident, port, until):
+        self.ident, self.port, self.until = ident, port, until
+        self.epoch = 0
+        self.received = {}  # (receiver epoch, sender id, sender epoch) -> [seq, ...]
+        self.closes = []  # (close code, reason, monotonic time) the server sent
+        self.connect_failures = 0
+        self.reconnects = 0
+
+    async def run(self):
+        while time.monotonic() < self.until:
+            try:
+                ws = await websockets.connect(f"ws://127.0.0.1:{self.port}", ping_interval=None, open_timeout=10,
+                                              close_timeout=2, max_queue=None)
+            except (OSError, asyncio.TimeoutError, websockets.InvalidHandshake):
+                self.connect_failures += 1
+                await asyncio.sleep(0.2)
+                continue
+            sender = asyncio.ensure_future(self.send(ws))
+            code = None
+            try:
+                async for text in ws:
+                    ident, epoch, seq = (int(x) for x in text.split())
+                    self.received.setdefault((self.epoch, ident, epoch), []).append(seq)
+            except websockets.ConnectionClosed:
+                pass
+            sender.cancel()
+            if ws.close_rcvd is not None and ws.close_rcvd_then_sent:  # the server closed first
+                code = ws.close_rcvd.code
+                self.closes.append((code, ws.close_rcvd.reason, time.monotonic()))
+            if time.monotonic() >= self.until:
+                break
+            if code != 1012:  # closed some other way: noted, and the test fails on it
+                break
+            self.epoch += 1
+            self.reconnects += 1
+            await asyncio.sleep(random.uniform(0, WINDOW_MS / 1000))
+
+    async def send(self, ws):
+        seq = 0
+        try:
+            while time.monotonic() < self.until:
+                await ws.send(f"{self.ident} {self.epoch} {seq}")
+                seq += 1
+                await asyncio.sleep(0.2)
+            await ws.close()
+        except websockets.ConnectionClosed:
+            pass
+
+
+class ChatRollingRestart(unittest.TestCase):
+    def test_a_rolling_restart_of_the_chat_behind_haproxy_loses_no_message_between_members_present(self):
+        members = 16 if SANITIZED else 40
+        with tempdir() as d:
+            ports = [free_port(), free_port()]
+            handovers = [os.path.join(d, f"c{i}.handover") for i in range(2)]
+
+            def server(i):
+                return FramedServer(CHAT, "messages", "--proxy-protocol", "--handover", handovers[i],
+                                    "--drain-window", str(WINDOW_MS), port=ports[i])
+
+            servers = [server(0), server(1)]
+            finals, drained_at = [], []
+            try:
+                with HAProxy(d, ports, "send-proxy-v2 check check-send-proxy inter 300") as lb:
+                    until = time.monotonic() + DURATION_MS / 1000
+                    clients = [ChatClient(k, lb.port, until) for k in range(members)]
+
+                    def restarts():
+                        for i in range(2):  # one by one: the next only once the first has drained
+                            time.sleep(2.5)
+                            successor = server(i)
+                            drained_at.append(time.monotonic())
+                            finals.append(servers[i].ended(timeout=20))
+                            servers[i] = successor
+
+                    mover = threading.Thread(target=restarts)
+                    mover.start()
+
+                    async def all_members():
+                        await asyncio.gather(*(c.run() for c in clients))
+
+                    asyncio.run(asyncio.wait_for(all_members(), DURATION_MS / 1000 + 30))
+                    mover.join(timeout=30)
+                    for s in servers:
+                        finals.append(s.stop())
+            finally:
+                for s in servers:
+                    s.__exit__(None, None, None)
+        self.assertEqual(len(finals), 4, "a restart did not finish")
+        closes = {}
+        for c, _ in finals:
+            for reason, n in c.items():
+                closes[reason] = closes.get(reason, 0) + n
+        told = sum(c.get("draining", 0) for c, _ in finals[:2])
+        codes = [code for c in clients for code, _, _ in c.closes]
+        holes, pairs, delivered = [], 0, 0
+        for c in clients:
+            for (epoch, sender, sender_epoch), seqs in c.received.items():
+                pairs += 1
+                delivered += len(seqs)
+                if seqs != list(range(seqs[0], seqs[0] + len(seqs))):
+                    holes.append((c.ident, epoch, sender, sender_epoch, seqs))
+        print(f"rolling restart of 2 chat servers behind HAProxy, {members} members: {delivered} messages delivered "
+              f"over {pairs} sender/receiver connection pairs, {len(holes)} with a hole; closes the members saw "
+              f"{sorted(set(codes))} ({codes.count(1012)} × 1012, told to leave: {told}); reconnects "
+              f"{sum(c.reconnects for c in clients)}; connect failures {sum(c.connect_failures for c in clients)}; "
+              f"the four processes' closes {closes}")
+        self.assertEqual(sum(c.connect_failures for c in clients), 0)
+        self.assertGreater(told, members // 4, finals[:2])  # each old process had members to drain
+        self.assertEqual(set(codes) - {1012}, set(), [c.closes for c in clients])
+        self.assertEqual(codes.count(1012), told)
+        for c in clients:
+            self.assertEqual(c.reconnects, sum(code == 1012 for code, _, _ in c.closes), c.closes)
+        # The asks of one process spread over its window, not all at once.
+        for at in drained_at:
+            times = sorted(t for c in clients for code, _, t in c.closes
+                           if code == 1012 and at <= t <= at + WINDOW_MS / 1000 + 1)
+            if len(times) >= 5:
+                self.assertGreater(times[-1] - times[0], 0.4 * WINDOW_MS / 1000, times)
+        self.assertEqual(holes, [])
+        self.assertGreater(delivered, members * members)  # the rooms were talking
+        for reason in ("handshake-failed", "handshake-shed", "proxy-missing", "proxy-malformed", "proxy-untrusted",
+                       "proxy-timeout", "proxy-oversized", "slow-consumer"):
             self.assertEqual(closes.get(reason, 0), 0, closes)
 
 

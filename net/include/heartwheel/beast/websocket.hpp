@@ -488,8 +488,12 @@ private:
             }
             if (c->conn_->closing()) return self.complete(ec ? ec : error_code(net::errc::connection_closed));
             if (ec) {
-                // Gone before a byte of a request (a browser's spare preconnection): the peer's own end.
-                const bool nothing_sent = ec == boost::beast::http::error::end_of_stream;
+                // Gone before a byte of a request — a browser's spare preconnection ends it, a balancer's
+                // health check resets it (HAProxy's checks close without lingering) — is the peer's own
+                // end, not a failed handshake; a request cut or garbled is one.
+                const bool gone = ec == boost::beast::http::error::end_of_stream || ec == asio::error::connection_reset ||
+                                  ec == asio::error::eof;
+                const bool nothing_sent = gone && !in->parser.got_some() && in->buffer.size() == 0;
                 c->conn_->abort(nothing_sent ? net::close_reason::peer_closed : net::close_reason::handshake_failed);
                 return self.complete(ec);
             }
