@@ -91,6 +91,7 @@ public:
     virtual ~link_base() = default;
     virtual void send(std::string_view line) = 0;
     virtual bool full() = 0; ///< the write queue is above its high-water mark
+    virtual bool closing() = 0; ///< closing (the server said BYE, or the client leaves): nothing more goes out
     virtual void close() = 0;
     /// Closes for the client's own reason: FIN now, the link ends when the server's FIN comes or
     /// after a second.
@@ -237,7 +238,9 @@ private:
 
     /// `retry`: one a draining server left unprocessed, sent again (counted once, as a request already).
     bool send_request(bool retry = false) {
-        if (!open_ || !link_ || link_->full()) return false;
+        // Nothing is sent on a link that is closing: a request the sender's timer made between a BYE
+        // and the end of the link would never be processed, nor sent again (it failed on the close).
+        if (!open_ || !link_ || link_->closing() || link_->full()) return false;
         auto& s = c_.stats();
         const std::uint64_t id = (static_cast<std::uint64_t>(index_) << 32) | ++seq_;
         std::string line = "REQ " + std::to_string(id) + ' ' + std::to_string(heartwheel::clock::now().time_since_epoch().count()) + ' ';
@@ -340,6 +343,7 @@ public:
 
     void send(std::string_view line) override { conn_->send({line, "\n"}); }
     bool full() override { return !conn_->can_read() && !conn_->closing(); }
+    bool closing() override { return conn_->closing(); }
     void close() override {
         if (conn_) conn_->abort(heartwheel::net::close_reason::shutdown);
     }

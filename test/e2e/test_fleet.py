@@ -25,7 +25,6 @@ job. Bounded: ~14 s each."""
 import asyncio
 import json
 import os
-import random
 import subprocess
 import sys
 import threading
@@ -34,9 +33,9 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from balancer import HAProxy, free_port  # noqa: E402
-from harness import BUILD, CLIENT, FramedServer, Server, debian_module, parse_stats, tempdir, tls_flags  # noqa: E402
+from harness import BUILD, CLIENT, FramedServer, Server, parse_stats, tempdir, tls_flags  # noqa: E402
+from chat_members import ChatMember, all_holes  # noqa: E402
 
-websockets = debian_module("websockets")
 CHAT = os.path.join(BUILD, "examples", "ws_chat_server")
 
 SANITIZED = bool(os.environ.get("HEARTWHEEL_SANITIZE"))
@@ -106,60 +105,6 @@ class RollingRestart(unittest.TestCase):
             self.assertEqual(closes.get(reason, 0), 0, closes)
 
 
-class ChatClient:
-    """One chat member through the balancer: sends "<id> <epoch> <seq>" every 200 ms on its connection
-    of the moment (epoch: how many times it connected before), notes what it receives per sender
-    connection, and after a close 1012 comes back after a random delay within the drain window."""
-
-    def __init__(self, ident, port, until):
-        self.ident, self.port, self.until = ident, port, until
-        self.epoch = 0
-        self.received = {}  # (receiver epoch, sender id, sender epoch) -> [seq, ...]
-        self.closes = []  # (close code, reason, monotonic time) the server sent
-        self.connect_failures = 0
-        self.reconnects = 0
-
-    async def run(self):
-        while time.monotonic() < self.until:
-            try:
-                ws = await websockets.connect(f"ws://127.0.0.1:{self.port}", ping_interval=None, open_timeout=10,
-                                              close_timeout=2, max_queue=None)
-            except (OSError, asyncio.TimeoutError, websockets.InvalidHandshake):
-                self.connect_failures += 1
-                await asyncio.sleep(0.2)
-                continue
-            sender = asyncio.ensure_future(self.send(ws))
-            code = None
-            try:
-                async for text in ws:
-                    ident, epoch, seq = (int(x) for x in text.split())
-                    self.received.setdefault((self.epoch, ident, epoch), []).append(seq)
-            except websockets.ConnectionClosed:
-                pass
-            sender.cancel()
-            if ws.close_rcvd is not None and ws.close_rcvd_then_sent:  # the server closed first
-                code = ws.close_rcvd.code
-                self.closes.append((code, ws.close_rcvd.reason, time.monotonic()))
-            if time.monotonic() >= self.until:
-                break
-            if code != 1012:  # closed some other way: noted, and the test fails on it
-                break
-            self.epoch += 1
-            self.reconnects += 1
-            await asyncio.sleep(random.uniform(0, WINDOW_MS / 1000))
-
-    async def send(self, ws):
-        seq = 0
-        try:
-            while time.monotonic() < self.until:
-                await ws.send(f"{self.ident} {self.epoch} {seq}")
-                seq += 1
-                await asyncio.sleep(0.2)
-            await ws.close()
-        except websockets.ConnectionClosed:
-            pass
-
-
 class ChatRollingRestart(unittest.TestCase):
     def test_a_rolling_restart_of_the_chat_behind_haproxy_loses_no_message_between_members_present(self):
         members = 16 if SANITIZED else 40
@@ -176,7 +121,7 @@ class ChatRollingRestart(unittest.TestCase):
             try:
                 with HAProxy(d, ports, "send-proxy-v2 check check-send-proxy inter 300") as lb:
                     until = time.monotonic() + DURATION_MS / 1000
-                    clients = [ChatClient(k, lb.port, until) for k in range(members)]
+                    clients = [ChatMember(k, lb.port, until, WINDOW_MS) for k in range(members)]
 
                     def restarts():
                         for i in range(2):  # one by one: the next only once the first has drained
@@ -206,15 +151,9 @@ class ChatRollingRestart(unittest.TestCase):
                 closes[reason] = closes.get(reason, 0) + n
         told = sum(c.get("draining", 0) for c, _ in finals[:2])
         codes = [code for c in clients for code, _, _ in c.closes]
-        holes, pairs, delivered = [], 0, 0
-        for c in clients:
-            for (epoch, sender, sender_epoch), seqs in c.received.items():
-                pairs += 1
-                delivered += len(seqs)
-                if seqs != list(range(seqs[0], seqs[0] + len(seqs))):
-                    holes.append((c.ident, epoch, sender, sender_epoch, seqs))
+        found, pairs, delivered = all_holes(clients)
         print(f"rolling restart of 2 chat servers behind HAProxy, {members} members: {delivered} messages delivered "
-              f"over {pairs} sender/receiver connection pairs, {len(holes)} with a hole; closes the members saw "
+              f"over {pairs} sender/receiver connection pairs, {len(found)} with a hole; closes the members saw "
               f"{sorted(set(codes))} ({codes.count(1012)} × 1012, told to leave: {told}); reconnects "
               f"{sum(c.reconnects for c in clients)}; connect failures {sum(c.connect_failures for c in clients)}; "
               f"the four processes' closes {closes}")
@@ -230,7 +169,7 @@ class ChatRollingRestart(unittest.TestCase):
                            if code == 1012 and at <= t <= at + WINDOW_MS / 1000 + 1)
             if len(times) >= 5:
                 self.assertGreater(times[-1] - times[0], 0.4 * WINDOW_MS / 1000, times)
-        self.assertEqual(holes, [])
+        self.assertEqual(found, [])
         self.assertGreater(delivered, members * members)  # the rooms were talking
         for reason in ("handshake-failed", "handshake-shed", "proxy-missing", "proxy-malformed", "proxy-untrusted",
                        "proxy-timeout", "proxy-oversized", "slow-consumer"):

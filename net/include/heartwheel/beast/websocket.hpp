@@ -327,6 +327,15 @@ private:
     bool away() { return on_strand_ && !net::detail::running_in_home(conn_->get_executor()); }
 
     // --- net::connection_handler: the connection asks, WebSocket answers --------------------------
+    // A drain: an open WebSocket closes `draining`, its last words the close 1012. One asked in the
+    // middle of its upgrade finishes it first (closed now, the client would see its upgrade fail, a
+    // connect that failed rather than a server that asked it to come back), then leaves the same
+    // way; an upgrade that never finishes ends at its handshake deadline or the drain window's end.
+    bool on_drain() override {
+        if (open_) return false;
+        drain_after_upgrade_ = true;
+        return true;
+    }
     void send_ping() override {
         if (!open_ || pinging_) return;
         pinging_ = true;
@@ -463,6 +472,7 @@ private:
                 return self.complete(ec);
             }
             c->open_ = true;
+            if (c->drain_after_upgrade_) c->conn_->leave(); // asked mid-upgrade: the 1012 goes now
             if (c->pending() > 0 && !c->writing_) c->write_next(); // what was sent during the upgrade
             self.complete(ec);
         }
@@ -572,6 +582,7 @@ private:
     std::size_t pending() const noexcept { return queue_ ? queue_->size() : 0; }
     std::size_t queued_ = 0;
     bool open_ = false, writing_ = false, pinging_ = false, undefined_close_code_ = false;
+    bool drain_after_upgrade_ = false; ///< a drain asked during the upgrade: leave once it is done
     bool on_strand_ = false; ///< the connection lives on a strand: send() looks whether it runs inside it
 };
 
