@@ -105,14 +105,6 @@ def restore_machine(changed):
             print(f"note: could not put {key} back to {before}: {e.strerror}", file=sys.stderr)
 
 
-def mem_available_kib():
-    with open("/proc/meminfo") as f:
-        for line in f:
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1])
-    return 0
-
-
 def policy_flags(interval, timeout, tick, misses=1, jitter=JITTER):
     """echo_server's flags for every benchmarked server: metrics, reader idle, heartbeat and max age on."""
     return ["--metrics", "127.0.0.1:0", "--max-connections", "25000", "--tick", str(tick), "--reader-idle", "3600000",
@@ -172,12 +164,17 @@ def sockstat_tcp():
     return {}
 
 
-def slab_kib():
+def meminfo_kib(field):
+    """A /proc/meminfo figure in KiB (e.g. "Slab", "MemAvailable"); 0 if absent."""
     with open("/proc/meminfo") as f:
         for line in f:
-            if line.startswith("Slab:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1])
     return 0
+
+
+def slab_kib():
+    return meminfo_kib("Slab")
 
 
 def scrape(mport, timeout=30, tries=5):
@@ -354,9 +351,9 @@ def main():
     a.plot = a.plot or os.path.join(ROOT, "docs", "c1m_ramp.png" if big else "scale_ramp.png")
     procs = max(1, math.ceil(n / a.per_process))
     need_kib = n * (KERNEL_PER_PAIR + SERVER_PER_CONN + CLIENT_PER_CONN) // 1024
-    if mem_available_kib() < need_kib:
+    if meminfo_kib("MemAvailable") < need_kib:
         raise SystemExit(f"{n:,} connections need about {need_kib / 1048576:.1f} GiB (kernel, servers, clients); "
-                         f"this machine has {mem_available_kib() / 1048576:.1f} GiB available")
+                         f"this machine has {meminfo_kib('MemAvailable') / 1048576:.1f} GiB available")
     poll = POLL if procs <= 8 else 1.0  # each poll scrapes every server: fewer of them with many
     changed = machine_settings(n)
     interval, timeout, tick = a.heartbeat_interval, a.heartbeat_timeout, a.tick
