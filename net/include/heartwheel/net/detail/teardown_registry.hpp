@@ -79,6 +79,7 @@ public:
         if (closed_) return;
         list_.push_back(e);
         ++count_;
+        ++added_;
         if (since_trim_ < trim_after) ++since_trim_;
     }
     /// A registered connection's socket closed: its admission place is free.
@@ -122,6 +123,11 @@ public:
         const std::lock_guard<std::mutex> lock(mutex_);
         return count_;
     }
+    /// Entries ever registered (a drain counts those that arrive while it runs).
+    std::size_t added() {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        return added_;
+    }
     /// Takes up to `n` entries not yet asked to leave, marks them asked, and returns them kept alive
     /// (a dying one is marked and skipped).
     std::vector<std::pair<std::shared_ptr<void>, entry*>> take_unasked(std::size_t n) {
@@ -163,6 +169,7 @@ private:
     list_head list_;  ///< not asked to leave
     list_head asked_; ///< asked to leave by a drain
     std::size_t count_ = 0;
+    std::size_t added_ = 0;
     std::shared_ptr<admission> admission_;
     unsigned since_trim_ = 0; ///< connections added since the last trim (saturating at trim_after)
     bool closed_ = false;

@@ -12,14 +12,20 @@
 // Asking is connection::drain: on the connection's executor, its handler may leave its own way
 // (connection_handler::on_drain: an HTTP layer answers the request in progress with
 // `Connection: close` first); otherwise it closes `draining`, and its last words say so (a WebSocket
-// close 1012, echo's BYE). By step k of n, ceil(N × k / n) of the N connections there at the start
-// have been asked; at the window's end every one still unasked is. async_drain completes when no
-// connection is left, or at the window's end with how many remain (still saying goodbye, or
-// answering) — the server then closes those `shutdown` as before.
+// close 1012, echo's BYE).
 //
-// Stop accepting first (listener::close): a connection that arrives during a drain is asked at the
-// end. One drain per execution context at a time (a thread-per-core server drains each thread's
-// context; a pool's strands share one).
+// The schedule (drain_due, a plain function of the elapsed time): the asks are spread over the
+// window less a reserve (a tenth of it, at least a step, at most a second), so that the last one
+// asked still has time to say goodbye and hear the peer's answer before the window's end, where what
+// remains is closed `shutdown` — a connection asked at the very end would race that close. By the
+// fraction f of the spread, ceil(N × f) of the N connections there at the start have been asked; a
+// connection that arrives during the drain (accepted just before the listener closed, or its
+// handshake finished) is asked at the next step. async_drain completes when no connection is left,
+// or at the window's end with how many remain (still saying goodbye, or answering) — the server then
+// closes those `shutdown`.
+//
+// Stop accepting first (listener::close). One drain per execution context at a time (a
+// thread-per-core server drains each thread's context; a pool's strands share one).
 #ifndef HEARTWHEEL_NET_DRAIN_HPP
 #define HEARTWHEEL_NET_DRAIN_HPP
 
@@ -29,9 +35,11 @@
 
 #include <heartwheel/asio.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <utility>
 
@@ -42,14 +50,37 @@ close_reason draining_reason();
 
 namespace detail {
 
+/// The part of a window a drain keeps after its last ask: a tenth, at least `step`, at most 1 s.
+constexpr std::chrono::milliseconds drain_reserve(std::chrono::milliseconds window, std::chrono::milliseconds step) {
+    auto r = window / 10;
+    if (r > std::chrono::milliseconds(1000)) r = std::chrono::milliseconds(1000);
+    if (r < step) r = step;
+    return r < window ? r : window;
+}
+
+/// How many connections a drain should have asked `elapsed` into it: of `initial` there at its start,
+/// the share of `spread` elapsed, rounded up (all once `spread` has passed), and every one of
+/// `arrived` since its start.
+constexpr std::size_t drain_due(std::size_t initial, std::size_t arrived, std::chrono::nanoseconds elapsed,
+                                std::chrono::nanoseconds spread) {
+    if (elapsed >= spread || spread.count() <= 0) return initial + arrived;
+    if (elapsed.count() <= 0) return arrived;
+    // ceil(initial × elapsed / spread) in microseconds: exact, and no overflow below 2^64 / (a day in µs).
+    const auto e = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count());
+    const auto w = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(spread).count());
+    if (w == 0) return initial + arrived;
+    const std::uint64_t due = (static_cast<std::uint64_t>(initial) * e + w - 1) / w;
+    return static_cast<std::size_t>(due) + arrived;
+}
+
 template <class Executor>
 struct drain_op {
     using clock = std::chrono::steady_clock;
     teardown_registry& registry;
     std::unique_ptr<asio::basic_waitable_timer<clock, asio::wait_traits<clock>, Executor>> timer;
     clock::time_point start, end;
-    std::chrono::milliseconds step;
-    std::size_t initial = 0, asked = 0;
+    std::chrono::milliseconds step, spread;
+    std::size_t initial = 0, added_at_start = 0, asked = 0;
     bool begun = false;
 
     template <class Self>
@@ -58,29 +89,27 @@ struct drain_op {
         if (!begun) {
             begun = true;
             initial = registry.size();
+            added_at_start = registry.added();
         }
         if (registry.size() == 0) return self.complete(error_code{}, std::size_t{0});
-        // By now, this share of the connections there at the start has been asked; at the end, all.
-        std::size_t due = initial;
-        if (now < end) {
-            const double part = std::chrono::duration<double>(now - start) / (end - start);
-            due = static_cast<std::size_t>(static_cast<double>(initial) * part) + 1;
-        }
-        const std::size_t n = now >= end ? static_cast<std::size_t>(-1) : (due > asked ? due - asked : 0);
-        if (n > 0) {
-            for (auto& [keep, e] : registry.take_unasked(n)) e->drain(std::move(keep));
-            asked += n;
+        // At the end, every one still unasked (the count above misses none, but an entry a drain
+        // before this one left unasked would otherwise wait for the close).
+        const std::size_t due = now >= end ? static_cast<std::size_t>(-1)
+                                           : drain_due(initial, registry.added() - added_at_start, now - start, spread);
+        if (due > asked) {
+            for (auto& [keep, e] : registry.take_unasked(due - asked)) e->drain(std::move(keep));
+            asked = due;
         }
         if (now >= end) return self.complete(error_code{}, registry.size());
-        timer->expires_after(step);
+        timer->expires_at(std::min(now + step, end));
         timer->async_wait(std::move(self));
     }
 };
 
 } // namespace detail
 
-/// Asks every net::connection of `ex`'s execution context to leave, spread evenly over `window`
-/// (stepping every `step`). Completes void(error_code, std::size_t remaining) once none is left, or
+/// Asks every net::connection of `ex`'s execution context to leave, spread evenly over `window` less
+/// its reserve (stepping every `step`). Completes void(error_code, std::size_t remaining) once none is left, or
 /// at the window's end with how many remain. The timer runs on `ex`.
 template <class Executor, class Token>
 auto async_drain(const Executor& ex, std::chrono::milliseconds window, Token&& token,
@@ -88,9 +117,10 @@ auto async_drain(const Executor& ex, std::chrono::milliseconds window, Token&& t
     using clock = std::chrono::steady_clock;
     using timer_type = asio::basic_waitable_timer<clock, asio::wait_traits<clock>, Executor>;
     const auto now = clock::now();
+    if (step < std::chrono::milliseconds(1)) step = std::chrono::milliseconds(1);
     return asio::async_compose<Token, void(error_code, std::size_t)>(
         detail::drain_op<Executor>{detail::teardown_registry::of(ex), std::make_unique<timer_type>(ex), now, now + window,
-                                   step < std::chrono::milliseconds(1) ? std::chrono::milliseconds(1) : step, 0, 0, false},
+                                   step, window - detail::drain_reserve(window, step)},
         token, ex);
 }
 
