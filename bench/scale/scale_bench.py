@@ -341,14 +341,17 @@ def main():
     ap.add_argument("--per-process", type=int, default=PER_PROCESS, help="connections per server / client process")
     ap.add_argument("--out", default=None, help="the JSON (default: docs/scale_bench.json, docs/c1m_bench.json "
                                                 "from a million connections)")
-    ap.add_argument("--plot", default=None, help="RSS against connections (default: docs/scale_ramp.png, "
-                                                 "docs/c1m_ramp.png from a million)")
+    ap.add_argument("--plot", default=None, help="RSS against connections (default: scale_ramp.png, c1m_ramp.png "
+                                                 "from a million, beside --out; docs/ without it)")
     a = ap.parse_args()
     n = a.connections
     a.heartbeat_interval = a.heartbeat_interval or (60000 if n >= 500000 else 10000)
     big = n >= 1000000
+    # The plot goes beside the JSON: a run that writes its JSON elsewhere (the test command's smoke,
+    # into the build tree) leaves docs/ alone.
+    a.plot = a.plot or os.path.join(os.path.dirname(a.out) if a.out else os.path.join(ROOT, "docs"),
+                                    "c1m_ramp.png" if big else "scale_ramp.png")
     a.out = a.out or os.path.join(ROOT, "docs", "c1m_bench.json" if big else "scale_bench.json")
-    a.plot = a.plot or os.path.join(ROOT, "docs", "c1m_ramp.png" if big else "scale_ramp.png")
     procs = max(1, math.ceil(n / a.per_process))
     need_kib = n * (KERNEL_PER_PAIR + SERVER_PER_CONN + CLIENT_PER_CONN) // 1024
     if meminfo_kib("MemAvailable") < need_kib:

@@ -11,9 +11,11 @@ ssl::stream keep per connection, which bench/scale/footprint.cpp (heap bytes, TC
 Prints a Markdown table and a JSON line.
     python3 bench/scale/tls_footprint.py [--connections 2000]"""
 import argparse
+import errno
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -65,14 +67,36 @@ def main():
         cert, key = make_cert(d)
         tcp = measure(n, [], [])
         tls = measure(n, ["--tls", "--cert", cert, "--key", key], ["--tls", "--ca", cert])
+        tls_openssl = measure(n, ["--tls", "--cert", cert, "--key", key, "--tls-lean", "no"], ["--tls", "--ca", cert])
+    ktls = kernel_tls()
     print(f"{n} idle connections per transport, one echo_server each (reader idle, heartbeat every "
           f"{INTERVAL / 1000:g} s answered, max age); server RSS after − before, per connection.\n")
     print("| transport | server RSS per idle connection | pongs received | read buffers held |\n|---|---:|---:|---:|")
-    for name, r in (("TCP", tcp), ("TLS 1.3 (P-256 certificate)", tls)):
+    for name, r in (("TCP", tcp), ("TLS 1.3 (P-256 certificate), lean records (the default)", tls),
+                    ("TLS 1.3, OpenSSL's state kept (`--tls-lean no`)", tls_openssl)):
         print(f"| {name} | {r['rss_per_connection_bytes']:,} B | {r['pongs']:,} | {r['read_buffers']} |")
-    print(json.dumps({"connections": n, "tcp": tcp, "tls": tls}, separators=(",", ":")))
-    ok = all(r["connections"] >= n and r["pongs"] >= n and r["read_buffers"] == 0 for r in (tcp, tls))
+    print(f"\nKernel TLS (`SSL_OP_ENABLE_KTLS`, the `tls` upper-layer protocol): {ktls}.\n")
+    print(json.dumps({"connections": n, "tcp": tcp, "tls": tls, "tls_openssl": tls_openssl, "kernel_tls": ktls},
+                     separators=(",", ":")))
+    ok = all(r["connections"] >= n and r["pongs"] >= n and r["read_buffers"] == 0 for r in (tcp, tls, tls_openssl))
     return 0 if ok else 1
+
+
+def kernel_tls():
+    """Whether this kernel offers kernel TLS: a connected TCP socket asked for the `tls` upper-layer
+    protocol (what OpenSSL's SSL_OP_ENABLE_KTLS does first)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    c = socket.create_connection(listener.getsockname())
+    try:
+        c.setsockopt(socket.IPPROTO_TCP, 31, b"tls")  # TCP_ULP
+        return "available"
+    except OSError as e:
+        return f"not available on this kernel ({os.uname().release}: TCP_ULP \"tls\" fails with {errno.errorcode.get(e.errno, e.errno)})"
+    finally:
+        c.close()
+        listener.close()
 
 
 if __name__ == "__main__":

@@ -328,6 +328,9 @@ server_options parse_server_options(int argc, const char* const* argv) {
         text_opt("tls-ciphers", "TLS 1.2 cipher suites, OpenSSL syntax (TLS 1.2 or later only)", o.tls_policy.ciphers),
         text_opt("tls-groups", "key-exchange groups, OpenSSL syntax (no finite-field groups by default: they cost the server "
                                "hundreds of times more CPU per handshake)", o.tls_policy.groups),
+        yesno_opt("tls-lean", "after a TLS 1.3 handshake, drop OpenSSL's per-connection state (~14 KiB) and protect the "
+                              "records from the traffic secrets (net::enable_lean_records; no session tickets)",
+                  o.tls_policy.lean_records),
         live("handshake-timeout", "limits.handshake_timeout", "TLS handshake must finish within this (0 = off)", l),
         own_count("max-handshakes", "TLS handshakes in progress at once, at most half of --max-connections (a handshake "
                   "takes a place when its peer first speaks); beyond, they queue for one (0 = off)", o.max_handshakes, 0, 10'000'000),

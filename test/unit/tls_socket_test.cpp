@@ -24,6 +24,8 @@
 #include <chrono>
 #include <thread>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,9 +42,12 @@ struct fixture {
     heartwheel::test::self_signed cert;
     asio::ssl::context server_ctx{asio::ssl::context::tls_server}, client_ctx{asio::ssl::context::tls_client};
 
-    fixture() {
+    bool lean; ///< the server's context drops OpenSSL's state after TLS 1.3 handshakes
+
+    explicit fixture(bool lean_records = false) : lean(lean_records) {
         cert.use(server_ctx);
         cert.trust(client_ctx);
+        if (lean) BOOST_TEST_REQUIRE(net::enable_lean_records(server_ctx));
     }
     /// A connected pair: (the peer's socket, the accepted one).
     std::pair<tcp::socket, tcp::socket> connect() {
@@ -64,6 +69,8 @@ struct fixture {
         run_until([&] { return server_ec != asio::error::would_block && client_ec != asio::error::would_block; });
         BOOST_TEST_REQUIRE(!server_ec, server_ec.message());
         BOOST_TEST_REQUIRE(!client_ec, client_ec.message());
+        BOOST_TEST_REQUIRE(server.lean() == lean); // TLS 1.3 both ways: lean when asked
+        BOOST_TEST((server.native_handle() == nullptr) == lean);
         return {std::move(server), std::move(client)};
     }
 };
@@ -90,7 +97,18 @@ struct one_read {
 
 } // namespace
 
-BOOST_FIXTURE_TEST_CASE(bytes_both_ways_then_close_notify_is_eof, fixture) {
+// A case of the server's tls_socket run twice: over OpenSSL's records, and lean (OpenSSL's state
+// dropped after the handshake, the records protected by tls_socket from the traffic secrets).
+#define BOTH_WAYS_CASE(name)                                                                                \
+    struct name : fixture {                                                                                 \
+        using fixture::fixture;                                                                             \
+        void test_method();                                                                                 \
+    };                                                                                                      \
+    BOOST_AUTO_TEST_CASE(name##_openssl) { name(false).test_method(); }                                     \
+    BOOST_AUTO_TEST_CASE(name##_lean) { name(true).test_method(); }                                         \
+    void name::test_method()
+
+BOTH_WAYS_CASE(bytes_both_ways_then_close_notify_is_eof) {
     auto [server, client] = handshaken();
     one_read r;
     r.start(server);
@@ -124,7 +142,7 @@ BOOST_FIXTURE_TEST_CASE(bytes_both_ways_then_close_notify_is_eof, fixture) {
     BOOST_TEST(last.n == 0u);
 }
 
-BOOST_FIXTURE_TEST_CASE(a_tcp_close_without_close_notify_is_truncation, fixture) {
+BOTH_WAYS_CASE(a_tcp_close_without_close_notify_is_truncation) {
     auto [server, client] = handshaken();
     one_read r;
     r.start(server);
@@ -147,11 +165,13 @@ BOOST_FIXTURE_TEST_CASE(garbage_instead_of_a_client_hello_fails_the_handshake, f
 
 // Bytes already decrypted or waiting in the socket: the read needs no waiting, and still completes
 // from the executor (like every Asio operation), not inside async_read_some. So does a zero-byte read.
-BOOST_FIXTURE_TEST_CASE(an_immediate_completion_is_never_inside_the_initiating_call, fixture) {
+BOTH_WAYS_CASE(an_immediate_completion_is_never_inside_the_initiating_call) {
     auto [server, client] = handshaken();
     asio::write(client, asio::buffer(std::string("ready")));
-    tcp::socket::wait_type readable = tcp::socket::wait_read;
-    server.lowest_layer().wait(readable); // the record is in the socket: SSL_read will not block
+    // the record is in the socket: the read will not wait (a blocking wait on the non-blocking socket
+    // would fail with would_block if it came a moment later)
+    for (int i = 0; i < 1000 && server.lowest_layer().available() == 0; ++i) std::this_thread::sleep_for(1ms);
+    BOOST_TEST_REQUIRE(server.lowest_layer().available() > 0u);
     one_read r;
     r.start(server);
     BOOST_TEST(!r.done());
@@ -179,7 +199,7 @@ BOOST_FIXTURE_TEST_CASE(an_immediate_completion_is_never_inside_the_initiating_c
 
 // 8 MiB against a peer that does not read at first: the socket buffers fill, the write waits for
 // writability (it is not done while the peer sleeps), then every byte arrives in order.
-BOOST_FIXTURE_TEST_CASE(a_write_larger_than_the_buffers_waits_and_delivers_every_byte, fixture) {
+BOTH_WAYS_CASE(a_write_larger_than_the_buffers_waits_and_delivers_every_byte) {
     auto ends = handshaken(); // named, not bound: lambdas below capture them (Clang 14 cannot capture a binding)
     auto& server = ends.first;
     auto& client = ends.second;
@@ -234,7 +254,7 @@ BOOST_FIXTURE_TEST_CASE(a_client_verifies_the_server_name, fixture) {
 // must not be called on the old descriptor number, which a new socket may hold by then (accept and
 // socketpair take the lowest free number). Found by an attack pass: SSL_read on the closed number
 // read a new client's ClientHello.
-BOOST_FIXTURE_TEST_CASE(no_io_on_a_descriptor_after_its_close, fixture) {
+BOTH_WAYS_CASE(no_io_on_a_descriptor_after_its_close) {
     auto ends = handshaken(); // named, not bound: lambdas below capture them (Clang 14 cannot capture a binding)
     auto& server = ends.first;
     auto& client = ends.second;
@@ -280,7 +300,7 @@ BOOST_FIXTURE_TEST_CASE(no_io_on_a_descriptor_after_its_close, fixture) {
 // A peer's reset must not raise SIGPIPE, whether or not the application ignores it: with SIGPIPE
 // blocked on this thread, a write() to the reset socket would leave it pending (OpenSSL's own socket
 // BIO writes that way); tls_socket's writes must leave nothing pending.
-BOOST_FIXTURE_TEST_CASE(writes_to_a_reset_peer_raise_no_sigpipe, fixture) {
+BOTH_WAYS_CASE(writes_to_a_reset_peer_raise_no_sigpipe) {
     sigset_t pipe_only, before;
     sigemptyset(&pipe_only);
     sigaddset(&pipe_only, SIGPIPE);
@@ -315,4 +335,221 @@ BOOST_FIXTURE_TEST_CASE(writes_to_a_reset_peer_raise_no_sigpipe, fixture) {
     sigemptyset(&pending);
     BOOST_TEST_REQUIRE(::sigpending(&pending) == 0);
     BOOST_TEST(sigismember(&pending, SIGPIPE) == 0, "a write raised SIGPIPE (" << ec.message() << ")");
+}
+
+// --- lean records, against an OpenSSL client whose every byte the test sees -----------------------
+
+namespace {
+
+// An OpenSSL client over memory BIOs, its bytes carried to and from a socket by the test: a record
+// can be delivered a byte at a time, changed, or counted.
+struct mem_client {
+    SSL* ssl;
+    BIO* in = ::BIO_new(::BIO_s_mem());
+    BIO* out = ::BIO_new(::BIO_s_mem());
+    tcp::socket& socket;
+    mem_client(SSL_CTX* ctx, tcp::socket& s) : ssl(::SSL_new(ctx)), socket(s) {
+        ::SSL_set_bio(ssl, in, out);
+        ::SSL_set_connect_state(ssl);
+    }
+    ~mem_client() { ::SSL_free(ssl); }
+    mem_client(const mem_client&) = delete;
+    mem_client& operator=(const mem_client&) = delete;
+    /// What OpenSSL made to send, taken out (not sent).
+    std::string take() {
+        std::string r;
+        char b[4096];
+        for (int n; (n = ::BIO_read(out, b, sizeof b)) > 0;) r.append(b, static_cast<std::size_t>(n));
+        return r;
+    }
+    /// Everything the socket holds now, given to OpenSSL.
+    void feed() {
+        error_code ec;
+        char b[4096];
+        while (socket.available(ec) > 0 && !ec) {
+            const std::size_t n = socket.read_some(asio::buffer(b), ec);
+            if (ec) break;
+            ::BIO_write(in, b, static_cast<int>(n));
+        }
+    }
+    /// `text` as records, not sent.
+    std::string records(const std::string& text) {
+        BOOST_TEST_REQUIRE(::SSL_write(ssl, text.data(), static_cast<int>(text.size())) == static_cast<int>(text.size()));
+        return take();
+    }
+    /// What the client reads of what has arrived ("" and `status` set when nothing).
+    std::string read(int& status) {
+        feed();
+        std::string r;
+        char b[4096];
+        for (int n; (n = ::SSL_read(ssl, b, sizeof b)) > 0;) r.append(b, static_cast<std::size_t>(n));
+        status = ::SSL_get_error(ssl, -1);
+        return r;
+    }
+};
+
+struct lean_fixture : fixture {
+    lean_fixture() : fixture(true) {}
+    std::optional<tcp::socket> peer_socket;
+    std::unique_ptr<mem_client> client;
+    std::optional<net::tls_socket> server;
+
+    /// A handshaken pair, the client offering `suites` (TLS 1.3) or TLS 1.2 only.
+    void handshake(const char* suites, bool tls12 = false) {
+        auto [peer, accepted] = connect();
+        peer_socket.emplace(std::move(peer));
+        server.emplace(std::move(accepted), server_ctx);
+        client = std::make_unique<mem_client>(client_ctx.native_handle(), *peer_socket);
+        if (tls12) ::SSL_set_max_proto_version(client->ssl, TLS1_2_VERSION);
+        else BOOST_TEST_REQUIRE(::SSL_set_ciphersuites(client->ssl, suites) == 1);
+        error_code server_ec = asio::error::would_block;
+        server->async_handshake(asio::ssl::stream_base::server, [&](error_code ec) { server_ec = ec; });
+        bool client_done = false;
+        for (int i = 0; i < 2000 && !(client_done && server_ec != asio::error::would_block); ++i) {
+            if (!client_done) client_done = ::SSL_do_handshake(client->ssl) == 1;
+            if (const std::string bytes = client->take(); !bytes.empty()) asio::write(*peer_socket, asio::buffer(bytes));
+            io.restart();
+            io.poll();
+            client->feed();
+            std::this_thread::sleep_for(1ms);
+        }
+        BOOST_TEST_REQUIRE(client_done);
+        BOOST_TEST_REQUIRE(!server_ec, server_ec.message());
+    }
+    /// The server's next read (64 bytes at most).
+    std::string server_reads(error_code& ec) {
+        one_read r;
+        r.start(*server);
+        run_until([&] { return r.done(); });
+        ec = r.ec;
+        return r.text();
+    }
+    void server_writes(const std::string& text) {
+        error_code wec = asio::error::would_block;
+        asio::async_write(*server, asio::buffer(text), [&](error_code ec, std::size_t) { wec = ec; });
+        run_until([&] { return wec != asio::error::would_block; });
+        BOOST_TEST_REQUIRE(!wec, wec.message());
+    }
+    /// The records the socket holds for the client, by length, without reading them.
+    std::vector<std::size_t> record_lengths(std::string& raw) {
+        for (int i = 0; i < 1000 && peer_socket->available() == 0; ++i) std::this_thread::sleep_for(1ms);
+        raw.resize(peer_socket->available());
+        asio::read(*peer_socket, asio::buffer(raw));
+        std::vector<std::size_t> lengths;
+        for (std::size_t at = 0; at + 5 <= raw.size();) {
+            const std::size_t n = static_cast<unsigned char>(raw[at + 3]) << 8 | static_cast<unsigned char>(raw[at + 4]);
+            lengths.push_back(n);
+            at += 5 + n;
+        }
+        return lengths;
+    }
+};
+
+} // namespace
+
+// Each TLS 1.3 suite (AES-128-GCM and ChaCha20 over SHA-256, AES-256-GCM over SHA-384): the server
+// goes lean; bytes both ways across the client's key updates, asked for or not — asked, the server's
+// reply carries its own KeyUpdate first (a 22-byte record: 5 of header, 1 + 16 of a 1-byte message...
+// the message is 5 bytes: 5 + 5 + 1 + 16 = 27), which the client must take before it can read the
+// data; then the server's close_notify is the client's clean end.
+BOOST_FIXTURE_TEST_CASE(lean_records_carry_every_suite_across_key_updates, lean_fixture) {
+    for (const char* suite : {"TLS_AES_128_GCM_SHA256", "TLS_CHACHA20_POLY1305_SHA256", "TLS_AES_256_GCM_SHA384"}) {
+        BOOST_TEST_CONTEXT(suite) {
+            handshake(suite);
+            BOOST_TEST_REQUIRE(server->lean());
+            for (int round = 0; round < 4; ++round) {
+                const bool asked = round % 2 == 0;
+                BOOST_TEST_REQUIRE(::SSL_key_update(client->ssl, asked ? SSL_KEY_UPDATE_REQUESTED : SSL_KEY_UPDATE_NOT_REQUESTED) == 1);
+                const std::string question = "question " + std::to_string(round);
+                asio::write(*peer_socket, asio::buffer(client->records(question)));
+                error_code ec;
+                BOOST_TEST(server_reads(ec) == question);
+                BOOST_TEST_REQUIRE(!ec, ec.message());
+                const std::string answer = "answer " + std::to_string(round);
+                server_writes(answer);
+                std::string raw;
+                const auto lengths = record_lengths(raw);
+                if (asked) BOOST_TEST((lengths == std::vector<std::size_t>{5 + 1 + 16, answer.size() + 1 + 16}));
+                else BOOST_TEST((lengths == std::vector<std::size_t>{answer.size() + 1 + 16}));
+                ::BIO_write(client->in, raw.data(), static_cast<int>(raw.size()));
+                int status = 0;
+                BOOST_TEST(client->read(status) == answer);
+            }
+            BOOST_TEST(server->send_close_notify());
+            int status = 0;
+            for (int i = 0; i < 1000 && peer_socket->available() == 0; ++i) std::this_thread::sleep_for(1ms);
+            BOOST_TEST(client->read(status).empty());
+            BOOST_TEST(status == SSL_ERROR_ZERO_RETURN);
+        }
+    }
+}
+
+// Records that arrive a byte at a time, and one larger than the reader's buffer: read whole, in order.
+BOOST_FIXTURE_TEST_CASE(lean_records_trickled_or_larger_than_the_read_arrive_whole, lean_fixture) {
+    handshake("TLS_AES_128_GCM_SHA256");
+    std::string bytes = client->records("trickled"); // (in two statements: the order they are made in counts)
+    bytes += client->records("second");
+    // byte by byte through the non-blocking read: nothing until the record's last byte, then all of it
+    const std::size_t first = 5 + 8 + 1 + 16;
+    char buf[64];
+    for (std::size_t i = 0; i < first; ++i) {
+        asio::write(*peer_socket, asio::buffer(bytes.data() + i, 1));
+        for (int t = 0; t < 1000 && server->lowest_layer().available() == 0; ++t) std::this_thread::sleep_for(1ms);
+        net::tls_socket::want w;
+        error_code rec;
+        const std::size_t n = server->read_ready(buf, sizeof buf, w, rec);
+        if (i + 1 < first) {
+            BOOST_TEST_REQUIRE((rec == asio::error::would_block), i << ": " << rec.message());
+            BOOST_TEST_REQUIRE((w == net::tls_socket::want::read));
+        } else {
+            BOOST_TEST_REQUIRE(!rec, rec.message());
+            BOOST_TEST(std::string(buf, n) == "trickled");
+        }
+    }
+    asio::write(*peer_socket, asio::buffer(bytes.data() + first, bytes.size() - first));
+    error_code ec;
+    BOOST_TEST(server_reads(ec) == "second");
+
+    std::string big(16384, '\0');
+    for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>('a' + i % 26);
+    asio::write(*peer_socket, asio::buffer(client->records(big)));
+    std::string got;
+    while (got.size() < big.size() && !ec) got += server_reads(ec); // 64 bytes a read
+    BOOST_TEST(!ec);
+    BOOST_TEST((got == big));
+    BOOST_TEST(!server->has_pending());
+}
+
+// What a lean server refuses after the handshake, each on a new connection: a record whose byte was
+// changed (it does not authenticate), an unprotected handshake record, a wrong version, a length past
+// the limit, a record too short to hold a tag. Each ends the read with an SSL error, and no close_notify
+// follows a failure.
+BOOST_FIXTURE_TEST_CASE(lean_records_refuse_a_changed_or_malformed_record, lean_fixture) {
+    const std::vector<std::pair<std::string, std::function<std::string(std::string)>>> cases = {
+        {"changed", [](std::string r) { r[10] = static_cast<char>(r[10] ^ 1); return r; }},
+        {"unprotected", [](std::string) { return std::string("\x16\x03\x03\x00\x04\x18\x00\x00\x01", 9); }},
+        {"version", [](std::string r) { r[2] = 1; return r; }},
+        {"too long", [](std::string) { return std::string("\x17\x03\x03\x41\x01", 5) + std::string(64, 'x'); }},
+        {"too short", [](std::string) { return std::string("\x17\x03\x03\x00\x05", 5) + std::string(5, 'x'); }},
+    };
+    for (const auto& [what, change] : cases) {
+        BOOST_TEST_CONTEXT(what) {
+            handshake("TLS_AES_128_GCM_SHA256");
+            asio::write(*peer_socket, asio::buffer(change(client->records("refused"))));
+            error_code ec;
+            BOOST_TEST(server_reads(ec).empty());
+            BOOST_TEST((ec.category() == asio::error::get_ssl_category()), ec.message());
+            BOOST_TEST(!server->send_close_notify());
+        }
+    }
+}
+
+// A TLS 1.2 client: OpenSSL keeps the connection (the lean records are TLS 1.3's), and it works.
+BOOST_FIXTURE_TEST_CASE(a_tls12_connection_keeps_openssl, lean_fixture) {
+    handshake(nullptr, true);
+    BOOST_TEST(!server->lean());
+    BOOST_TEST(server->native_handle() != nullptr);
+    asio::write(*peer_socket, asio::buffer(client->records("over 1.2")));
+    error_code ec;
+    BOOST_TEST(server_reads(ec) == "over 1.2");
 }

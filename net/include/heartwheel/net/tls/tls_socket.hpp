@@ -11,6 +11,14 @@
 // OpenSSL's socket BIO but for one thing: it writes with send(MSG_NOSIGNAL), so a peer's reset never
 // raises SIGPIPE, whether or not the application ignores that signal.
 //
+// Lean records (enable_lean_records; server_tls_context's default): even without buffers, OpenSSL 3
+// keeps ~14 KiB per connection after the handshake (the SSL object alone is ~7.6 KiB). A server's
+// TLS 1.3 connection needs only its two traffic secrets, keys, IVs and sequence numbers to go on, so
+// once its handshake is done the SSL object is freed and the records are protected here from the
+// secrets OpenSSL derived (what kernel TLS does, in user space; src/tls/tls13_records.hpp): an idle
+// TLS connection then costs ~1.4 KiB of heap. The handshake's own memory is returned to the system
+// after a burst (malloc_trim), or the freed SSL objects would stay resident between live blocks.
+//
 // How: every operation is one OpenSSL call retried on readiness. SSL_ERROR_WANT_READ waits for the
 // socket to be readable, WANT_WRITE for writable (async_wait: no buffer held while waiting), then the
 // same call is made again with the same arguments, as OpenSSL requires. Errors: a TLS alert or
@@ -31,10 +39,15 @@
 #include <openssl/ssl.h>
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <system_error>
 
 namespace heartwheel::net {
+
+namespace detail {
+class tls13_records;
+}
 
 class tls_socket {
 public:
@@ -59,7 +72,11 @@ public:
     const next_layer_type& next_layer() const noexcept { return socket_; }
     lowest_layer_type& lowest_layer() noexcept { return socket_.lowest_layer(); }
     const lowest_layer_type& lowest_layer() const noexcept { return socket_.lowest_layer(); }
+    /// OpenSSL's object; null once the records went lean (lean()).
     SSL* native_handle() noexcept { return ssl_; }
+    /// Whether this connection's records are protected without OpenSSL's connection state: after a
+    /// server's TLS 1.3 handshake over a context with enable_lean_records (the SSL object is freed).
+    bool lean() const noexcept { return ssl_ == nullptr && lean_ != nullptr; }
 
     /// Client side, before the handshake: the name sent as SNI (not for an IP address) and the name
     /// or address the server's certificate must match (with the context's verify_peer).
@@ -87,10 +104,10 @@ public:
     /// Without blocking: decrypts into [data, data + size). Returns the bytes read (ec clear), or 0
     /// with ec set — asio::error::would_block when OpenSSL wants `w` (read or write) first.
     std::size_t read_ready(void* data, std::size_t size, want& w, error_code& ec);
-    /// Whether OpenSSL holds bytes (decrypted or not) that no readiness of the socket will announce.
-    bool has_pending() const noexcept { return ::SSL_has_pending(ssl_) == 1; }
+    /// Whether bytes are held (decrypted or not) that no readiness of the socket will announce.
+    bool has_pending() const noexcept;
     /// Server side: whether the peer's ClientHello has been read whole (the handshake moved past it).
-    bool hello_received() const noexcept { return ::SSL_get_state(ssl_) != TLS_ST_BEFORE; }
+    bool hello_received() const noexcept { return ssl_ == nullptr || ::SSL_get_state(ssl_) != TLS_ST_BEFORE; }
     /// Says close_notify now, without waiting: the peer can tell this close from a cut connection.
     /// Best effort — not after a failed operation or before the handshake finished (OpenSSL forbids
     /// both), and a peer whose window is shut may not get it. Nothing may be written after it.
@@ -167,10 +184,30 @@ private:
         }
     };
 
+    /// After a server's TLS 1.3 handshake, the records without OpenSSL (see enable_lean_records).
+    void go_lean() noexcept;
+    /// A lean server handshake began / ended (done, failed, or its socket destroyed): after a burst,
+    /// the memory the handshakes freed goes back to the system.
+    static void handshake_began() noexcept;
+    static void handshake_ended() noexcept;
+
     next_layer_type socket_;
     SSL* ssl_;
+    std::unique_ptr<detail::tls13_records> lean_; ///< the traffic secrets while handshaking, then the records
     bool failed_ = false; ///< an operation failed (not a clean close_notify): no shutdown may follow
+    bool handshaking_ = false; ///< a lean server handshake under way (counted: handshake_began)
 };
+
+/// Lets every server tls_socket over `ctx` drop OpenSSL's connection state once its TLS 1.3
+/// handshake is over (~14 KiB per connection with OpenSSL 3: the SSL object, its cipher contexts,
+/// session, certificate state and ephemeral keys) and protect its records itself from the traffic
+/// secrets (AES-GCM or ChaCha20-Poly1305; KeyUpdate and close_notify understood; see
+/// src/tls/tls13_records.hpp). The context's key-log callback is how the secrets are taken, so this
+/// returns false and changes nothing when the context has one of its own. Such servers issue no
+/// session tickets (a ticket needs the SSL object; a restarted process could not read them anyway).
+/// TLS 1.2 connections, clients, and a handshake that ends with bytes buffered inside OpenSSL keep
+/// OpenSSL's state as before.
+bool enable_lean_records(asio::ssl::context& ctx);
 
 /// What a server's TLS context agrees to, beyond TLS 1.2 or later. The defaults are what a server
 /// exposed to the Internet wants rather than OpenSSL's: forward-secret AEAD suites only for TLS 1.2
@@ -180,11 +217,14 @@ private:
 struct tls_policy {
     std::string ciphers = "ECDHE+AESGCM:ECDHE+CHACHA20"; ///< TLS 1.2 suites, OpenSSL syntax
     std::string groups = "X25519:P-256:P-384";           ///< key-exchange groups, OpenSSL syntax
+    /// TLS 1.3 connections drop OpenSSL's state after the handshake (enable_lean_records).
+    bool lean_records = true;
 };
 
 /// A server's TLS context from a certificate chain and its private key (PEM files), with `policy`'s
 /// suites and groups, TLS 1.2 or later, no renegotiation, no compression, the server's cipher order,
-/// and record buffers released while a connection holds nothing (an idle connection's memory). A file
+/// and record buffers released while a connection holds nothing (an idle connection's memory), and
+/// with `policy.lean_records`, TLS 1.3 connections without OpenSSL's state once handshaken. A file
 /// that cannot be loaded, a key that is not the certificate's, or a suite or group list OpenSSL
 /// cannot use throws config_error naming `field` (the flag or key), the file or list, and the reason.
 asio::ssl::context server_tls_context(const std::string& cert, const std::string& key, const std::string& field = "tls",
