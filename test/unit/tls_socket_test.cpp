@@ -522,8 +522,8 @@ BOOST_FIXTURE_TEST_CASE(lean_records_trickled_or_larger_than_the_read_arrive_who
 
 // What a lean server refuses after the handshake, each on a new connection: a record whose byte was
 // changed (it does not authenticate), an unprotected handshake record, a wrong version, a length past
-// the limit, a record too short to hold a tag. Each ends the read with an SSL error, and no close_notify
-// follows a failure.
+// the limit, a record too short to hold a tag. Each ends the read with an SSL error; no close_notify,
+// no read and no write follows a failure.
 BOOST_FIXTURE_TEST_CASE(lean_records_refuse_a_changed_or_malformed_record, lean_fixture) {
     const std::vector<std::pair<std::string, std::function<std::string(std::string)>>> cases = {
         {"changed", [](std::string r) { r[10] = static_cast<char>(r[10] ^ 1); return r; }},
@@ -540,6 +540,14 @@ BOOST_FIXTURE_TEST_CASE(lean_records_refuse_a_changed_or_malformed_record, lean_
             BOOST_TEST(server_reads(ec).empty());
             BOOST_TEST((ec.category() == asio::error::get_ssl_category()), ec.message());
             BOOST_TEST(!server->send_close_notify());
+            // nothing more either way: a read, even of a good record, and a write fail too
+            asio::write(*peer_socket, asio::buffer(client->records("after")));
+            BOOST_TEST(server_reads(ec).empty());
+            BOOST_TEST((ec.category() == asio::error::get_ssl_category()), ec.message());
+            error_code wec = asio::error::would_block;
+            server->async_write_some(asio::buffer("x", 1), [&](error_code e, std::size_t) { wec = e; });
+            run_until([&] { return wec != asio::error::would_block; });
+            BOOST_TEST((wec.category() == asio::error::get_ssl_category()), wec.message());
         }
     }
 }

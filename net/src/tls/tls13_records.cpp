@@ -271,11 +271,24 @@ std::size_t tls13_records::deliver(unsigned char* body, std::size_t len, void* d
 
 std::size_t tls13_records::read(int fd, void* data, std::size_t size, error_code& ec) {
     ec = {};
+    if (size == 0) return 0;
     if (has_pending()) return take_plain(data, size);
     if (closed_by_peer_) {
         ec = asio::error::eof;
         return 0;
     }
+    if (broken_) {
+        ec = ssl_reason(SSL_R_PROTOCOL_IS_SHUTDOWN);
+        return 0;
+    }
+    const std::size_t n = read_records(fd, data, size, ec);
+    // A record that does not authenticate, a malformed one or a fatal alert ends the connection for
+    // reading and writing alike, as OpenSSL's fatal errors do.
+    if (ec && ec.category() == asio::error::get_ssl_category()) broken_ = true;
+    return n;
+}
+
+std::size_t tls13_records::read_records(int fd, void* data, std::size_t size, error_code& ec) {
     for (;;) {
         unsigned char* into = nullptr;
         std::size_t want = 0;
@@ -361,6 +374,10 @@ bool tls13_records::send_held(int fd, error_code& ec) noexcept {
 
 std::size_t tls13_records::write(int fd, const void* data, std::size_t size, error_code& ec) {
     ec = {};
+    if (broken_) {
+        ec = ssl_reason(SSL_R_PROTOCOL_IS_SHUTDOWN);
+        return 0;
+    }
     if (out_) { // the record made by the call this one repeats
         if (!send_held(fd, ec)) return 0;
         return std::exchange(out_plain_, 0);

@@ -81,6 +81,7 @@ private:
     bool open(unsigned char* header, unsigned char* body, std::size_t& n) noexcept; // in place; n: inner plaintext
     bool send_held(int fd, error_code& ec) noexcept;    // the rest of a half-sent record
     std::size_t take_plain(void* data, std::size_t size) noexcept;
+    std::size_t read_records(int fd, void* data, std::size_t size, error_code& ec);
     // One whole record in body (its header in hdr_): returns plaintext copied to data, or 0 with ec.
     std::size_t deliver(unsigned char* body, std::size_t len, void* data, std::size_t size, error_code& ec);
 
@@ -91,6 +92,7 @@ private:
     bool have_rx_secret_ = false, have_tx_secret_ = false;
     bool key_update_due_ = false; ///< the peer asked for our KeyUpdate: sent before our next data
     bool closed_by_peer_ = false; ///< its close_notify came
+    bool broken_ = false;         ///< a fatal error: no more records either way
     unsigned char hdr_[5]{};
     unsigned char hdr_n_ = 0;
     std::uint16_t body_n_ = 0;                 ///< bytes of the record's body held in body_
