@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The scale benchmark, one command on a fresh machine: installs the dependencies, builds, prints the
-# per-part footprint of an idle connection (bench/scale/footprint.cpp) and an idle connection's server RSS
+# per-part footprint of an idle connection (bench/scale/footprint.cpp), what OpenSSL keeps per TLS
+# connection by part (bench/scale/openssl_parts.cpp) and an idle connection's server RSS
 # over TCP and TLS side by side (bench/scale/tls_footprint.py), then runs 100,000 connections
 # (bench/scale/scale_bench.py; arguments go to it, e.g. --connections 20000 --seconds 10, or
 # --connections 1000000 for the million); each rewrites its section of
@@ -16,6 +17,7 @@ bash "$root/scripts/install-deps.sh"
 bash "$root/scripts/build.sh" "$root/build"
 ulimit -n "$(ulimit -Hn)"
 "$root/build/bench/footprint" 9000 | tee /dev/stderr | python3 "$root/bench/put_section.py" footprint
+"$root/build/bench/openssl_parts" 1000 | tee /dev/stderr | python3 "$root/bench/put_section.py" openssl_parts
 python3 "$root/bench/scale/tls_footprint.py" | tee /dev/stderr | python3 "$root/bench/put_section.py" tls
 # A million connections (--connections 1000000 or more) has a section of its own (docs/c1m_bench.json).
 section=scale

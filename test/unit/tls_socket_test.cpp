@@ -561,3 +561,19 @@ BOOST_FIXTURE_TEST_CASE(a_tls12_connection_keeps_openssl, lean_fixture) {
     error_code ec;
     BOOST_TEST(server_reads(ec) == "over 1.2");
 }
+
+// A server that asks for the client's certificate keeps OpenSSL's state: the application may read the
+// certificate after the handshake.
+BOOST_FIXTURE_TEST_CASE(a_server_asking_for_the_client_certificate_keeps_openssl, lean_fixture) {
+    server_ctx.set_verify_mode(asio::ssl::verify_peer | asio::ssl::verify_fail_if_no_peer_cert);
+    cert.trust(server_ctx);
+    cert.use(client_ctx);
+    handshake("TLS_AES_128_GCM_SHA256");
+    BOOST_TEST(!server->lean());
+    X509* peer = ::SSL_get1_peer_certificate(server->native_handle());
+    BOOST_TEST(peer != nullptr);
+    ::X509_free(peer);
+    asio::write(*peer_socket, asio::buffer(client->records("with a certificate")));
+    error_code ec;
+    BOOST_TEST(server_reads(ec) == "with a certificate");
+}

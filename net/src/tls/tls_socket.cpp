@@ -125,9 +125,11 @@ bool tls_socket::has_pending() const noexcept {
 
 // The handshake is over: a server's TLS 1.3 connection whose suite the lean records know, with
 // nothing left inside OpenSSL (it reads no further than the client's Finished), goes on without the
-// SSL object; any other keeps it.
+// SSL object; any other keeps it, and so does one that asked for the client's certificate (the
+// application may read it, or verify it again, after the handshake).
 void tls_socket::go_lean() noexcept {
     const bool ok = ::SSL_version(ssl_) == TLS1_3_VERSION && ::SSL_is_server(ssl_) == 1 &&
+                    (::SSL_get_verify_mode(ssl_) & SSL_VERIFY_PEER) == 0 &&
                     ::SSL_has_pending(ssl_) == 0 && ::SSL_get_current_cipher(ssl_) != nullptr &&
                     lean_->start(::SSL_CIPHER_get_id(::SSL_get_current_cipher(ssl_)));
     ::SSL_set_ex_data(ssl_, detail::lean_records_index(), nullptr);

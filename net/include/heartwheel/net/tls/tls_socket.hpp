@@ -205,8 +205,11 @@ private:
 /// src/tls/tls13_records.hpp). The context's key-log callback is how the secrets are taken, so this
 /// returns false and changes nothing when the context has one of its own. Such servers issue no
 /// session tickets (a ticket needs the SSL object; a restarted process could not read them anyway).
-/// TLS 1.2 connections, clients, and a handshake that ends with bytes buffered inside OpenSSL keep
-/// OpenSSL's state as before.
+/// TLS 1.2 connections, clients, servers that ask for the client's certificate (SSL_VERIFY_PEER), and
+/// a handshake that ends with bytes buffered inside OpenSSL keep OpenSSL's state as before. Once lean,
+/// native_handle() is null: what the application wants of the handshake (ALPN, SNI) it takes during
+/// the handshake, from the context's callbacks (ALPN selection, servername), or it keeps OpenSSL's
+/// state (tls_policy::lean_records = false).
 bool enable_lean_records(asio::ssl::context& ctx);
 
 /// What a server's TLS context agrees to, beyond TLS 1.2 or later. The defaults are what a server
