@@ -11,7 +11,8 @@ nobody's timeouts: its source share), and a WebSocket chat on Boost.Beast whose 
 unresponsive clients get close frames naming the reason and whose flooding member is slowed to its
 readers' pace (demo_ws.py), the same chat with headless Chromium pages as its clients (its own page
 served on its port, pings answered by the browser, a drain shown in the page: demo_browser.py), HTTP keep-alive, a storm of TLS connects served past a handshake bound
-of 20 while connections that never send a ClientHello are shed (the listener's admission), and a
+of 20 while connections that never send a ClientHello are shed (the listener's admission), 1,000 TLS
+connections' memory with lean records and with OpenSSL's state kept, and a
 server out of descriptors refusing, resting and serving again (net::listener), a restart that refuses no connect (--handover: the new process takes the listening socket, the old
 one drains into it), MQTT devices each closed at 1.5 x the keep-alive they announced (mosquitto's
 clients publishing and subscribing beside them), and HAProxy in front
@@ -27,6 +28,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 
 BUILD = os.environ.get("HEARTWHEEL_BUILD", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build"))
 SERVER = os.path.join(BUILD, "examples", "echo_server")
@@ -341,6 +343,53 @@ def storm_scene():
     return summary.get("connects") == 1000 and summary.get("connect_failures") == 0 and "handshake-shed" not in final
 
 
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
+
+
+def metric(metrics, name):
+    """One of the echo server's figures, from its metrics endpoint (HOST:PORT)."""
+    body = urllib.request.urlopen(f"http://{metrics}/metrics", timeout=5).read().decode()
+    return next((float(l.split()[-1]) for l in body.splitlines() if l.startswith(name + " ")), 0)
+
+
+def tls_memory_scene():
+    """1,000 TLS 1.3 connections (a line a second each), twice: with lean records (the default: OpenSSL's state freed
+    once the handshake is over, the records protected from the traffic secrets) and with OpenSSL's
+    state kept (--tls-lean no). The server's resident memory per connection, each way."""
+    import tempfile
+    say("scene", "1,000 TLS connections: the server's memory with lean records, then with OpenSSL's state kept")
+    per = {}
+    with tempfile.TemporaryDirectory() as d:
+        cert, key = os.path.join(d, "cert.pem"), os.path.join(d, "key.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                        "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=localhost",
+                        "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"], check=True, capture_output=True)
+        for lean in ("yes", "no"):
+            server, port, lines = start_server(flags=["--tls", "--cert", cert, "--key", key, "--tls-lean", lean,
+                                                      "--metrics", "127.0.0.1:0"])
+            time.sleep(0.3)
+            metrics = next(l.split()[-1] for l in lines if l.startswith("metrics on "))
+            before = rss_kib(server.pid)
+            # a line a second each: once 1,000 lines have come, every handshake is over
+            client, out = start_client("tls", "--connect", f"127.0.0.1:{port}", "--tls", "--ca", cert,
+                                       "--connections", "1000", "--send-interval", "1000", "--duration", "30000",
+                                       "--quiet")
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and metric(metrics, "heartwheel_lines_total") < 1000:
+                time.sleep(0.2)
+            time.sleep(0.5)
+            per[lean] = (rss_kib(server.pid) - before) * 1024 / 1000
+            client.kill()
+            client.wait()
+            server.send_signal(signal.SIGTERM)
+            server.wait(timeout=10)
+    say("tls", f"{per['yes']:,.0f} B per TLS connection with lean records, {per['no']:,.0f} B with OpenSSL's "
+               f"state kept ({per['no'] / max(per['yes'], 1):.1f}x)")
+    return 0 < per["yes"] < per["no"] / 2
+
+
 def descriptor_scene():
     """Out of descriptors (a hard limit of 64) in kv_server: net::listener refuses what waits with
     BYE busy, rests instead of spinning, says so once, and serves again once descriptors free up."""
@@ -651,6 +700,7 @@ def main():
     ok = browser_scene() and ok
     ok = http_scene() and ok
     ok = storm_scene() and ok
+    ok = tls_memory_scene() and ok
     ok = descriptor_scene() and ok
     ok = metrics_scene() and ok
     ok = configuration_scene() and ok
