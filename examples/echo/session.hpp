@@ -217,7 +217,8 @@ private:
     heartwheel::net::line_framer framer_;
     // 32-bit, beside each other, the flag in the count's word: a ping a second wraps after a
     // century, and a framer holds at most --max-line (16 MiB) and a chunk. With no place_ a TCP
-    // session is 96 bytes, inside its connection's heap block (echo_protocol_test).
+    // session is 112 bytes (the handler's vtable pointer, the worker's ring, its source-share membership,
+    // the framer, these), inside its connection's heap block (echo_protocol_test holds it there).
     std::uint32_t ping_seq_ = 0;
     std::uint32_t held_ : 31;   ///< framer_.memory() as last counted
     std::uint32_t reading_ : 1;
