@@ -28,7 +28,9 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test", "e2e"))
+from harness import make_cert, rss_mib  # noqa: E402  (the tests' throwaway certificate; a process's RSS)
 
 BUILD = os.environ.get("HEARTWHEEL_BUILD", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build"))
 SERVER = os.path.join(BUILD, "examples", "echo_server")
@@ -318,10 +320,7 @@ def storm_scene():
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4096)), hard))
     say("scene", "TLS storm: 300 silent connections, then 1,000 TLS clients at once, --max-handshakes 20")
     with tempfile.TemporaryDirectory() as d:
-        cert, key = os.path.join(d, "cert.pem"), os.path.join(d, "key.pem")
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                        "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=localhost",
-                        "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"], check=True, capture_output=True)
+        cert, key = make_cert(d)
         server, port, lines = start_server(flags=["--tls", "--cert", cert, "--key", key, "--max-handshakes", "20"])
         silent = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(300)]
         say("silent", "300 connections open, none sends a ClientHello")
@@ -343,15 +342,15 @@ def storm_scene():
     return summary.get("connects") == 1000 and summary.get("connect_failures") == 0 and "handshake-shed" not in final
 
 
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        return next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
-
-
-def metric(metrics, name):
-    """One of the echo server's figures, from its metrics endpoint (HOST:PORT)."""
-    body = urllib.request.urlopen(f"http://{metrics}/metrics", timeout=5).read().decode()
-    return next((float(l.split()[-1]) for l in body.splitlines() if l.startswith(name + " ")), 0)
+def metrics_of(mport):
+    """A server's /metrics (its endpoint on 127.0.0.1:mport): a reader of one sample by name."""
+    with socket.create_connection(("127.0.0.1", mport), timeout=5) as c:
+        c.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+        got = b""
+        while chunk := c.recv(65536):
+            got += chunk
+    text = got.decode(errors="replace")
+    return lambda name: next((l.split()[-1] for l in text.splitlines() if l.startswith(name + " ")), "?")
 
 
 def tls_memory_scene():
@@ -362,25 +361,22 @@ def tls_memory_scene():
     say("scene", "1,000 TLS connections: the server's memory with lean records, then with OpenSSL's state kept")
     per = {}
     with tempfile.TemporaryDirectory() as d:
-        cert, key = os.path.join(d, "cert.pem"), os.path.join(d, "key.pem")
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                        "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=localhost",
-                        "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"], check=True, capture_output=True)
+        cert, key = make_cert(d)
         for lean in ("yes", "no"):
             server, port, lines = start_server(flags=["--tls", "--cert", cert, "--key", key, "--tls-lean", lean,
                                                       "--metrics", "127.0.0.1:0"])
             time.sleep(0.3)
-            metrics = next(l.split()[-1] for l in lines if l.startswith("metrics on "))
-            before = rss_kib(server.pid)
+            mport = int(next(l for l in lines if l.startswith("metrics on ")).rsplit(":", 1)[1])
+            before = rss_mib(server.pid)
             # a line a second each: once 1,000 lines have come, every handshake is over
             client, out = start_client("tls", "--connect", f"127.0.0.1:{port}", "--tls", "--ca", cert,
                                        "--connections", "1000", "--send-interval", "1000", "--duration", "30000",
                                        "--quiet")
             deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and metric(metrics, "heartwheel_lines_total") < 1000:
+            while time.monotonic() < deadline and float(metrics_of(mport)("heartwheel_lines_total")) < 1000:
                 time.sleep(0.2)
             time.sleep(0.5)
-            per[lean] = (rss_kib(server.pid) - before) * 1024 / 1000
+            per[lean] = (rss_mib(server.pid) - before) * 1024 * 1024 / 1000
             client.kill()
             client.wait()
             server.send_signal(signal.SIGTERM)
@@ -453,13 +449,7 @@ def metrics_scene():
     mport = int(server.stdout.readline().strip().rsplit(":", 1)[1])
 
     def scrape():
-        with socket.create_connection(("127.0.0.1", mport), timeout=5) as c:
-            c.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
-            got = b""
-            while chunk := c.recv(65536):
-                got += chunk
-        text = got.decode(errors="replace")
-        pick = lambda name: next((l.split()[-1] for l in text.splitlines() if l.startswith(name + " ")), "?")
+        pick = metrics_of(mport)
         return {k: pick(k) for k in ("chat_members", "heartwheel_accepted_total", "heartwheel_draining")} | {
             "closed draining": pick('heartwheel_closes_total{reason="draining"}')}
 
