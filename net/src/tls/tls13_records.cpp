@@ -122,16 +122,14 @@ tls13_records::~tls13_records() {
 
 void tls13_records::on_keylog(const char* line) noexcept {
     static constexpr char client[] = "CLIENT_TRAFFIC_SECRET_0", server[] = "SERVER_TRAFFIC_SECRET_0";
-    // A server's receive secret is the client's, its send secret its own.
-    if (std::strncmp(line, client, sizeof client - 1) == 0) {
-        const std::size_t n = parse_secret(line, sizeof client - 1, rx_.secret);
-        have_rx_secret_ = n != 0 && (hash_len_ == 0 || n == hash_len_);
+    // A server's receive secret is the client's, its send secret its own; both of the suite's hash length.
+    const auto take = [&](std::size_t label_len, direction& d, bool& have) {
+        const std::size_t n = parse_secret(line, label_len, d.secret);
+        have = n != 0 && (hash_len_ == 0 || n == hash_len_);
         hash_len_ = static_cast<unsigned char>(n);
-    } else if (std::strncmp(line, server, sizeof server - 1) == 0) {
-        const std::size_t n = parse_secret(line, sizeof server - 1, tx_.secret);
-        have_tx_secret_ = n != 0 && (hash_len_ == 0 || n == hash_len_);
-        hash_len_ = static_cast<unsigned char>(n);
-    }
+    };
+    if (std::strncmp(line, client, sizeof client - 1) == 0) take(sizeof client - 1, rx_, have_rx_secret_);
+    else if (std::strncmp(line, server, sizeof server - 1) == 0) take(sizeof server - 1, tx_, have_tx_secret_);
 }
 
 bool tls13_records::start(std::uint32_t cipher_id) noexcept {
@@ -292,7 +290,7 @@ std::size_t tls13_records::read_records(int fd, void* data, std::size_t size, er
     for (;;) {
         unsigned char* into = nullptr;
         std::size_t want = 0;
-        const std::size_t len = static_cast<std::size_t>(hdr_[3]) << 8 | hdr_[4];
+        const std::size_t len = record_length();
         if (hdr_n_ < header_size) {
             into = hdr_ + hdr_n_;
             want = header_size - hdr_n_;
@@ -318,7 +316,7 @@ std::size_t tls13_records::read_records(int fd, void* data, std::size_t size, er
         if (hdr_n_ < header_size) {
             hdr_n_ = static_cast<unsigned char>(hdr_n_ + got);
             if (hdr_n_ < header_size) continue;
-            const std::size_t length = static_cast<std::size_t>(hdr_[3]) << 8 | hdr_[4];
+            const std::size_t length = record_length();
             if (hdr_[0] != type_application_data) {
                 ec = ssl_reason(SSL_R_UNEXPECTED_RECORD); // unprotected after the handshake
                 return 0;

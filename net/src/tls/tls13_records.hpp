@@ -82,6 +82,8 @@ private:
     bool send_held(int fd, error_code& ec) noexcept;    // the rest of a half-sent record
     std::size_t take_plain(void* data, std::size_t size) noexcept;
     std::size_t read_records(int fd, void* data, std::size_t size, error_code& ec);
+    /// The body length the header in hdr_ announces (meaningful once all of it is in).
+    std::size_t record_length() const noexcept { return static_cast<std::size_t>(hdr_[3]) << 8 | hdr_[4]; }
     // One whole record in body (its header in hdr_): returns plaintext copied to data, or 0 with ec.
     std::size_t deliver(unsigned char* body, std::size_t len, void* data, std::size_t size, error_code& ec);
 

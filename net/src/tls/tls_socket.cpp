@@ -3,6 +3,8 @@
 
 #include "tls13_records.hpp"
 
+#include <heartwheel/net/detail/freed_memory.hpp>
+
 #include <heartwheel/asio_ssl.hpp>
 #include <heartwheel/net/policies/policies.hpp>
 
@@ -10,10 +12,6 @@
 #include <openssl/x509v3.h>
 
 #include <sys/socket.h>
-
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
 
 #include <atomic>
 #include <cerrno>
@@ -161,9 +159,7 @@ void tls_socket::handshake_ended() noexcept {
     const unsigned since = lean_handshakes_since_trim.fetch_add(1, std::memory_order_relaxed) + 1;
     if (since < 256 && !(in_flight == 0 && since >= 16)) return;
     lean_handshakes_since_trim.store(0, std::memory_order_relaxed);
-#if defined(__GLIBC__)
-    ::malloc_trim(0);
-#endif
+    detail::return_freed_memory();
 }
 
 bool enable_lean_records(asio::ssl::context& ctx) {

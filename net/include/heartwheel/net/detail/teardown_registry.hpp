@@ -28,6 +28,7 @@
 #define HEARTWHEEL_NET_DETAIL_TEARDOWN_REGISTRY_HPP
 
 #include <heartwheel/net/server/admission.hpp>
+#include <heartwheel/net/detail/freed_memory.hpp>
 #include <heartwheel/net/detail/list_hook.hpp>
 
 #include <heartwheel/asio.hpp>
@@ -38,9 +39,6 @@
 #include <utility>
 #include <vector>
 
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
 
 namespace heartwheel::net::detail {
 
@@ -157,12 +155,6 @@ private:
             }
             e->on_context_shutdown(); // may destroy the entry's owner
         }
-    }
-
-    static void return_freed_memory() noexcept {
-#if defined(__GLIBC__)
-        ::malloc_trim(0);
-#endif
     }
 
     std::mutex mutex_;
