@@ -32,6 +32,7 @@
 
 #include "child_pipe.hpp"
 
+#include <malloc.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -228,6 +229,7 @@ int main(int argc, char** argv) {
     tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
     acceptor.listen(4096);
     const long rss_before = rss_kib();
+    const auto heap_before = mallinfo2().uordblks;
     clients.give_port(acceptor.local_endpoint().port());
     asio::co_spawn(io, [&]() -> asio::awaitable<void> {
         for (;;) {
@@ -246,6 +248,7 @@ int main(int argc, char** argv) {
     clients.hear(io);
     io.run_for(1500ms);
     const long rss_idle = rss_kib();
+    const double heap_idle = static_cast<double>(mallinfo2().uordblks - heap_before) / n;
     // The window: CPU, wake-ups and pings (counted by the clients).
     clients.say("count");
     const long pings0 = std::stol(clients.hear(io));
@@ -263,13 +266,17 @@ int main(int argc, char** argv) {
     int early = 0, missing = 0;
     std::sscanf(deaths.c_str(), "%lf %lf %lf %lf %d %d", &p50, &p99, &mx, &mn, &early, &missing);
     clients.wait();
+    // heartwheel's own view of the deaths: how long after the deadline each was judged (the wheel's
+    // counters; Beast keeps no such figure).
+    const auto snap = counters.snapshot();
+    const double judged_mean_ms = snap.deaths ? static_cast<double>(snap.death_lateness_total_us) / 1000.0 / static_cast<double>(snap.deaths) : -1.0;
     const long pings = pings1 - pings0;
-    std::printf("{\"mode\":\"%s\",\"connections\":%d,\"bytes_per_idle_connection\":%.0f,\"pings\":%ld,"
+    std::printf("{\"mode\":\"%s\",\"connections\":%d,\"bytes_per_idle_connection\":%.0f,\"heap_bytes_per_idle_connection\":%.0f,\"pings\":%ld,"
                 "\"cpu_us_per_ping\":%.3f,\"wakeups_per_s\":%.1f,\"death_p50_ms\":%.2f,\"death_p99_ms\":%.2f,"
-                "\"death_max_ms\":%.2f,\"death_min_ms\":%.2f,\"early\":%d,\"not_closed\":%d}\n",
-                mode.c_str(), n, static_cast<double>(rss_idle - rss_before) * 1024.0 / n, pings,
+                "\"death_max_ms\":%.2f,\"death_min_ms\":%.2f,\"early\":%d,\"not_closed\":%d,\"server_judged_mean_ms\":%.2f}\n",
+                mode.c_str(), n, static_cast<double>(rss_idle - rss_before) * 1024.0 / n, heap_idle, pings,
                 pings > 0 ? (cpu1 - cpu0) * 1e6 / static_cast<double>(pings) : -1.0,
-                static_cast<double>(sw1 - sw0) * 1000.0 / static_cast<double>(window_ms), p50, p99, mx, mn, early, missing);
+                static_cast<double>(sw1 - sw0) * 1000.0 / static_cast<double>(window_ms), p50, p99, mx, mn, early, missing, judged_mean_ms);
     // A failure: nothing pinged, a silent peer never closed, or heartwheel closing one early (Beast's
     // idle timer runs on a grid of idle_timeout / 2: early closes are how it works, reported above).
     return pings > 0 && missing == 0 && (mode == "beast" || early == 0) ? 0 : 1;

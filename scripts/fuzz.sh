@@ -9,7 +9,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:-20}
 dir=$root/build-fuzz
-targets=${HEARTWHEEL_FUZZ_TARGETS:-line_framer config wheel proxy tls control_line echo_config}
+targets=${HEARTWHEEL_FUZZ_TARGETS:-line_framer ws_frames config wheel proxy tls control_line echo_config}
 
 # Only the fuzzers are built (not the examples and their Beast servers, which nothing here runs).
 fuzzers=$(printf '%s_fuzz ' $targets)

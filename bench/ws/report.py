@@ -8,13 +8,15 @@ from side_by_side import report  # noqa: E402
 
 report("ws_idle", sys.argv[1], sys.argv[2],
        [("bytes_per_idle_connection", "bytes per idle connection (server RSS)", "{:.0f}"),
+        ("heap_bytes_per_idle_connection", "of which the heap in use (malloc's count, chunk headers included)", "{:.0f}"),
         ("cpu_us_per_ping", "server CPU per ping round, µs", "{:.2f}"),
         ("wakeups_per_s", "server wake-ups per second (voluntary switches)", "{:.1f}"),
         ("death_p50_ms", "death lateness p50, ms (as the peer sees it)", "{:.2f}"),
         ("death_p99_ms", "death lateness p99, ms", "{:.2f}"),
         ("death_max_ms", "death lateness max, ms", "{:.2f}"),
         ("death_min_ms", "death lateness min, ms (negative: early)", "{:.2f}"),
-        ("early", "closed early (of all)", "{:.0f}")],
+        ("early", "closed early (of all)", "{:.0f}"),
+        ("server_judged_mean_ms", "judged past its deadline, mean ms (the server's own count; Beast keeps none: -1)", "{:.2f}")],
        lambda n, rounds: f"{n:,} idle WebSocket connections (Beast clients in another process answering every "
                          f"ping), a ping after 1 s of silence and death 1 s later, one server thread; medians of "
                          f"{rounds} alternated rounds (`bash bench/ws/run.sh`, raw runs in docs/ws_idle.json).",

@@ -13,6 +13,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/websocket.hpp>
@@ -20,6 +21,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace asio = boost::asio;
@@ -179,4 +181,53 @@ BOOST_AUTO_TEST_CASE(a_session_owning_its_ws_connection_is_freed_by_io_stop) {
         f.wheel.reset(); // the wheel before the io_context, as an application tears down
     }
     for (bool g : gone) BOOST_TEST(g);
+}
+
+// A client that writes its upgrade and its first frames in one segment, pings with a payload, and
+// closes with its own code: the two messages come out whole (the bytes behind the request and behind
+// the first message are kept for the next reads), the ping is answered with its payload, and the
+// close is answered with the client's code before the connection closes peer-closed.
+BOOST_AUTO_TEST_CASE(pipelined_frames_a_ping_and_a_close_are_answered_in_order) {
+    fixture f;
+    const auto masked = [](unsigned op, std::string_view payload) {
+        std::string out{static_cast<char>(0x80 | op), static_cast<char>(0x80 | payload.size()), 1, 2, 3, 4};
+        for (std::size_t i = 0; i < payload.size(); ++i) out.push_back(static_cast<char>(payload[i] ^ (1 + i % 4)));
+        return out;
+    };
+    std::string answer;
+    std::thread peer([&, port = f.acceptor.local_endpoint().port()] {
+        asio::io_context io;
+        tcp::socket s(io);
+        s.connect({asio::ip::make_address("127.0.0.1"), port});
+        const std::string upgrade = "GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+                                    "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n";
+        asio::write(s, asio::buffer(upgrade + masked(1, "first") + masked(9, "hi") + masked(1, "second") +
+                                    masked(8, std::string("\x0F\xA0", 2))));
+        boost::system::error_code ec;
+        char buf[512];
+        for (std::size_t n; (n = s.read_some(asio::buffer(buf), ec)) > 0 && !ec;) answer.append(buf, n);
+    });
+    auto m = ws::ws_connection<tcp::socket>::create(f.acceptor.accept(), f.ctx);
+    std::vector<std::string> got;
+    boost::system::error_code last;
+    asio::co_spawn(f.io, [&]() -> asio::awaitable<void> {
+        if (auto [ec] = co_await m->async_accept(use_tuple); ec) co_return;
+        for (;;) {
+            boost::beast::flat_buffer b;
+            auto [ec, n] = co_await m->async_read(b, use_tuple);
+            if (ec) {
+                last = ec;
+                co_return;
+            }
+            got.push_back(boost::beast::buffers_to_string(b.data()));
+        }
+    }, asio::detached);
+    f.run_until([&] { return m->connection().closed(); });
+    peer.join();
+    BOOST_TEST(got == (std::vector<std::string>{"first", "second"}), boost::test_tools::per_element());
+    BOOST_TEST((last == websocket::error::closed), last.message());
+    const auto body = answer.substr(answer.find("\r\n\r\n") + 4);
+    BOOST_TEST(answer.find("Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=") != std::string::npos, answer);
+    BOOST_TEST(body == std::string("\x8A\x02hi\x88\x02\x0F\xA0", 8)); // the pong, then the close echoing 4000
+    BOOST_TEST(f.counters.snapshot().closes[static_cast<std::size_t>(net::close_reason::peer_closed)] == 1u);
 }

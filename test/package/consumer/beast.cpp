@@ -1,5 +1,5 @@
 // consumer_beast — heartwheel::beast in a Boost.Beast application: a WebSocket server whose
-// connections are ws::ws_connection (Beast's websocket::stream over a heartwheel connection, timed by
+// connections are ws::ws_connection (RFC 6455 frames over a heartwheel connection, timed by
 // the wheel), and a client in the same process written with Beast's own WebSocket client. The client
 // sends a message and gets it back, answers the server's ping frames (Beast does), then falls silent:
 // the server's reader-idle policy must say goodbye with a close frame 1001 "reader-idle". Beside it

@@ -1,5 +1,6 @@
-// heartwheel/beast/websocket.hpp — a Boost.Beast WebSocket stream over a heartwheel connection: the
-// framing layer above the byte transport, under the connection's one close path.
+// heartwheel/beast/websocket.hpp — a WebSocket server connection over a heartwheel connection: RFC 6455's
+// frames (net/websocket/ws_frames.hpp) read and written over the connection's own stream, the opening
+// handshake through Beast's HTTP, all under the connection's one close path.
 //
 //   auto ws = ws::ws_connection<tcp::socket>::create(std::move(socket), ctx, app_handler);
 //   co_await ws->async_accept(use_awaitable);               // the upgrade, under handshake_timeout
@@ -13,22 +14,29 @@
 //
 // The layers. net::connection keeps what every connection has: its liveness (wheel timers), the
 // count of each close with its reason, the linger, the FIN, the handler; its output layer is
-// framed_output (no byte queue: this layer queues messages, Beast writes them). Beast's
-// websocket::stream<connection::stream_type&> frames messages over the connection's own stream, so
-// every byte Beast reads or writes is recorded there (any byte proves liveness to the heartbeat;
-// writer idleness sees the frames). This layer is the connection's handler and speaks WebSocket for it:
-//  - the heartbeat's ping is a ping frame (one in flight at most); the pong arrives through Beast's
-//    control callback, during a read, and is the heartbeat's round trip;
+// framed_output (no byte queue: this layer queues messages and writes their frames). Every byte read
+// or written goes through the connection's stream and is recorded there (writer idleness sees the
+// frames). An idle connection holds no read buffer: a read waits with the stream's async_receive
+// (a chunk lent by the thread's pool only once bytes are there) and the frame reader keeps a cut
+// header or control frame only; what follows a whole message in a read (pipelined) is kept until the
+// next read. Memory per idle connection is the connection, this object and the application's (an
+// idle Beast websocket::stream held ~5 KiB more: docs/benchmarks.md, "WebSocket"). This layer is the
+// connection's handler and speaks WebSocket for it:
+//  - the heartbeat's ping is a ping frame (one in flight at most, written ahead of queued messages);
+//    a pong frame is the heartbeat's round trip; a peer's ping is answered with its payload;
 //  - idleness counts whole messages (async_read's completions), not frames or bytes: a peer that
 //    trickles fragments of a message that never ends, or only answers pings, is idle, as a peer
 //    trickling a line that never ends is in the line protocols;
-//  - the goodbye is a close frame whose code says why (close_code_for) and whose reason text is the
-//    close reason's name; the connection waits for it (goodbye_in_flight / goodbye_written), bounded
-//    by its linger — not for a peer judged dead, which will not answer it — then sends its FIN. Beast's own teardown is the connection's: async_teardown on a
-//    liveness_stream completes at once and leaves the socket to the close path;
-//  - a peer that breaks the protocol or sends a message over max_message is answered by Beast with a
-//    close frame (1002 / 1009) and closed protocol-error / message-too-big, counted once; a close
-//    frame with an undefined code (5000 and up), which Beast would echo, is answered 1002 here;
+//  - the goodbye is a close frame whose code says why (close_code_for) and whose text is the close
+//    reason's name; the connection waits for it to be written (goodbye_in_flight / goodbye_written),
+//    bounded by its linger — not for a peer judged dead, which will not read it — then sends its FIN,
+//    and closes when the peer answers (its close frame or end of stream) or the linger ends;
+//  - the peer's close frame is answered with its own code, and the connection closes peer-closed
+//    once the answer is written;
+//  - a peer that breaks the protocol (ws_frames.hpp lists what is refused) is answered with a close
+//    frame 1002 (1007 for text that is not UTF-8) and closed protocol-error; a message over
+//    max_message, 1009 and message-too-big — judged from its frame's header, before its payload is
+//    read; counted once;
 //  - the output is bounded in bytes, each message counted with message_overhead (the connection's
 //    output policy: the hard limit closes at once, the soft one after its time, slow-consumer), and
 //    in messages (max_queued_messages); writable()/on_writable as the connection's. A broadcast
@@ -37,13 +45,15 @@
 //    (this connection's make_message) count against its producer budget while any recipient holds
 //    them; over it, async_read waits before reading on (the peer's TCP window closes), at most
 //    producer_wait at a time (net/connection/producer_budget.hpp says why the wait is bounded).
-// Beast's own timeouts (stream_base::timeout) stay off: the wheel times everything.
+// No extension is negotiated (no permessage-deflate) and no subprotocol is chosen; messages are
+// written as single frames.
 //
 // Threads: as net::connection — it lives on its socket's executor (a thread's io_context or a strand
 // of a pool's); send() and close() may be called from anywhere and post themselves when away.
-// Invariants: one write (message or close frame) and one ping are in flight at most, as Beast
-// requires; after the close frame nothing else is written; the queue's bytes (each message's size plus
-// message_overhead) are counted in queued_.
+// Invariants: one frame is written at a time (a frame is never interleaved with another); after the
+// close frame nothing else is written; the queue's bytes (each message's size plus message_overhead)
+// are counted in queued_; one read is pending at most (async_read is not called again before it
+// completes).
 #ifndef HEARTWHEEL_BEAST_WEBSOCKET_HPP
 #define HEARTWHEEL_BEAST_WEBSOCKET_HPP
 
@@ -58,13 +68,22 @@
 #include <heartwheel/net/connection/producer_budget.hpp>
 #include <heartwheel/net/detail/home_executor.hpp>
 
+#include <heartwheel/net/websocket/ws_frames.hpp>
+
 #include <boost/beast/core/bind_handler.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
+#include <boost/beast/http/rfc7230.hpp>
+#include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
-#include <boost/beast/websocket.hpp>
+#include <boost/beast/websocket/error.hpp>
+#include <boost/beast/websocket/rfc6455.hpp>
+
+#include <array>
+#include <optional>
+#include <stdexcept>
 
 #include <atomic>
 #include <chrono>
@@ -76,27 +95,12 @@
 #include <string>
 #include <string_view>
 
-namespace heartwheel::net {
-
-// Beast's teardown customization for a connection's stream: the connection's close path owns the
-// socket (FIN after the goodbye, the linger, the close), so Beast's part of it is done at once.
-template <class NextLayer>
-void teardown(boost::beast::role_type, liveness_stream<NextLayer>&, error_code& ec) {
-    ec = {};
-}
-template <class NextLayer, class TeardownHandler>
-void async_teardown(boost::beast::role_type, liveness_stream<NextLayer>& stream, TeardownHandler&& handler) {
-    asio::post(stream.get_executor(), boost::beast::bind_front_handler(std::forward<TeardownHandler>(handler), error_code{}));
-}
-
-} // namespace heartwheel::net
-
 namespace heartwheel::ws {
 
 namespace websocket = boost::beast::websocket;
 
-/// Closes of this layer's own: a peer that broke the protocol (Beast answered 1002), or sent a
-/// message larger than max_message (Beast answered 1009).
+/// Closes of this layer's own: a peer that broke the protocol (answered 1002, or 1007 for text that
+/// is not UTF-8), or sent a message larger than max_message (answered 1009).
 inline const net::close_reason protocol_error = net::define_close_reason("protocol-error");
 inline const net::close_reason message_too_big = net::define_close_reason("message-too-big");
 /// A plain HTTP request on the WebSocket port answered (respond()): the connection's end, not a fault.
@@ -123,7 +127,7 @@ using shared_message = net::shared_message;
 inline shared_message make_message(std::string text) { return std::make_shared<const std::string>(std::move(text)); }
 
 /// What one queued message costs beyond its bytes (its queue entry and share of the buffer's block,
-/// Beast's frame header): counted against the output bound, so that a flood of tiny messages fills a
+/// its frame header): counted against the output bound, so that a flood of tiny messages fills a
 /// slow reader's bound in proportion to what it holds, not at a message count.
 inline constexpr std::size_t message_overhead = 64;
 
@@ -202,9 +206,8 @@ class ws_connection final : public std::enable_shared_from_this<ws_connection<Ne
     struct make_tag {}; // create() only
 
 public:
-    /// The session's life under this layer; framed_output: no byte queue of its own, Beast writes.
+    /// The session's life under this layer; framed_output: no byte queue of its own, this layer writes frames.
     using connection_type = net::connection<NextLayer, net::connection_liveness, net::framed_output>;
-    using websocket_type = websocket::stream<typename connection_type::stream_type&>;
     /// The opening request as async_read_request reads it: a head, no body.
     using request_type = websocket::request_type;
     /// The longest opening request head (a larger one closes handshake-failed).
@@ -223,24 +226,18 @@ public:
         self->conn_ = std::make_shared<connection_type>(
             std::move(next_layer), ctx, std::shared_ptr<net::connection_handler>(self, static_cast<net::connection_handler*>(self.get())), o);
         self->on_strand_ = net::detail::is_strand_executor(self->conn_->get_executor());
-        self->ws_.emplace(self->conn_->stream());
-        self->ws_->read_message_max(options.max_message);
-        self->ws_->binary(options.binary);
-        self->ws_->control_callback([raw = self.get()](websocket::frame_type kind, boost::beast::string_view) {
-            if (kind == websocket::frame_type::pong) raw->conn_->pong_received();
-            else if (kind == websocket::frame_type::close) raw->refuse_undefined_close_code();
-        });
         return self;
     }
 
     ws_connection(make_tag, const net::connection_context& ctx, std::shared_ptr<net::connection_handler> handler,
                   ws_options options)
-        : timers_(ctx.timers), app_(std::move(handler)), options_(options), bound_(ctx.options.output),
-          budget_(options.budget_under(ctx.options.output), message_overhead, options.producer_wait) {
-    }
+        : timers_(ctx.timers), app_(std::move(handler)), bound_(ctx.options.output),
+          budget_(options.budget_under(ctx.options.output), message_overhead, options.producer_wait),
+          reader_(options.max_message), max_queued_(options.max_queued_messages), binary_(options.binary) {}
 
-    /// The WebSocket upgrade in the server role, timed by the handshake timeout; a bad request is
-    /// answered by Beast (400) and closed handshake-failed. Completion: void(error_code).
+    /// The WebSocket upgrade in the server role, timed by the handshake timeout: reads the opening
+    /// request and answers it 101, or — a request that is no valid upgrade — 400 (426 for another
+    /// protocol version) and closes handshake-failed. Completion: void(error_code).
     template <class Token>
     auto async_accept(Token&& token) {
         return asio::async_compose<Token, void(error_code)>(accept_op{this->shared_from_this(), nullptr}, token, conn_->stream());
@@ -256,8 +253,8 @@ public:
                                                             conn_->stream());
     }
     /// The upgrade of a request async_read_request read (`req` outlives the operation); still under
-    /// the handshake timeout it started. A request Beast refuses is answered 400 and closed
-    /// handshake-failed. Completion: void(error_code).
+    /// the handshake timeout it started. A request that is no valid upgrade is answered 400 (426)
+    /// and closed handshake-failed. Completion: void(error_code).
     template <class Token>
     auto async_accept(const request_type& req, Token&& token) {
         return asio::async_compose<Token, void(error_code)>(accept_op{this->shared_from_this(), &req}, token,
@@ -282,9 +279,11 @@ public:
 
     /// Reads one whole message into `buffer` (a DynamicBuffer): reader activity. First, while this
     /// connection's messages held by recipients are over its producer budget, it waits (the peer's
-    /// silence meanwhile is not judged: hold_reads). An error closes the
-    /// connection with what it means (peer-closed for the peer's close frame or end of stream,
-    /// protocol-error, message-too-big, io-error); after a close, the close's error. Completion:
+    /// silence meanwhile is not judged: hold_reads). An error closes the connection with what it
+    /// means: websocket::error::closed for the peer's close frame (answered, peer-closed), a
+    /// protocol error (bad_opcode, bad_frame_payload for text that is not UTF-8, ...: closed
+    /// protocol-error with 1002 or 1007), message_too_big (1009, message-too-big), the stream's
+    /// error (peer-closed, io-error); after a close, the close's error. Completion:
     /// void(error_code, std::size_t).
     template <class DynamicBuffer, class Token>
     auto async_read(DynamicBuffer& buffer, Token&& token) {
@@ -293,14 +292,15 @@ public:
     }
 
     /// Queues one message (text, or binary with ws_options::binary); written in order, one at a time,
-    /// from the end of the upgrade on (a greeting may be sent before it). Ignored once closing. Bounded as the connection's output (see the top of this file). From
-    /// outside the connection's strand it goes through an inbox: one post takes all that arrived.
+    /// from the end of the upgrade on (a greeting may be sent before it). Ignored once closing.
+    /// Bounded as the connection's output (see the top of this file). From outside the connection's
+    /// strand it goes through an inbox: one post takes all that arrived.
     void send(std::string_view message) { send(make_message(std::string(message))); }
     void send(const char* message) { send(make_message(message)); }
     void send(std::string&& message) { send(make_message(std::move(message))); }
     /// A message of this connection's peer for others (a broadcast's), counted against this
     /// connection's producer budget while any recipient holds it: over it, async_read waits before
-    /// it reads the next message (see net/connection/producer_budget.hpp). On the connection's executor.
+    /// reading on. On this connection's executor.
     shared_message make_message(std::string text) { return budget_.make_message(std::move(text)); }
     /// A message shared with other recipients (a broadcast): queued by reference, never copied.
     void send(shared_message message) {
@@ -309,7 +309,7 @@ public:
         queued_ += cost(*message);
         push(std::move(message));
         bound_output();
-        if (!writing_ && !bound_.slow() && open_) write_next(); // before the upgrade: written once it is done
+        if (!bound_.slow() && open_) write_next(); // before the upgrade: written once it is done
     }
     /// Whether a producer may send now (the output's high-water mark); on_writable follows a false.
     bool writable() const noexcept { return bound_.writable(queued_); }
@@ -320,7 +320,6 @@ public:
     void close(net::close_reason why) { conn_->close(why); }
 
     connection_type& connection() noexcept { return *conn_; }
-    websocket_type& websocket() noexcept { return *ws_; }
     auto get_executor() noexcept { return conn_->get_executor(); }
 
 private:
@@ -337,27 +336,32 @@ private:
         return true;
     }
     void send_ping() override {
-        if (!open_ || pinging_) return;
-        pinging_ = true;
-        ws_->async_ping({}, [self = this->shared_from_this()](error_code) { self->pinging_ = false; });
+        if (!open_ || pinging_ || close_due_ || close_sent_) return;
+        pinging_ = true; // until it is written: one in flight at most
+        write_next();
     }
+    // The close frame: the code the close calls for (the peer's own code echoed when it closed
+    // first; a refused frame's 1002 / 1007 / 1009 with no text), the close reason's name as its text.
     void last_words(net::close_reason why) override {
         drop_queue();
-        if (!open_) return; // no WebSocket yet (mid-upgrade): nothing to say
+        if (!open_ || close_sent_) return; // no WebSocket yet (mid-upgrade), or said already
         conn_->goodbye_in_flight();
-        const std::string_view name = net::to_string(why);
-        websocket::close_reason frame(close_code_for(why), boost::beast::string_view(name.data(), name.size()));
-        // Beast queues it behind a message write in flight; then it waits for the peer's close frame.
-        ws_->async_close(frame, [self = this->shared_from_this()](error_code) { self->conn_->goodbye_written(); });
+        std::uint16_t code = close_code_for(why);
+        std::string_view text = net::to_string(why);
+        if (failed_code_ != 0) code = failed_code_, text = {};
+        else if (peer_code_ != 0) code = peer_code_, text = {};
+        close_due_ = std::make_unique<std::string>(control_frame(net::ws_opcode::close, code, text));
+        write_next(); // behind a message in flight; the peer's answer is read by the application's read
         // A peer judged dead answers no close frame: its goodbye is out once handed to the socket,
-        // which Beast did as it began (or it waits behind a write the dead peer's window holds, lost
-        // with it either way) — the FIN follows on the next turn, not at the linger's end.
+        // which a write does as it begins (or it waits behind a write the dead peer's window holds,
+        // lost with it either way) — the FIN follows on the next turn, not at the linger's end.
         if (net::is_peer_dead_reason(why)) conn_->post([](connection_type& c) { c.goodbye_written(); });
     }
     void on_close(net::close_reason why) override {
         drop_queue();
         bound_.stop();
         budget_.cancel(); // a read waiting for the budget completes, with the close's error
+        in_.reset();
         if (auto app = std::exchange(app_, nullptr)) app->on_close(why);
     }
     void on_idle(net::idle_event e) override {
@@ -375,20 +379,22 @@ private:
     void send_from_away(shared_message m) {
         {
             const inbox_lock lock(inbox_busy_);
-            inbox_.push_back(std::move(m));
+            if (!inbox_) inbox_ = std::make_unique<std::vector<shared_message>>();
+            inbox_->push_back(std::move(m));
             if (inbox_posted_) return;
             inbox_posted_ = true;
         }
         conn_->post([self = this->shared_from_this()](connection_type&) { self->take_inbox(); });
     }
     void take_inbox() {
-        std::vector<shared_message> arrived;
+        std::unique_ptr<std::vector<shared_message>> arrived;
         {
             const inbox_lock lock(inbox_busy_);
-            arrived.swap(inbox_);
+            arrived = std::move(inbox_);
             inbox_posted_ = false;
         }
-        for (auto& m : arrived) send(std::move(m));
+        if (arrived)
+            for (auto& m : *arrived) send(std::move(m));
     }
     // A spin lock (one byte; held for a push_back): the inbox is touched by producers on other
     // threads and once per post by the strand.
@@ -400,24 +406,79 @@ private:
         std::atomic_flag& flag;
     };
 
-    // --- the message queue -------------------------------------------------------------------------
+    // --- writing: one frame at a time, control frames first ----------------------------------------
+    // What goes next: the close frame (then nothing more), a pong owed, our ping, then the oldest
+    // message. A control frame waits for the frame being written, never for the queue behind it.
+    enum class frame_kind : std::uint8_t { message, ping, pong, close };
     void write_next() {
+        if (writing_ || close_sent_) return;
+        if (close_due_) {
+            close_sent_ = true;
+            drop_queue();
+            auto frame = std::move(close_due_);
+            const asio::const_buffer bytes = asio::buffer(*frame);
+            return write_frame(frame_kind::close, std::array<asio::const_buffer, 1>{bytes}, std::move(frame));
+        }
+        if (pong_due_) {
+            auto frame = std::move(pong_due_);
+            const asio::const_buffer bytes = asio::buffer(*frame);
+            return write_frame(frame_kind::pong, std::array<asio::const_buffer, 1>{bytes}, std::move(frame));
+        }
+        if (pinging_ && !ping_written_) {
+            static constexpr unsigned char empty_ping[] = {0x89, 0x00};
+            return write_frame(frame_kind::ping, std::array<asio::const_buffer, 1>{asio::buffer(empty_ping)}, nullptr);
+        }
+        if (!open_ || pending() == 0 || conn_->closing() || bound_.slow()) return;
+        current_ = pop(); // written from current_: the queue may grow meanwhile
+        const auto op = binary_ ? net::ws_opcode::binary : net::ws_opcode::text;
+        head_size_ = static_cast<std::uint8_t>(net::ws_frame_header(head_, op, current_->size()));
+        write_frame(frame_kind::message,
+                    std::array<asio::const_buffer, 2>{asio::buffer(head_, head_size_), asio::buffer(*current_)}, nullptr);
+    }
+    template <class Buffers>
+    void write_frame(frame_kind kind, const Buffers& buffers, std::unique_ptr<std::string> held) {
         writing_ = true;
-        current_ = pop(); // Beast writes from current_: the queue may grow meanwhile
-        ws_->async_write(asio::buffer(*current_), [self = this->shared_from_this()](error_code ec, std::size_t) {
-            self->on_written(ec);
-        });
+        if (kind == frame_kind::ping) ping_written_ = true;
+        asio::async_write(conn_->stream(), buffers,
+                          [self = this->shared_from_this(), kind, held = std::move(held)](error_code ec, std::size_t) {
+                              self->on_written(kind, ec);
+                          });
     }
-    void on_written(error_code ec) {
+    void on_written(frame_kind kind, error_code ec) {
         writing_ = false;
-        queued_ -= cost(*current_);
-        current_.reset();
+        if (kind == frame_kind::message) {
+            queued_ -= cost(*current_);
+            current_.reset();
+        } else if (kind == frame_kind::ping) pinging_ = ping_written_ = false;
+        else if (kind == frame_kind::close) {
+            conn_->goodbye_written(); // the FIN follows
+            // The handshake is over when the peer closed first; a refused peer is not waited for.
+            if (ec || peer_code_ != 0 || failed_code_ != 0) conn_->abort(net::close_reason::io_error);
+            return;
+        }
         if (ec) return conn_->abort(net::close_reason::io_error); // while closing: ends the close
-        if (conn_->closing()) return;
-        if (pending() > 0) return write_next();
-        if (bound_.drained(queued_) && app_) app_->on_writable();
+        write_next();
+        if (kind == frame_kind::message && !conn_->closing() && bound_.drained(queued_) && app_) app_->on_writable();
     }
-    // Everything not yet being written goes (Beast is writing from current_).
+    static std::string control_frame(net::ws_opcode op, std::uint16_t code, std::string_view text) {
+        std::string payload;
+        if (code != 0) {
+            payload.push_back(static_cast<char>(code >> 8));
+            payload.push_back(static_cast<char>(code & 0xFF));
+            payload.append(text.substr(0, 123));
+        }
+        return with_header(op, payload);
+    }
+    static std::string with_header(net::ws_opcode op, std::string_view payload) {
+        unsigned char head[10];
+        const std::size_t n = net::ws_frame_header(head, op, payload.size());
+        std::string frame(reinterpret_cast<const char*>(head), n);
+        frame.append(payload);
+        return frame;
+    }
+
+    // --- the message queue -------------------------------------------------------------------------
+    // Everything not yet being written goes (a frame in flight is written from current_).
     void drop_queue() {
         if (!queue_) return;
         for (const auto& m : *queue_) queued_ -= cost(*m);
@@ -437,7 +498,7 @@ private:
         return m;
     }
     void bound_output() {
-        const bool over_count = pending() + (writing_ ? 1u : 0u) > options_.max_queued_messages;
+        const bool over_count = pending() + (current_ ? 1u : 0u) > max_queued_;
         const auto on_soft_time = [this] {
             return [weak = this->weak_from_this()] {
                 auto self = weak.lock();
@@ -451,29 +512,167 @@ private:
         }
     }
 
+    // --- reading: frames from the connection's receive, no buffer while idle -----------------------
+    enum class fed : std::uint8_t { more, message, stop };
+    // Feeds `n` bytes at `p` (a read's chunk, or what a read left): a message's payload goes into
+    // `buffer`, a ping is answered, a pong is the heartbeat's, the peer's close or a refused frame
+    // stops (ec says which). What follows a whole message is kept for the next read.
+    template <class DynamicBuffer>
+    fed feed(char* p, std::size_t n, DynamicBuffer& buffer, std::size_t& size, error_code& ec) {
+        std::size_t used = 0;
+        for (;;) {
+            const net::ws_event ev = reader_.next(p + used, n - used);
+            used += ev.consumed;
+            switch (ev.kind) {
+            case net::ws_event::need_more: return fed::more;
+            case net::ws_event::data:
+                try {
+                    buffer.commit(asio::buffer_copy(buffer.prepare(ev.payload.size()), asio::buffer(ev.payload)));
+                } catch (const std::length_error&) { // the application's buffer is full: as over max_message
+                    refuse(net::ws_error::message_too_big, ec);
+                    return fed::stop;
+                }
+                size += ev.payload.size();
+                break;
+            case net::ws_event::message_end:
+                if (used < n) in_ = std::make_unique<std::string>(p + used, n - used);
+                return fed::message;
+            case net::ws_event::ping:
+                if (!close_due_ && !close_sent_) {
+                    pong_due_ = std::make_unique<std::string>(with_header(net::ws_opcode::pong, ev.payload));
+                    write_next();
+                }
+                break;
+            case net::ws_event::pong: conn_->pong_received(); break;
+            case net::ws_event::close:
+                peer_closing(ev.close_code);
+                ec = websocket::error::closed;
+                return fed::stop;
+            case net::ws_event::error: refuse(ev.why, ec); return fed::stop;
+            }
+        }
+    }
+    // The peer's close frame: answered with its own code (RFC 6455 5.5.1), then the FIN and the
+    // socket's close; ours already said, the handshake is over.
+    void peer_closing(std::uint16_t code) {
+        peer_code_ = code == 1005 ? 1000 : code;
+        if (!conn_->closing()) return conn_->close(net::close_reason::peer_closed);
+        if (close_sent_ && !writing_) conn_->abort(net::close_reason::peer_closed);
+    }
+    void refuse(net::ws_error why, error_code& ec) {
+        ec = error_for(why);
+        if (conn_->closing()) return conn_->abort(protocol_error); // during our goodbye: the first reason stays
+        failed_code_ = net::ws_close_code(why);
+        conn_->close(why == net::ws_error::message_too_big ? message_too_big : protocol_error);
+    }
+    static error_code error_for(net::ws_error why) {
+        using e = websocket::error;
+        switch (why) {
+        case net::ws_error::bad_reserved_bits: return e::bad_reserved_bits;
+        case net::ws_error::bad_opcode: return e::bad_opcode;
+        case net::ws_error::bad_unmasked_frame: return e::bad_unmasked_frame;
+        case net::ws_error::bad_control_fragment: return e::bad_control_fragment;
+        case net::ws_error::bad_control_size: return e::bad_control_size;
+        case net::ws_error::bad_continuation: return e::bad_continuation;
+        case net::ws_error::bad_data_frame: return e::bad_data_frame;
+        case net::ws_error::bad_size: return e::bad_size;
+        case net::ws_error::bad_utf8: return e::bad_frame_payload;
+        case net::ws_error::bad_close_size: return e::bad_close_size;
+        case net::ws_error::bad_close_code: return e::bad_close_code;
+        case net::ws_error::message_too_big: return e::message_too_big;
+        case net::ws_error::none: break;
+        }
+        return e::closed;
+    }
+    // What a read after the end completes with.
+    error_code ended() const {
+        if (reader_.failed() != net::ws_error::none) return error_for(reader_.failed());
+        if (peer_code_ != 0) return websocket::error::closed;
+        return error_code(net::errc::connection_closed);
+    }
+    bool ended_reading() const noexcept { return reader_.failed() != net::ws_error::none || peer_code_ != 0; }
+
+    // The stream failed under a read: its end of stream or error, as the connection reads them.
+    void stream_failed(error_code ec) { conn_->read_failed(ec); }
+
+    // --- the opening handshake -----------------------------------------------------------------------
+    // RFC 6455 4.2.1: GET, HTTP/1.1, Host, Upgrade: websocket, Connection: upgrade, a key of 16 bytes
+    // in base64, version 13 (another version: 426 with the one spoken here).
+    static error_code check_upgrade(const request_type& req) {
+        namespace http = boost::beast::http;
+        using e = websocket::error;
+        if (req.version() != 11) return e::bad_http_version;
+        if (req.method() != http::verb::get) return e::bad_method;
+        if (req.find(http::field::host) == req.end()) return e::no_host;
+        if (!http::token_list(req[http::field::connection]).exists("upgrade")) return e::no_connection_upgrade;
+        if (!http::token_list(req[http::field::upgrade]).exists("websocket")) return e::no_upgrade_websocket;
+        const auto key = req[http::field::sec_websocket_key];
+        if (key.empty()) return e::no_sec_key;
+        if (!net::ws_key_valid(std::string_view(key.data(), key.size()))) return e::bad_sec_key;
+        const auto version = req[http::field::sec_websocket_version];
+        if (version.empty()) return e::no_sec_version;
+        if (version != "13") return e::bad_sec_version;
+        return {};
+    }
+    static std::unique_ptr<boost::beast::http::response<boost::beast::http::string_body>> answer_upgrade(const request_type& req,
+                                                                                                       error_code refused) {
+        namespace http = boost::beast::http;
+        auto res = std::make_unique<http::response<http::string_body>>();
+        res->version(11);
+        if (!refused) {
+            const auto key = req[http::field::sec_websocket_key];
+            res->result(http::status::switching_protocols);
+            res->set(http::field::upgrade, "websocket");
+            res->set(http::field::connection, "Upgrade");
+            res->set(http::field::sec_websocket_accept, net::ws_accept_key(std::string_view(key.data(), key.size())));
+            return res;
+        }
+        res->result(refused == websocket::error::bad_sec_version ? http::status::upgrade_required : http::status::bad_request);
+        if (refused == websocket::error::bad_sec_version) res->set(http::field::sec_websocket_version, "13");
+        res->set(http::field::connection, "close");
+        res->set(http::field::content_type, "text/plain");
+        res->body() = refused.message() + "\n";
+        res->prepare_payload();
+        return res;
+    }
+
     // --- composed operations -----------------------------------------------------------------------
     struct accept_op {
         std::shared_ptr<ws_connection> c;
         const request_type* req = nullptr; ///< read by async_read_request (which started the handshake timeout)
-        bool started = false;
+        std::unique_ptr<request_type> own = {}; ///< read here (async_accept without a request)
+        std::unique_ptr<boost::beast::http::response<boost::beast::http::string_body>> res = {};
+        error_code refused = {};
+        enum { start, read, answered } stage = start;
         template <class Self>
-        void operator()(Self& self, error_code ec = {}) {
-            if (!started) {
-                started = true;
+        void operator()(Self& self, error_code ec = {}, std::size_t = 0) {
+            if (stage == start) {
                 if (c->conn_->closing()) return self.complete(error_code(net::errc::connection_closed));
-                if (req) return c->ws_->async_accept(*req, std::move(self));
-                c->conn_->handshake_started();
-                return c->ws_->async_accept(std::move(self));
+                if (!req) {
+                    stage = read;
+                    own = std::make_unique<request_type>();
+                    auto& r = *own;
+                    return c->async_read_request(r, std::move(self));
+                }
+            } else if (stage == read && ec) return self.complete(ec); // closed by the read, counted
+            if (stage != answered) {
+                const request_type& r = req ? *req : *own;
+                refused = check_upgrade(r);
+                res = answer_upgrade(r, refused);
+                stage = answered;
+                auto& msg = *res;
+                return boost::beast::http::async_write(c->conn_->stream(), msg, std::move(self));
             }
             c->conn_->handshake_finished();
             if (c->conn_->closing()) return self.complete(ec ? ec : error_code(net::errc::connection_closed));
-            if (ec) {
+            if (ec || refused) {
+                c->in_.reset();
                 c->conn_->abort(net::close_reason::handshake_failed);
-                return self.complete(ec);
+                return self.complete(refused ? refused : ec);
             }
             c->open_ = true;
             if (c->drain_after_upgrade_) c->conn_->leave(); // asked mid-upgrade: the 1012 goes now
-            if (c->pending() > 0 && !c->writing_) c->write_next(); // what was sent during the upgrade
+            c->write_next();                                 // what was sent during the upgrade
             self.complete(ec);
         }
     };
@@ -508,6 +707,9 @@ private:
                 return self.complete(ec);
             }
             req = in->parser.release();
+            // A client's first frames sent right behind its request: the first read takes them.
+            const auto rest = in->buffer.data();
+            if (rest.size() != 0) c->in_ = std::make_unique<std::string>(static_cast<const char*>(rest.data()), rest.size());
             self.complete(ec);
         }
     };
@@ -516,72 +718,78 @@ private:
     struct read_op {
         std::shared_ptr<ws_connection> c;
         DynamicBuffer& buffer;
+        std::size_t size = 0; ///< the message's bytes so far
         enum { start, waited, reading } stage = start;
+
         template <class Self>
-        void operator()(Self& self, error_code ec = {}, std::size_t n = 0) {
-            if (stage == start && c->budget_.over() && !c->conn_->closing()) {
+        void operator()(Self& self, error_code = {}) { // the start, and the end of a wait for the budget
+            if (stage == start && c->budget_.over() && !c->conn_->closing() && !c->ended_reading()) {
                 stage = waited;
                 c->conn_->hold_reads(true);
                 return c->budget_.async_wait(c->timers_, c->get_executor(), std::move(self));
             }
-            if (stage != reading) {
-                if (stage == waited) c->conn_->hold_reads(false);
-                if (c->conn_->closing()) return self.complete(error_code(net::errc::connection_closed), 0);
-                stage = reading;
-                return c->ws_->async_read(buffer, std::move(self));
+            if (stage == waited) c->conn_->hold_reads(false);
+            if (c->ended_reading() || (stage == start && c->conn_->closing()) || c->conn_->closed())
+                return self.complete(c->ended(), 0);
+            stage = reading;
+            if (c->in_) { // what the last read left: the next message, or its beginning
+                const auto held = std::move(c->in_);
+                if (take(self, held->data(), held->size())) return;
             }
-            if (ec) c->read_failed(ec);
-            else c->conn_->message_received();
-            self.complete(ec, n);
+            c->conn_->stream().async_receive(std::move(self));
+        }
+        template <class Self>
+        void operator()(Self& self, error_code ec, net::read_chunk chunk) {
+            if (ec) {
+                if (!c->ended_reading()) c->stream_failed(ec);
+                return self.complete(c->ended_reading() ? c->ended() : ec, 0);
+            }
+            if (take(self, chunk.data(), chunk.size())) return;
+            chunk.reset(); // back to the pool before the wait: an idle connection holds none
+            c->conn_->stream().async_receive(std::move(self));
+        }
+        // Whether the operation completed on these bytes.
+        template <class Self>
+        bool take(Self& self, char* p, std::size_t n) {
+            error_code ec;
+            switch (c->feed(p, n, buffer, size, ec)) {
+            case fed::more: return false;
+            case fed::message:
+                c->conn_->message_received();
+                self.complete(ec, size);
+                return true;
+            case fed::stop: break;
+            }
+            self.complete(ec, 0);
+            return true;
         }
     };
 
-    // RFC 6455 7.4.2: close codes from 5000 on are not defined, and a peer that sends one fails the
-    // connection (1002). Beast accepts them and echoes the peer's code, from a local copy no hook can
-    // change: so, before it writes, this layer says 1002 itself (plain sockets with no write of
-    // Beast's in flight: the frame cannot land inside another), ends its side and closes the
-    // connection protocol-error at once (the peer's close frame is read: nothing unread to reset
-    // it); Beast's echo then fails on the closed socket.
-    void refuse_undefined_close_code() {
-        if (ws_->reason().code < 5000) return;
-        undefined_close_code_ = true;
-        auto& socket = conn_->stream().lowest_layer();
-        error_code ec;
-        if constexpr (!connection_type::is_tls) {
-            static constexpr unsigned char protocol_error_frame[] = {0x88, 0x02, 0x03, 0xEA};
-            if (!writing_ && !pinging_) conn_->stream().next_layer().write_some(asio::buffer(protocol_error_frame), ec);
-        }
-        socket.shutdown(asio::socket_base::shutdown_send, ec);
-        conn_->abort(protocol_error);
-    }
-
-    void read_failed(error_code ec) {
-        if (undefined_close_code_) return conn_->abort(protocol_error);
-        // The peer's close frame (Beast answered it): the close handshake is over.
-        if (ec == websocket::error::closed) return conn_->abort(net::close_reason::peer_closed);
-        if (conn_->closing()) return conn_->read_failed(ec); // ended by our own close
-        if (ec == websocket::error::message_too_big) return conn_->abort(message_too_big);
-        if (ec == websocket::condition::protocol_violation) return conn_->abort(protocol_error);
-        conn_->read_failed(ec);
-    }
-
     timer_scheduler& timers_;
     std::shared_ptr<net::connection_handler> app_;
-    ws_options options_;
     net::output_bound bound_; ///< the slow-consumer bound and the water marks of the message queue
     net::producer_budget budget_; ///< this peer's messages that others still hold (make_message)
     std::shared_ptr<connection_type> conn_;
-    std::optional<websocket_type> ws_;
+    net::ws_frame_reader reader_; ///< the peer's frames
+    std::unique_ptr<std::string> in_; ///< bytes a read left behind a whole message (pipelined): usually none
     // The messages not yet written (oldest first), and the one being written.
     std::unique_ptr<std::deque<shared_message>> queue_;
-    std::vector<shared_message> inbox_; ///< sent from other strands, not yet taken (under inbox_busy_)
+    std::unique_ptr<std::vector<shared_message>> inbox_; ///< sent from other strands, not yet taken (under inbox_busy_)
     std::atomic_flag inbox_busy_ = ATOMIC_FLAG_INIT;
     bool inbox_posted_ = false;         ///< a take_inbox is on its way (under inbox_busy_)
     shared_message current_;
+    std::unique_ptr<std::string> pong_due_;  ///< the pong owed to the peer's last ping, not yet written
+    std::unique_ptr<std::string> close_due_; ///< the close frame, not yet written
     static std::size_t cost(const std::string& m) noexcept { return m.size() + message_overhead; }
     std::size_t pending() const noexcept { return queue_ ? queue_->size() : 0; }
     std::size_t queued_ = 0;
-    bool open_ = false, writing_ = false, pinging_ = false, undefined_close_code_ = false;
+    unsigned char head_[10] = {}; ///< the header of the message being written
+    std::uint8_t head_size_ = 0;
+    std::uint16_t peer_code_ = 0;   ///< the peer's close frame's code (1005 read as 1000); 0: none yet
+    std::uint16_t failed_code_ = 0; ///< the close code for a refused frame; 0: none
+    std::uint32_t max_queued_;      ///< ws_options::max_queued_messages
+    bool binary_;                   ///< ws_options::binary
+    bool open_ = false, writing_ = false, pinging_ = false, ping_written_ = false, close_sent_ = false;
     bool drain_after_upgrade_ = false; ///< a drain asked during the upgrade: leave once it is done
     bool on_strand_ = false; ///< the connection lives on a strand: send() looks whether it runs inside it
 };
