@@ -7,9 +7,9 @@ that times out, a client reconnecting with growing backoff while the server is r
 to leave over 1.5 s), and an
 overload moment: a flood of idle connections near --max-connections shed at the scaled reader-idle
 timeout while healthy clients keep working (and the same limit filled from one address, which moves
-nobody's timeouts: its source share), and a WebSocket chat on Boost.Beast whose idle and
-unresponsive clients get close frames naming the reason and whose flooding member is slowed to its
-readers' pace (demo_ws.py), the same chat with headless Chromium pages as its clients (its own page
+nobody's timeouts: its source share), and a WebSocket chat whose idle and
+unresponsive clients get close frames naming the reason, whose flooding member is slowed to its
+readers' pace and whose idle connections cost a few KiB each (demo_ws.py), the same chat with headless Chromium pages as its clients (its own page
 served on its port, pings answered by the browser, a drain shown in the page: demo_browser.py), HTTP keep-alive, a storm of TLS connects served past a handshake bound
 of 20 while connections that never send a ClientHello are shed (the listener's admission), 1,000 TLS
 connections' memory with lean records and with OpenSSL's state kept, and a
@@ -241,8 +241,8 @@ def handover_scene():
 
 
 def websocket_scene():
-    """The WebSocket scene (scripts/demo_ws.py, in a Python that has websockets): ws_chat_server on Beast."""
-    say("scene", "WebSocket: Boost.Beast on heartwheel, ping frames and close frames with their reasons")
+    """The WebSocket scene (scripts/demo_ws.py, in a Python that has websockets): ws_chat_server."""
+    say("scene", "WebSocket on heartwheel: ping frames, close frames with their reasons, a flood slowed, idle memory")
     env = dict(os.environ, DEMO_T0=str(time.time() - (time.monotonic() - T0)), HEARTWHEEL_BUILD=BUILD)
     p = subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "demo_ws.py")],
                        env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)

@@ -163,10 +163,12 @@ asio::awaitable<void> session(Stream stream, const net::connection_context& ctx,
         auto [ec] = co_await c->connection().async_handshake(asio::ssl::stream_base::server, use_tuple);
         if (ec) co_return; // closed handshake-failed or handshake-timeout, counted
     }
-    ws::websocket::request_type req; // the opening request: an upgrade, or a browser asking for the page
-    if (auto [ec] = co_await c->async_read_request(req, use_tuple); ec) co_return;
-    if (!ws::websocket::is_upgrade(req)) co_return c->respond(plain_answer(req));
-    if (auto [ec] = co_await c->async_accept(req, use_tuple); ec) co_return;
+    {   // the opening request: an upgrade, or a browser asking for the page (its headers freed after)
+        ws::websocket::request_type req;
+        if (auto [ec] = co_await c->async_read_request(req, use_tuple); ec) co_return;
+        if (!ws::websocket::is_upgrade(req)) co_return c->respond(plain_answer(req));
+        if (auto [ec] = co_await c->async_accept(req, use_tuple); ec) co_return;
+    }
     r.join(c);
     boost::beast::flat_buffer in;
     for (;;) {
