@@ -64,7 +64,9 @@ struct ws_event {
     enum kind_type : std::uint8_t { need_more, data, message_end, ping, pong, close, error };
     kind_type kind = need_more;
     std::size_t consumed = 0;  ///< bytes of the input taken
-    std::string_view payload;  ///< data: payload bytes (unmasked, in the input); ping/pong/close: the frame's payload
+    /// data: payload bytes (unmasked, in the input); ping/pong/close: the frame's payload (in the
+    /// input, or the reader's own copy of a frame cut by a read's end) — valid until the next call.
+    std::string_view payload;
     std::uint16_t close_code = 0; ///< close: the peer's code (1005: none given); its reason follows in payload
     ws_error why = ws_error::none; ///< error
 };
