@@ -9,6 +9,7 @@ import http.client
 import os
 import signal
 import socket
+import struct
 import ssl
 import subprocess
 import sys
@@ -71,6 +72,27 @@ class KeepAlive(unittest.TestCase):
             closes, requests = srv.stop()
         self.assertEqual(requests, 21)
         self.assertEqual(closes, {"peer-closed": 1})
+
+    def test_a_reset_between_requests_is_the_peers_end_and_one_inside_a_request_is_not(self):
+        # A balancer's health check (HAProxy's) ends its kept-alive connection with a reset, no FIN:
+        # between requests that is the peer's own end, peer-closed; in the middle of a request head it
+        # cuts the request short, io-error.
+        def reset(s):
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            s.close()
+        with HttpServer() as srv:
+            s = raw(srv.port)
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            got = b""
+            while b"hello\n" not in got:
+                got += s.recv(4096)
+            reset(s)
+            cut = raw(srv.port)
+            cut.sendall(b"GET / HTTP/1.1\r\nHo")
+            time.sleep(0.2)  # the head's first bytes read: a request is under way
+            reset(cut)
+            closes, requests = srv.stop()
+        self.assertEqual((closes, requests), ({"peer-closed": 1, "io-error": 1}, 1))
 
     def test_sigterm_drains_idle_at_once_and_a_request_in_progress_with_connection_close(self):
         """--drain-window 2000: a connection whose request head is half sent when asked to leave gets its

@@ -390,8 +390,13 @@ private:
                 c->buffer_.consume(c->buffer_.size());
                 return conn.stream().async_read_some(c->buffer_.prepare(1024), std::move(self));
             }
-            if (ec == bhttp::error::end_of_stream || ec == bhttp::error::partial_message)
-                conn.abort(net::close_reason::peer_closed); // between requests, or cutting one short
+            // The peer's end between requests, or cutting one short; a reset between requests too (a
+            // balancer's health check ends so: HAProxy's close without lingering) — inside a request
+            // a reset is an I/O error.
+            const bool between_requests = !c->in_request_ && c->buffer_.size() == 0;
+            if (ec == bhttp::error::end_of_stream || ec == bhttp::error::partial_message ||
+                (between_requests && ec == asio::error::connection_reset))
+                conn.abort(net::close_reason::peer_closed);
             else if (ec.category() == bhttp::make_error_code(bhttp::error::bad_method).category()) {
                 c->error_status_ = ec == bhttp::error::header_limit ? bhttp::status::request_header_fields_too_large
                                  : ec == bhttp::error::body_limit   ? bhttp::status::payload_too_large
