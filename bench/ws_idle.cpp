@@ -4,8 +4,8 @@
 //
 // The same policy in both: a ping after 1 s without a byte from the peer, dead 2 s after the last one
 // (heartwheel: heartbeat interval 1 s, timeout 1 s, one miss). The same server shape in both: one
-// thread, a coroutine per connection reading whole messages. The clients are Beast WebSocket clients
-// in a child process (they answer every ping, as Beast does while reading).
+// thread, a coroutine per connection reading whole messages. The clients are in a child process: each
+// upgrades with Beast's client, then answers every ping with a pong of its own, written at once.
 //
 // What one run of a mode prints (one JSON line):
 //  - bytes per idle connection: the server's RSS after N connections went idle, less before any;
@@ -67,10 +67,16 @@ using bench::voluntary_switches;
 using bench::write_all;
 
 // --- the clients (child process) -------------------------------------------------------------------
+// Each client upgrades with Beast, then reads the server's frames itself: it answers a ping with a
+// masked pong written at once (a non-blocking write of 6 bytes) and notes the moment that write
+// returned — when its pong left, the moment a death is measured from. (Beast's client answers
+// pings too, but later, as its read goes on: its control callback sees the ping, not the pong
+// leave, and with thousands of clients on one thread the pong left up to milliseconds after.)
+// Told to stop, it answers nothing more and waits for the server's close frame (heartwheel says
+// goodbye with one) or its FIN (Beast's idle timeout tears the connection down without one).
 struct client_state {
     steady::time_point last_pong{}, closed_seen{};
-    int phase = 0; ///< 1: answering, 2: silent (raw reads), 3: closed
-    websocket::stream<tcp::socket>* s = nullptr; ///< while its coroutine runs
+    bool stopped = false;
 };
 
 asio::awaitable<void> client(tcp::endpoint server, client_state& st, long& pings, int& up) {
@@ -78,23 +84,9 @@ asio::awaitable<void> client(tcp::endpoint server, client_state& st, long& pings
     if (auto [ec] = co_await s.next_layer().async_connect(server, use_tuple); ec) co_return;
     if (auto [ec] = co_await s.async_handshake("127.0.0.1", "/", use_tuple); ec) co_return;
     ++up;
-    st.s = &s;
-    st.phase = 1;
-    s.control_callback([&](websocket::frame_type kind, beast::string_view) {
-        if (kind != websocket::frame_type::ping) return;
-        ++pings;
-        st.last_pong = steady::now(); // Beast answers it as this read goes on
-    });
-    beast::flat_buffer in;
-    for (;;) { // Beast answers pings while this read is pending; "stop" cancels it
-        auto [ec, n] = co_await s.async_read(in, use_tuple);
-        if (ec) break;
-        in.consume(n);
-    }
-    // Silent from here on: the raw bytes, until the server's close frame (heartwheel says goodbye
-    // with one) or its FIN (Beast's idle timeout tears the connection down without one). The server's
-    // frames are unmasked and, here, only control frames: two header bytes and a short payload.
-    st.phase = 2;
+    // The server's frames are unmasked and, here, only control frames: two header bytes and a short
+    // payload. A pong: FIN + opcode 10, masked, empty (a zero mask).
+    static constexpr unsigned char pong[] = {0x8A, 0x80, 0, 0, 0, 0};
     std::vector<unsigned char> pending;
     unsigned char chunk[1024];
     for (bool closed = false; !closed;) {
@@ -102,12 +94,20 @@ asio::awaitable<void> client(tcp::endpoint server, client_state& st, long& pings
         if (ec) break;
         pending.insert(pending.end(), chunk, chunk + n);
         while (pending.size() >= 2 && pending.size() >= 2u + (pending[1] & 0x7fu)) {
-            if ((pending[0] & 0x0fu) == 0x8u) closed = true;
+            const unsigned op = pending[0] & 0x0fu;
+            if (op == 0x8u) closed = true;
+            if (op == 0x9u && !st.stopped) {
+                boost::system::error_code wec;
+                s.next_layer().write_some(asio::buffer(pong), wec);
+                if (!wec) {
+                    st.last_pong = steady::now();
+                    ++pings;
+                }
+            }
             pending.erase(pending.begin(), pending.begin() + 2 + (pending[1] & 0x7f));
         }
     }
     st.closed_seen = steady::now();
-    st.s = nullptr;
 }
 
 int run_clients(unsigned short port, int n, int to_parent, int from_parent) {
@@ -139,14 +139,10 @@ int run_clients(unsigned short port, int n, int to_parent, int from_parent) {
         } else if (word == "stop") {
             const auto stopped = steady::now();
             const auto until = stopped + death + 10s;
-            // A cancel can land while Beast's read has no socket operation of its own pending (its
-            // pong waiting for the write lock): cancelled again until every read has ended.
+            for (auto& st : states) st.stopped = true;
             for (bool all_closed = false; !all_closed && steady::now() < until;) {
-                all_closed = true;
-                for (auto& st : states) {
-                    if (st.phase == 1 && st.s) st.s->next_layer().cancel();
-                    if (st.closed_seen == steady::time_point{}) all_closed = false;
-                }
+                all_closed = std::all_of(states.begin(), states.end(),
+                                         [](const client_state& st) { return st.closed_seen != steady::time_point{}; });
                 io.run_for(10ms);
             }
             std::vector<double> late;
@@ -154,7 +150,7 @@ int run_clients(unsigned short port, int n, int to_parent, int from_parent) {
             for (const auto& st : states) {
                 if (st.closed_seen == steady::time_point{}) {
                     ++missing;
-                    std::fprintf(stderr, "ws_idle: a client not closed: phase %d, last ping %.0f ms before the stop\n", st.phase,
+                    std::fprintf(stderr, "ws_idle: a client not closed: last pong %.0f ms before the stop\n",
                                  std::chrono::duration<double, std::milli>(stopped - st.last_pong).count());
                     continue;
                 }
