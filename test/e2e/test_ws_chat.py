@@ -108,6 +108,32 @@ class WebSocketChat(unittest.TestCase):
             self.assertEqual(messages, 50 + probes[0])
             self.assertEqual(closes, {"peer-closed": 3})
 
+    def test_fragments_long_frames_utf8_and_a_clients_ping_with_another_implementation(self):
+        # The layer reads RFC 6455's frames itself: what Python's websockets sends as a real client
+        # does — a message in fragments (a text character cut between two of them), lengths in the
+        # 16-bit and 64-bit forms, a ping of its own with a payload — arrives whole, and the ping's
+        # pong carries its payload (websockets checks it).
+        with ChatServer("[idle]\nreader_idle = \"10s\"\n", "--max-message", "200000") as srv:
+            async def go():
+                a, b = [await connect(srv.port) for _ in range(2)]
+                probes.append(await all_joined([a, b]))
+                await a.send(["caf", "\u00e9 au ", "lait \u2615"])  # fragments; é and ☕ intact
+                mid, big = "m" * 3000, "\u00e9" * 80_000  # 126-form and 127-form lengths
+                await a.send(mid)
+                await a.send(big)
+                got = [await asyncio.wait_for(b.recv(), 10) for _ in range(3)]
+                pong = await a.ping(b"are you there")
+                await asyncio.wait_for(pong, 5)
+                for ws in (a, b):
+                    await ws.close()
+                return got
+            probes = []
+            got = run(go())
+            self.assertEqual(got, ["caf\u00e9 au lait \u2615", "m" * 3000, "\u00e9" * 80_000])
+            closes, messages = srv.stop()
+            self.assertEqual(messages, 3 + probes[0])
+            self.assertEqual(closes, {"peer-closed": 2})
+
     def test_silent_client_gets_close_frame_1001_reader_idle(self):
         with ChatServer("[idle]\nreader_idle = \"400ms\"\n") as srv:
             async def go():
