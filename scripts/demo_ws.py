@@ -24,6 +24,9 @@ except ImportError:  # a Python without Debian's packages (pyenv, a venv): Debia
         os.execv("/usr/bin/python3", ["/usr/bin/python3", *sys.argv])
     raise
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test", "e2e"))
+from harness import rss_mib  # noqa: E402  (a process's RSS, as the tests read it)
+
 BUILD = os.environ.get("HEARTWHEEL_BUILD", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build"))
 SERVER = os.path.join(BUILD, "examples", "ws_chat_server")
 T0 = float(os.environ.get("DEMO_T0", time.time()))
@@ -115,16 +118,11 @@ async def flood_scene(port, n=20_000):
     return got
 
 
-def rss_bytes(pid):
-    with open(f"/proc/{pid}/status") as f:
-        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:"))
-
-
 async def idle_scene(port, n=1000):
     """n upgraded connections that then say nothing: the server's RSS per connection."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, 2 * n + 64)), hard))
-    before = rss_bytes(SERVER_PID[0])
+    before = rss_mib(SERVER_PID[0]) * 1024 * 1024
     socks = []
     for _ in range(n):
         s = socket.create_connection(("127.0.0.1", port), timeout=10)
@@ -141,7 +139,7 @@ async def idle_scene(port, n=1000):
             head += chunk
         upgraded += head.startswith(b"HTTP/1.1 101")
     await asyncio.sleep(0.5)
-    per = (rss_bytes(SERVER_PID[0]) - before) / n
+    per = (rss_mib(SERVER_PID[0]) * 1024 * 1024 - before) / n
     say("ws-idle", f"{upgraded:,} of {n:,} idle WebSocket connections upgraded: {per:,.0f} bytes each in the server "
                    "(its RSS; a Beast websocket::stream alone held ~5 KiB idle: docs/benchmarks.md)")
     for s in socks:

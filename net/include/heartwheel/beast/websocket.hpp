@@ -484,9 +484,6 @@ private:
     }
     bool ended_reading() const noexcept { return reader_.failed() != net::ws_error::none || peer_code_ != 0; }
 
-    // The stream failed under a read: its end of stream or error, as the connection reads them.
-    void stream_failed(error_code ec) { conn_->read_failed(ec); }
-
     // --- composed operations -----------------------------------------------------------------------
     struct accept_op {
         std::shared_ptr<ws_connection> c;
@@ -592,7 +589,7 @@ private:
         template <class Self>
         void operator()(Self& self, error_code ec, net::read_chunk chunk) {
             if (ec) {
-                if (!c->ended_reading()) c->stream_failed(ec);
+                if (!c->ended_reading()) c->conn_->read_failed(ec); // its end of stream or error, as the connection reads them
                 return self.complete(c->ended_reading() ? c->ended() : ec, 0);
             }
             if (take(self, chunk.data(), chunk.size())) return;
