@@ -143,8 +143,8 @@ bhttp::response<bhttp::string_body> hello(unsigned version, bool keep_alive) {
 
 asio::awaitable<void> serve_heartwheel(std::shared_ptr<http::http_connection<tcp::socket>> c) {
     for (;;) {
-        bhttp::request<bhttp::string_body> req;
-        if (auto [ec] = co_await c->async_read_request(req, use_tuple); ec) co_return;
+        auto [ec, req] = co_await c->async_read_request(use_tuple);
+        if (ec) co_return;
         auto res = hello(req.version(), true);
         c->send(res);
     }

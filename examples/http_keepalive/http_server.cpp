@@ -31,7 +31,6 @@
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -77,10 +76,7 @@ constexpr const char* usage =
     "  --tls CERT KEY            serve HTTPS with this certificate chain and key (PEM)\n"
     "  (a drain closes idle connections at once and answers a request in progress with Connection: close)\n";
 
-template <class Stream>
 struct server_state {
-    using connection = http::http_connection<Stream>;
-    std::set<std::shared_ptr<connection>> open;
     std::uint64_t requests = 0;
 };
 
@@ -96,61 +92,38 @@ bhttp::response<bhttp::string_body> answer(const bhttp::request<bhttp::string_bo
     return res;
 }
 
-// One connection's application: answers each request, then reads the next. Not a coroutine: an idle
-// kept-alive connection holds this object (the connection's handler, its pending read's too) and no
-// coroutine frames, which cost more than the rest of the HTTP layer per idle connection.
+// One connection's application: answers each request, then reads the next. Not a coroutine, and no
+// session object: an idle kept-alive connection holds its HTTP layer (in its connection's heap block)
+// and the pending read's handler, this lambda — a coroutine's frames would cost more than the rest.
+// The request exists from its first byte until it is answered. A completion never runs inside
+// async_read_request (even for a pipelined request already buffered): no recursion.
 template <class Stream>
-struct session final : net::connection_handler, std::enable_shared_from_this<session<Stream>> {
-    explicit session(server_state<Stream>& s) : s(s) {}
-
-    static void start(Stream stream, const net::connection_context& ctx, const options& o, server_state<Stream>& s) {
-        auto me = std::make_shared<session>(s);
-        auto c = http::http_connection<Stream>::create(std::move(stream), ctx, me, o.live.http);
-        me->c = c.get(); // the pending operations hold the connection; it holds this until it closes
-        s.open.insert(std::move(c));
-        if constexpr (net::connection<Stream>::is_tls) // failed or timed out: closed and counted
-            me->c->connection().async_handshake(asio::ssl::stream_base::server, [me](boost::system::error_code ec) {
-                if (!ec) me->read();
-            });
-        else
-            me->read();
-    }
-
-    // A pipelined request already buffered completes inside async_read_request: the loop reads the
-    // next one then, instead of a recursion as deep as the pipeline.
-    void read() {
-        do {
-            again_ = false;
-            reading_ = true;
-            req_ = {};
-            c->async_read_request(req_, [me = this->shared_from_this()](boost::system::error_code ec) { me->answer_request(ec); });
-            reading_ = false;
-        } while (again_);
-    }
-    void answer_request(boost::system::error_code ec) {
+void serve_requests(std::shared_ptr<http::http_connection<Stream>> c, server_state& s) {
+    auto& h = *c;
+    h.async_read_request([c = std::move(c), &s](boost::system::error_code ec, bhttp::request<bhttp::string_body> req) mutable {
         if (ec) return; // closed, counted
         ++s.requests;
-        auto res = answer(req_);
+        auto res = answer(req);
         c->send(res);
-        if (reading_) again_ = true;
-        else read();
-    }
-    void on_close(net::close_reason) override { // the connection says why: counted already
-        for (auto it = s.open.begin(); it != s.open.end(); ++it)
-            if (it->get() == c) return void(s.open.erase(it));
-    }
-
-    server_state<Stream>& s;
-    http::http_connection<Stream>* c = nullptr;
-    bhttp::request<bhttp::string_body> req_;
-    bool reading_ = false, again_ = false;
-};
+        serve_requests(std::move(c), s);
+    });
+}
 
 template <class Stream>
-Stream make_stream(tcp::socket s, asio::ssl::context* tls) {
-    if constexpr (std::is_same_v<Stream, tcp::socket>) return s;
-    else return Stream(std::move(s), *tls);
+void start(Stream stream, const net::connection_context& ctx, const options& o, server_state& s) {
+    auto c = http::http_connection<Stream>::create(std::move(stream), ctx, nullptr, o.live.http);
+    if constexpr (net::connection<Stream>::is_tls) { // failed or timed out: closed and counted
+        auto& conn = c->connection();
+        conn.async_handshake(asio::ssl::stream_base::server, [c = std::move(c), &s](boost::system::error_code ec) mutable {
+            if (!ec) serve_requests(std::move(c), s);
+        });
+    } else
+        serve_requests(std::move(c), s);
 }
+
+// Plain sockets name their io_context's executor (8 bytes) instead of holding any_io_executor (56, in
+// the socket and in its pending wait): a smaller connection while it idles. TLS is over tcp::socket.
+using plain_socket = asio::basic_stream_socket<tcp, asio::io_context::executor_type>;
 
 template <class Stream>
 int serve(const options& o, asio::ssl::context* tls) {
@@ -158,7 +131,7 @@ int serve(const options& o, asio::ssl::context* tls) {
     heartwheel::asio_wheel wheel(io.get_executor());
     net::liveness_counters counters;
     const net::connection_context ctx(wheel, o.live, &counters); // its [output] bound included
-    server_state<Stream> state;
+    server_state state;
     // Admission, PROXY headers behind a balancer, a predecessor's socket taken over (and this one's
     // served for a successor): from the server settings.
     const auto front = net::server_front::open(io.get_executor(), o.server, "http_server", "", &counters);
@@ -167,10 +140,17 @@ int serve(const options& o, asio::ssl::context* tls) {
     // net::listener's accept ends only when it is closed: at the descriptor limit it refuses and rests.
     asio::co_spawn(io, [&]() -> asio::awaitable<void> {
         for (;;) {
-            auto [ec, socket] = co_await listener.async_accept(use_tuple);
-            if (ec) co_return;
-            socket.set_option(tcp::no_delay(true), ec);
-            session<Stream>::start(make_stream<Stream>(std::move(socket), tls), ctx, o, state);
+            if constexpr (std::is_same_v<Stream, plain_socket>) {
+                auto [ec, socket] = co_await listener.async_accept(io.get_executor(), use_tuple);
+                if (ec) co_return;
+                socket.set_option(tcp::no_delay(true), ec);
+                start(std::move(socket), ctx, o, state);
+            } else {
+                auto [ec, socket] = co_await listener.async_accept(use_tuple);
+                if (ec) co_return;
+                socket.set_option(tcp::no_delay(true), ec);
+                start(Stream(std::move(socket), *tls), ctx, o, state);
+            }
         }
     }, asio::detached);
 
@@ -183,10 +163,10 @@ int serve(const options& o, asio::ssl::context* tls) {
         if (std::exchange(stopping, true)) return;
         listener.close();
         asio::co_spawn(io, [&]() -> asio::awaitable<void> {
-            for (const auto& c : std::set(state.open)) c->close(net::close_reason::shutdown);
+            net::close_connections(io.get_executor(), net::close_reason::shutdown);
             asio::steady_timer poll(io);
             const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-            while (!state.open.empty() && std::chrono::steady_clock::now() < deadline) {
+            while (net::connections_of(io.get_executor()) > 0 && std::chrono::steady_clock::now() < deadline) {
                 poll.expires_after(std::chrono::milliseconds(10));
                 co_await poll.async_wait(use_tuple);
             }
@@ -196,7 +176,7 @@ int serve(const options& o, asio::ssl::context* tls) {
     // The first line tells a supervisor the server is ready: only once a SIGTERM would drain it.
     std::cout << front->ready_lines() << std::flush;
     front->serve_metrics(wheel, [&](net::prometheus_writer& out) {
-        out.metric("http_connections", "gauge", "Open connections.", state.open.size());
+        out.metric("http_connections", "gauge", "Open connections.", net::connections_of(io.get_executor()));
         out.metric("http_requests_total", "counter", "Requests answered.", state.requests);
     });
     io.run();
@@ -246,5 +226,5 @@ int main(int argc, char** argv) {
         std::cerr << "http_server: " << e.what() << '\n';
         return 2;
     }
-    return tls ? serve<net::tls_socket>(o, &*tls) : serve<tcp::socket>(o, nullptr);
+    return tls ? serve<net::tls_socket>(o, &*tls) : serve<plain_socket>(o, nullptr);
 }

@@ -128,4 +128,21 @@ BOOST_FIXTURE_TEST_CASE(a_connection_that_arrives_during_a_drain_is_asked_too, d
     BOOST_TEST(drained() == 11u);
 }
 
+// A server's stop: close_connections closes every connection of the context, those a drain asked
+// and those it did not, each once with the reason given; connections_of counts them until they are
+// gone — the server keeps no set of its own.
+BOOST_FIXTURE_TEST_CASE(close_connections_closes_every_one_once, drained_population) {
+    for (int i = 0; i < 6; ++i) add();
+    BOOST_TEST(net::connections_of(io.get_executor()) == 6u);
+    // two asked by a drain that is then cut short: asked ones are closed as well
+    for (auto& [keep, e] : net::detail::teardown_registry::of(io.get_executor()).take_unasked(2)) (void)keep, (void)e;
+    BOOST_TEST(net::close_connections(io.get_executor(), net::close_reason::shutdown) == 6u);
+    BOOST_TEST(counters.snapshot().closes_total() == 0u); // posted: each on its own executor
+    io.run_for(500ms);
+    BOOST_TEST(closes(net::close_reason::shutdown) == 6u);
+    BOOST_TEST(counters.snapshot().closes_total() == 6u);
+    BOOST_TEST(net::connections_of(io.get_executor()) == 0u);
+    BOOST_TEST(net::close_connections(io.get_executor(), net::close_reason::shutdown) == 0u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

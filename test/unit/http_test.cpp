@@ -3,6 +3,9 @@
 // http_policy::max_pipelined unanswered requests and resume as send() answers them — what a client
 // sends ahead is bounded by the policy, not by the application's patience — and the answers still go
 // out in order. A read waiting there completes with the close's error when the connection closes.
+// An idle kept-alive connection's wait for its next request is one small block (the read's state: the
+// application's handler), its socket's wait placed in the stream's own memory; counted by this
+// program's operator new.
 // And the framing layers' tables in one configuration with the connection's: [http] and [websocket]
 // loaded from the same TOML document, validated with the rest, set from flags by their descriptions,
 // and the docs' table of their knobs.
@@ -24,10 +27,36 @@
 
 #include <chrono>
 #include <fstream>
+#include <cstdlib>
 #include <memory>
+#include <new>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
+
+namespace {
+bool counting = false;
+std::size_t allocations = 0, allocated = 0;
+} // namespace
+
+void* operator new(std::size_t n) {
+    if (counting) {
+        ++allocations;
+        allocated += n;
+    }
+    if (void* p = std::malloc(n ? n : 1)) return p;
+    throw std::bad_alloc();
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 namespace asio = boost::asio;
 namespace net = heartwheel::net;
@@ -64,8 +93,7 @@ struct fixture {
     // The application: reads every request it can, answers none by itself.
     asio::awaitable<void> read_ahead(std::shared_ptr<http::http_connection<tcp::socket>> h) {
         for (;;) {
-            request req;
-            auto [ec] = co_await h->async_read_request(req, use_tuple);
+            auto [ec, req] = co_await h->async_read_request(use_tuple);
             if (ec) {
                 read_error = ec.message();
                 co_return;
@@ -124,6 +152,52 @@ BOOST_AUTO_TEST_CASE(a_read_waiting_for_answers_ends_with_the_close) {
     f.io.run_for(300ms);
     BOOST_TEST(!f.read_error.empty()); // the waiting read completed with the close's error
     BOOST_TEST(f.counters.snapshot().closes_total() == 1u);
+}
+
+// The example server's shape (a socket typed with its io_context's executor, a callback as the
+// application): once the first request is answered, the read that waits for the next allocates one
+// block, the read's state, and no more — its socket's wait is in the stream's core. (Through
+// async_compose the wait itself was a block of ~330 bytes: two work guards of the executor and the
+// handler, held for as long as the connection idles.)
+BOOST_AUTO_TEST_CASE(an_idle_kept_alive_connection_waits_in_one_small_block) {
+    using socket = asio::basic_stream_socket<tcp, asio::io_context::executor_type>;
+    using connection = http::http_connection<socket>;
+    asio::io_context io;
+    heartwheel::asio_wheel wheel{io.get_executor()};
+    net::connection_context ctx{wheel, net::liveness_config{}};
+    tcp::acceptor acceptor{io, {asio::ip::make_address("127.0.0.1"), 0}};
+    tcp::socket client{io};
+    std::shared_ptr<connection> server;
+    std::optional<std::size_t> idle_allocations, idle_bytes;
+    std::string second;
+    acceptor.async_accept(io.get_executor(), [&](boost::system::error_code ec, socket s) {
+        BOOST_REQUIRE(!ec);
+        server = connection::create(std::move(s), ctx);
+        server->async_read_request([&](boost::system::error_code ec, request req) {
+            BOOST_REQUIRE(!ec);
+            bhttp::response<bhttp::string_body> res(bhttp::status::ok, req.version());
+            res.body() = "first\n";
+            server->send(res);
+            allocations = allocated = 0;
+            counting = true;
+            server->async_read_request([&](boost::system::error_code ec, request req) {
+                if (!ec) second = std::string(req.target());
+            });
+            counting = false;
+            idle_allocations = allocations;
+            idle_bytes = allocated;
+        });
+    });
+    client.connect(acceptor.local_endpoint());
+    asio::write(client, asio::buffer(std::string("GET /1 HTTP/1.1\r\nHost: t\r\n\r\n")));
+    io.run_for(200ms);
+    BOOST_REQUIRE(idle_allocations.has_value());
+    BOOST_TEST(*idle_allocations == 1u);
+    BOOST_TEST(*idle_bytes <= 96u);
+    // and the wait is a real one: the next request is read
+    asio::write(client, asio::buffer(std::string("GET /2 HTTP/1.1\r\nHost: t\r\n\r\n")));
+    io.run_for(200ms);
+    BOOST_TEST(second == "/2");
 }
 
 BOOST_AUTO_TEST_CASE(max_pipelined_is_validated) {

@@ -71,8 +71,8 @@ ba::awaitable<void> serve_http(tcp::acceptor& acceptor, const net::connection_co
     auto c = heartwheel::http::http_connection<tcp::socket>::create(co_await acceptor.async_accept(ba::use_awaitable), ctx,
                                                                     nullptr, policy);
     for (;;) {
-        bhttp::request<bhttp::string_body> req;
-        if (auto [ec] = co_await c->async_read_request(req, ba::as_tuple(ba::use_awaitable)); ec) co_return;
+        auto [ec, req] = co_await c->async_read_request(ba::as_tuple(ba::use_awaitable));
+        if (ec) co_return;
         bhttp::response<bhttp::string_body> res(bhttp::status::ok, req.version());
         res.body() = "hi " + std::string(req.target());
         c->send(res);

@@ -4,8 +4,8 @@
 //
 //   auto h = http::http_connection<tcp::socket>::create(std::move(socket), ctx, nullptr, policy);
 //   for (;;) {
-//       bhttp::request<bhttp::string_body> req;
-//       if (auto [ec] = co_await h->async_read_request(req, use_tuple); ec) break; // closed, counted
+//       auto [ec, req] = co_await h->async_read_request(use_tuple); // bhttp::request<string_body>
+//       if (ec) break;                                                  // closed, counted
 //       h->send(make_response(req));                       // keep-alive decided here; bounded, timed
 //   }
 //
@@ -54,7 +54,9 @@
 
 #include <heartwheel/net/config/liveness_config.hpp>
 #include <heartwheel/net/connection/connection.hpp>
+#include <heartwheel/net/connection/connection_with.hpp>
 #include <heartwheel/net/detail/home_executor.hpp>
+#include <heartwheel/net/detail/lean_op.hpp>
 #include <heartwheel/net/policies/policies.hpp>
 
 #include <boost/container/small_vector.hpp>
@@ -159,8 +161,7 @@ void queue_message(Connection& conn, bhttp::message<isRequest, Body, Fields>& m)
 }
 
 template <class NextLayer>
-class http_connection final : public std::enable_shared_from_this<http_connection<NextLayer>>,
-                              private net::connection_handler {
+class http_connection final : public net::connection_handler {
     struct make_tag {}; // create() only
 
 public:
@@ -168,30 +169,32 @@ public:
 
     /// An HTTP connection over `next_layer` (TLS: handshake with connection() first), timed as `ctx`
     /// and `policy` say, whole requests as reader activity. `handler` (may be null) is told on_close,
-    /// on_writable and on_idle.
+    /// on_writable and on_idle. The layer lives in its connection's heap block
+    /// (net::make_connection_with): the pointer returned shares that block.
     static std::shared_ptr<http_connection> create(NextLayer next_layer, const net::connection_context& ctx,
                                                    std::shared_ptr<net::connection_handler> handler = nullptr,
                                                    http_policy policy = {}) {
         policy.validate();
-        auto self = std::make_shared<http_connection>(make_tag{}, std::move(handler), policy);
         net::connection_options o = ctx.options;
         o.activity = net::reader_activity::messages; // requests are activity (message_received), not bytes
-        self->conn_ = std::make_shared<connection_type>(
-            std::move(next_layer), ctx, std::shared_ptr<net::connection_handler>(self, static_cast<net::connection_handler*>(self.get())), o);
-        self->born_ = std::chrono::steady_clock::now();
-        self->on_strand_ = net::detail::is_strand_executor(self->conn_->get_executor());
-        return self;
+        return net::make_connection_with<connection_type>(
+            [&](connection_type& c) { return http_connection(make_tag{}, c, std::move(handler), policy); },
+            std::move(next_layer), ctx, nullptr, o);
     }
-    http_connection(make_tag, std::shared_ptr<net::connection_handler> handler, const http_policy& policy)
-        : app_(std::move(handler)), policy_(policy) {}
+    http_connection(make_tag, connection_type& c, std::shared_ptr<net::connection_handler> handler, const http_policy& policy)
+        : conn_(c), app_(std::move(handler)), policy_(policy), born_(std::chrono::steady_clock::now()),
+          on_strand_(net::detail::is_strand_executor(c.get_executor())) {}
+    http_connection(const http_connection&) = delete;
+    http_connection& operator=(const http_connection&) = delete;
 
-    /// Reads the next request into `req` under the phase deadlines above. An error means the
-    /// connection closed itself (peer-closed, a timeout, bad-request, ...; counted) or was closed.
-    /// Completion: void(error_code).
-    template <class Body, class Allocator, class Token>
-    auto async_read_request(bhttp::request<Body, bhttp::basic_fields<Allocator>>& req, Token&& token) {
-        return asio::async_compose<Token, void(error_code)>(
-            read_op<Body, Allocator>{this->shared_from_this(), req}, token, conn_->stream());
+    /// Reads the next request under the phase deadlines above and hands it over: the request exists
+    /// only from its first byte on (an idle kept-alive connection holds none). An error means the
+    /// connection closed itself (peer-closed, a timeout, bad-request, ...; counted) or was closed, and
+    /// the request is empty. Completion: void(error_code, bhttp::request<Body>).
+    template <class Body = bhttp::string_body, class Token>
+    auto async_read_request(Token&& token) {
+        return net::detail::async_lean_op<void(error_code, bhttp::request<Body>)>(read_op<Body>{self()},
+                                                                                  token);
     }
 
     /// Sends the response to the oldest request not yet answered (a pipelining client's requests are
@@ -200,35 +203,36 @@ public:
     /// response is written. Bounded as the connection's output.
     template <class Body, class Fields>
     void send(bhttp::response<Body, Fields>& res) {
-        if (on_strand_ && !net::detail::running_in_home(conn_->get_executor()))
-            return conn_->post([self = this->shared_from_this(), r = res](connection_type&) mutable { self->send(r); });
+        if (on_strand_ && !net::detail::running_in_home(conn_.get_executor()))
+            return conn_.post([self = self(), r = res](connection_type&) mutable { self->send(r); });
         const request_info to = answering();
         resume_parked();
         std::optional<net::close_reason> last;
         if (!to.keep_alive) last = client_close;
         else if (served_ + 1 >= policy_.max_requests) last = max_requests;
-        else if (policy_.max_age.count() > 0 && age() >= policy_.max_age) last = net::close_reason::max_age;
-        else if (policy_.keepalive_timeout.count() == 0) last = keepalive_timeout;
+        else if (policy_.max_age > 0 && age() >= milliseconds(policy_.max_age)) last = net::close_reason::max_age;
+        else if (policy_.keepalive_timeout == 0) last = keepalive_timeout;
         else if (draining_) last = net::draining_reason(); // asked to leave: this answer is the last
         ++served_;
         res.version(to.version);
         res.keep_alive(!last);
         res.prepare_payload();
-        queue_message(*conn_, res);
+        queue_message(conn_, res);
         if (last) {
             done_ = true;
-            conn_->close_after_sent(*last);
+            conn_.close_after_sent(*last);
         }
     }
 
     /// The connection's close path (an idle or waiting connection closes silently); from any thread.
-    void close(net::close_reason why) { conn_->close(why); }
+    void close(net::close_reason why) { conn_.close(why); }
 
-    connection_type& connection() noexcept { return *conn_; }
+    connection_type& connection() noexcept { return conn_; }
     std::uint32_t requests_served() const noexcept { return served_; }
-    auto get_executor() noexcept { return conn_->get_executor(); }
+    auto get_executor() noexcept { return conn_.get_executor(); }
 
 private:
+    std::shared_ptr<http_connection> self() { return {conn_.shared_from_this(), this}; }
     milliseconds age() const {
         return std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - born_);
     }
@@ -242,13 +246,13 @@ private:
             bhttp::response<bhttp::empty_body> res(bhttp::status::request_timeout, version_);
             res.keep_alive(false);
             res.prepare_payload();
-            queue_message(*conn_, res);
+            queue_message(conn_, res);
         } else if (why == bad_request && error_status_ != bhttp::status::unknown) {
             bhttp::response<bhttp::string_body> res(error_status_, version_);
             res.keep_alive(false);
             res.body() = std::string(bhttp::obsolete_reason(error_status_)) + "\n";
             res.prepare_payload();
-            queue_message(*conn_, res);
+            queue_message(conn_, res);
         }
     }
     // A drain: an idle kept-alive connection closes at once (silently: no request to answer); one
@@ -274,43 +278,46 @@ private:
     }
 
     // --- reading a request ------------------------------------------------------------------------
-    template <class Body, class Allocator>
+    template <class Body>
     struct read_op {
-        using parser_type = bhttp::request_parser<Body, Allocator>;
-        enum class step { start, first_byte, head, body, drain, parked };
+        using parser_type = bhttp::request_parser<Body>;
+        using request_type = bhttp::request<Body>;
+        enum class step : std::uint8_t { start, first_byte, head, body, drain, parked };
         std::shared_ptr<http_connection> c; ///< empty while parked: the connection holds the parked op
-        bhttp::request<Body, bhttp::basic_fields<Allocator>>& req;
-        std::unique_ptr<parser_type> parser = nullptr;
+        std::unique_ptr<parser_type> parser = nullptr; ///< from the request's first byte on
+        std::uint32_t head_done = 0; ///< when the head was whole, in ms of the connection's age (body_deadline)
         step at = step::start;
 
-        http_connection* home = nullptr; ///< while parked (c is empty then)
-        std::chrono::steady_clock::time_point head_done{}; ///< when the head was whole (body_deadline)
+        auto get_executor() const noexcept { return c->conn_.get_executor(); }
+
+        // Resumed by an answer or the close (parked above), with the connection alive.
+        template <class Self>
+        void operator()(Self& self, http_connection* resumed) {
+            c = resumed->self();
+            at = step::start;
+            (*this)(self);
+        }
 
         template <class Self>
         void operator()(Self& self, error_code ec = {}, std::size_t = 0) {
-            if (at == step::parked) { // resumed by an answer or the close, with the connection alive
-                c = home->shared_from_this();
-                at = step::start;
-            }
-            auto& conn = *c->conn_;
-            auto& buf = c->buffer_;
+            auto& conn = c->conn_;
             switch (at) {
             case step::start:
-                if (conn.closing() || c->done_) return self.complete(error_code(net::errc::connection_closed));
+                if (conn.closing() || c->done_) return self.complete(error_code(net::errc::connection_closed), request_type{});
                 if (c->unanswered_count() >= c->policy_.max_pipelined) {
                     // Parked in the connection, which must not be kept alive by it (no cycle).
                     at = step::parked;
-                    home = c.get();
+                    http_connection* const home = c.get();
                     c.reset();
                     return home->park(std::move(self));
                 }
-                if (buf.size() > 0) return read_head(self); // pipelined: the next request is here
+                if (c->buffered() > 0) return read_head(self); // pipelined: the next request is here
                 c->wait_for_request();
                 at = step::first_byte;
                 // No buffer while it waits (a chunk of the thread's pool once bytes are there).
                 return conn.stream().async_receive(std::move(self));
             case step::first_byte:
-            case step::parked: // taken above
+            case step::parked: // resumed through the overload above
                 break; // first_byte completes with a read_chunk: the overload below
             case step::head:
             case step::body: {
@@ -319,81 +326,85 @@ private:
                     const auto& fields = parser->get();
                     if (fields.find(bhttp::field::transfer_encoding) != fields.end() && !parser->chunked())
                         return failed(self, bhttp::error::bad_transfer_encoding);
-                    head_done = std::chrono::steady_clock::now();
+                    head_done = static_cast<std::uint32_t>(std::min<std::int64_t>(c->age().count(), UINT32_MAX));
                 }
                 if (parser->is_done()) return finish(self);
                 at = step::body;
-                milliseconds wait = c->policy_.body_timeout;
-                if (c->policy_.body_deadline.count() > 0) {
-                    const auto left = c->policy_.body_deadline - std::chrono::duration_cast<milliseconds>(
-                                                                   std::chrono::steady_clock::now() - head_done);
+                milliseconds wait(c->policy_.body_timeout);
+                if (c->policy_.body_deadline > 0) {
+                    const auto left = milliseconds(c->policy_.body_deadline) - (c->age() - milliseconds(head_done));
                     wait = std::max(milliseconds(1), std::min(wait, left));
                 }
                 conn.expires_after(wait, body_timeout);
-                return bhttp::async_read_some(conn.stream(), buf, *parser, std::move(self));
+                return bhttp::async_read_some(conn.stream(), c->buffer(), *parser, std::move(self));
             }
-            case step::drain: // after our goodbye: read and drop until the peer's end or the linger's
+            case step::drain: { // after our goodbye: read and drop until the peer's end or the linger's
+                auto& buf = c->buffer();
                 buf.consume(buf.size());
                 if (ec) {
                     conn.read_failed(ec);
-                    return self.complete(error_code(net::errc::connection_closed));
+                    return self.complete(error_code(net::errc::connection_closed), request_type{});
                 }
                 return conn.stream().async_read_some(buf.prepare(1024), std::move(self));
+            }
             }
         }
 
         // The first bytes of a request (async_receive): into the buffer, and the head's phase begins.
         template <class Self>
         void operator()(Self& self, error_code ec, net::read_chunk chunk) {
-            auto& buf = c->buffer_;
             if (!chunk.empty()) {
+                auto& buf = c->buffer();
                 const auto b = chunk.bytes();
                 buf.commit(asio::buffer_copy(buf.prepare(b.size()), asio::buffer(b.data(), b.size())));
             }
             chunk.reset();
-            if (ec || c->conn_->closing()) return failed(self, ec);
+            if (ec || c->conn_.closing()) return failed(self, ec);
             read_head(self);
         }
 
         template <class Self>
         void read_head(Self& self) {
-            auto& conn = *c->conn_;
-            conn.expires_after(c->policy_.header_timeout, header_timeout);
+            auto& conn = c->conn_;
+            conn.expires_after(milliseconds(c->policy_.header_timeout), header_timeout);
             c->in_request_ = true;
             parser = std::make_unique<parser_type>();
             parser->header_limit(c->policy_.header_limit);
             parser->body_limit(c->policy_.body_limit);
             at = step::head;
-            bhttp::async_read_header(conn.stream(), c->buffer_, *parser, std::move(self));
+            bhttp::async_read_header(conn.stream(), c->buffer(), *parser, std::move(self));
         }
 
         template <class Self>
         void finish(Self& self) {
-            auto& conn = *c->conn_;
+            auto& conn = c->conn_;
             conn.expires_never();
             conn.message_received();
             c->in_request_ = false;
-            req = parser->release();
+            request_type req = parser->release();
+            parser.reset();
             c->version_ = req.version();
             c->unanswered({req.version(), req.keep_alive()});
-            if (c->buffer_.size() == 0) c->buffer_.shrink_to_fit(); // an idle connection holds no buffer
-            self.complete({});
+            if (c->buffered() == 0) c->buffer_.reset(); // an idle connection holds no buffer
+            self.complete(error_code{}, std::move(req));
         }
 
         template <class Self>
         void failed(Self& self, error_code ec) {
-            auto& conn = *c->conn_;
+            auto& conn = c->conn_;
             if (conn.closing()) {
                 if (ec) conn.read_failed(ec); // the peer's end ends our goodbye's linger
-                if (conn.closed() || ec) return self.complete(ec ? ec : error_code(net::errc::connection_closed));
+                if (conn.closed() || ec)
+                    return self.complete(ec ? ec : error_code(net::errc::connection_closed), request_type{});
                 at = step::drain;
-                c->buffer_.consume(c->buffer_.size());
-                return conn.stream().async_read_some(c->buffer_.prepare(1024), std::move(self));
+                auto& buf = c->buffer();
+                buf.consume(buf.size());
+                return conn.stream().async_read_some(buf.prepare(1024), std::move(self));
             }
             // The peer's end between requests, or cutting one short; a reset between requests too (a
             // balancer's health check ends so: HAProxy's close without lingering) — inside a request
             // a reset is an I/O error.
-            const bool between_requests = !c->in_request_ && c->buffer_.size() == 0;
+            const bool between_requests = !c->in_request_ && c->buffered() == 0;
             if (ec == bhttp::error::end_of_stream || ec == bhttp::error::partial_message ||
                 (between_requests && ec == asio::error::connection_reset))
                 conn.abort(net::close_reason::peer_closed);
@@ -404,35 +415,63 @@ private:
                 conn.close(bad_request);
             } else
                 conn.read_failed(ec);
-            self.complete(ec);
+            self.complete(ec, request_type{});
         }
     };
 
     // A read that found max_pipelined requests unanswered waits here (no deadline: the application,
     // not the peer, is the one to act) until send() answers one or the connection closes. The parked
     // operation does not own this connection (it goes with it, never run, if the connection goes).
+    struct parked_read {
+        virtual ~parked_read() = default;
+        virtual void resume(http_connection* home) = 0;
+    };
+    template <class Self>
+    struct parked_as final : parked_read {
+        explicit parked_as(Self&& s) : self(std::move(s)) {}
+        void resume(http_connection* home) override { self(home); }
+        Self self;
+    };
     template <class Self>
     void park(Self&& self) {
-        auto op = std::make_shared<std::decay_t<Self>>(std::forward<Self>(self));
-        parked_ = [op] { (*op)(); };
+        parked_ = std::make_unique<parked_as<std::decay_t<Self>>>(std::move(self));
     }
     void resume_parked() {
         if (!parked_) return;
-        asio::post(conn_->get_executor(), [self = this->shared_from_this(), resume = std::exchange(parked_, nullptr)] { resume(); });
+        asio::post(conn_.get_executor(), [keep = self(), p = std::move(parked_)] { p->resume(keep.get()); });
     }
 
     // Between requests: the keep-alive wait (or, before the first, the head's). Not cut short by the
     // age: an idle close races the client's next request (which it may not retry), so the age ends
     // a connection only with an answer saying so, as nginx's keepalive_time does.
     void wait_for_request() {
-        if (served_ == 0) return conn_->expires_after(policy_.header_timeout, header_timeout);
-        conn_->expires_after(policy_.keepalive_timeout, keepalive_timeout);
+        if (served_ == 0) return conn_.expires_after(milliseconds(policy_.header_timeout), header_timeout);
+        conn_.expires_after(milliseconds(policy_.keepalive_timeout), keepalive_timeout);
     }
 
+    connection_type& conn_; ///< the block's: this layer lives in its connection's heap block
     std::shared_ptr<net::connection_handler> app_;
-    http_policy policy_;
-    std::shared_ptr<connection_type> conn_;
-    boost::beast::flat_buffer buffer_;
+    // The policy as each connection keeps it: every field's range fits 32 bits (36 bytes where
+    // http_policy's durations and sizes take 72).
+    struct kept_policy {
+        explicit kept_policy(const http_policy& p)
+            : keepalive_timeout(ms(p.keepalive_timeout)), header_timeout(ms(p.header_timeout)),
+              body_timeout(ms(p.body_timeout)), body_deadline(ms(p.body_deadline)), max_requests(p.max_requests),
+              max_age(ms(p.max_age)), header_limit(p.header_limit), body_limit(static_cast<std::uint32_t>(p.body_limit)),
+              max_pipelined(p.max_pipelined) {}
+        static std::uint32_t ms(milliseconds d) noexcept { return static_cast<std::uint32_t>(d.count()); }
+        std::uint32_t keepalive_timeout, header_timeout, body_timeout, body_deadline, max_requests, max_age,
+            header_limit, body_limit, max_pipelined;
+    };
+    kept_policy policy_;
+    // The bytes read and not yet parsed: made at a request's first byte, gone once a request leaves
+    // nothing behind (a pipelined one's bytes stay for the next).
+    std::unique_ptr<boost::beast::flat_buffer> buffer_;
+    boost::beast::flat_buffer& buffer() {
+        if (!buffer_) buffer_ = std::make_unique<boost::beast::flat_buffer>();
+        return *buffer_;
+    }
+    std::size_t buffered() const noexcept { return buffer_ ? buffer_->size() : 0; }
     std::chrono::steady_clock::time_point born_;
     std::uint32_t served_ = 0;
     // The requests read and not yet answered, oldest first: the first inline, pipelined ones behind it
@@ -446,7 +485,7 @@ private:
     std::uint32_t unanswered_count() const noexcept {
         return (first_ ? 1u : 0u) + static_cast<std::uint32_t>(later_.size());
     }
-    std::function<void()> parked_; ///< a read waiting for an answer (max_pipelined), or empty
+    std::unique_ptr<parked_read> parked_; ///< a read waiting for an answer (max_pipelined), or null
     void unanswered(request_info r) {
         if (!first_) first_ = r;
         else later_.push_back(r);

@@ -64,10 +64,12 @@
 #include <heartwheel/beast/detail/ws_upgrade.hpp>
 #include <heartwheel/beast/ws_options.hpp>
 #include <heartwheel/net/connection/connection.hpp>
+#include <heartwheel/net/connection/connection_with.hpp>
 #include <heartwheel/net/connection/framed_output.hpp>
 #include <heartwheel/net/connection/output_bound.hpp>
 #include <heartwheel/net/connection/producer_budget.hpp>
 #include <heartwheel/net/detail/home_executor.hpp>
+#include <heartwheel/net/detail/lean_op.hpp>
 #include <heartwheel/net/websocket/ws_frames.hpp>
 
 #include <boost/beast/core/flat_buffer.hpp>
@@ -93,8 +95,7 @@ namespace heartwheel::ws {
 namespace websocket = boost::beast::websocket;
 
 template <class NextLayer>
-class ws_connection final : public std::enable_shared_from_this<ws_connection<NextLayer>>,
-                            private net::connection_handler {
+class ws_connection final : public net::connection_handler {
     struct make_tag {}; // create() only
 
 public:
@@ -107,32 +108,34 @@ public:
 
     /// A WebSocket connection over `next_layer` (TLS streams: handshake with connection() first),
     /// timed as `ctx` says with whole messages as reader activity. `handler` (may be null) is told
-    /// on_close, on_writable and on_idle; pings and goodbyes are this layer's.
+    /// on_close, on_writable and on_idle; pings and goodbyes are this layer's. The layer lives in its
+    /// connection's heap block (net::make_connection_with): the pointer returned shares that block.
     static std::shared_ptr<ws_connection> create(NextLayer next_layer, const net::connection_context& ctx,
                                                  std::shared_ptr<net::connection_handler> handler = nullptr,
                                                  ws_options options = {}) {
         options.validate(ctx.options.output);
-        auto self = std::make_shared<ws_connection>(make_tag{}, ctx, std::move(handler), options);
         net::connection_options o = ctx.options;
         o.activity = net::reader_activity::messages; // messages are activity (message_received), not bytes
-        self->conn_ = std::make_shared<connection_type>(
-            std::move(next_layer), ctx, std::shared_ptr<net::connection_handler>(self, static_cast<net::connection_handler*>(self.get())), o);
-        self->on_strand_ = net::detail::is_strand_executor(self->conn_->get_executor());
-        return self;
+        return net::make_connection_with<connection_type>(
+            [&](connection_type& c) { return ws_connection(make_tag{}, c, ctx, std::move(handler), options); },
+            std::move(next_layer), ctx, nullptr, o);
     }
 
-    ws_connection(make_tag, const net::connection_context& ctx, std::shared_ptr<net::connection_handler> handler,
-                  ws_options options)
+    ws_connection(make_tag, connection_type& c, const net::connection_context& ctx,
+                  std::shared_ptr<net::connection_handler> handler, const ws_options& options)
         : timers_(ctx.timers), app_(std::move(handler)), bound_(ctx.options.output),
-          budget_(options.budget_under(ctx.options.output), message_overhead, options.producer_wait),
-          reader_(options.max_message), max_queued_(options.max_queued_messages), binary_(options.binary) {}
+          budget_(options.budget_under(ctx.options.output), message_overhead, options.producer_wait), conn_(c),
+          reader_(options.max_message), max_queued_(options.max_queued_messages), binary_(options.binary),
+          on_strand_(net::detail::is_strand_executor(c.get_executor())) {}
+    ws_connection(const ws_connection&) = delete;
+    ws_connection& operator=(const ws_connection&) = delete;
 
     /// The WebSocket upgrade in the server role, timed by the handshake timeout: reads the opening
     /// request and answers it 101, or — a request that is no valid upgrade — 400 (426 for another
     /// protocol version) and closes handshake-failed. Completion: void(error_code).
     template <class Token>
     auto async_accept(Token&& token) {
-        return asio::async_compose<Token, void(error_code)>(accept_op{this->shared_from_this(), nullptr}, token, conn_->stream());
+        return asio::async_compose<Token, void(error_code)>(accept_op{self(), nullptr}, token, conn_.stream());
     }
 
     /// Reads the opening request, for a server that answers plain HTTP on its WebSocket port too:
@@ -141,16 +144,16 @@ public:
     /// else respond(). On the connection's executor. Completion: void(error_code).
     template <class Token>
     auto async_read_request(request_type& req, Token&& token) {
-        return asio::async_compose<Token, void(error_code)>(read_request_op{this->shared_from_this(), req, nullptr}, token,
-                                                            conn_->stream());
+        return asio::async_compose<Token, void(error_code)>(read_request_op{self(), req, nullptr}, token,
+                                                            conn_.stream());
     }
     /// The upgrade of a request async_read_request read (`req` outlives the operation); still under
     /// the handshake timeout it started. A request that is no valid upgrade is answered 400 (426)
     /// and closed handshake-failed. Completion: void(error_code).
     template <class Token>
     auto async_accept(const request_type& req, Token&& token) {
-        return asio::async_compose<Token, void(error_code)>(accept_op{this->shared_from_this(), &req}, token,
-                                                            conn_->stream());
+        return asio::async_compose<Token, void(error_code)>(accept_op{self(), &req}, token,
+                                                            conn_.stream());
     }
     /// Answers a request async_read_request read that is not an upgrade with `res` (its length
     /// prepared by the caller; sent with Connection: close) and closes the connection http-served
@@ -158,14 +161,14 @@ public:
     /// is closed handshake-timeout). On the connection's executor.
     template <class Body, class Fields>
     void respond(boost::beast::http::response<Body, Fields> res) {
-        if (conn_->closing()) return;
+        if (conn_.closing()) return;
         res.keep_alive(false);
         auto held = std::make_shared<boost::beast::http::response<Body, Fields>>(std::move(res));
-        boost::beast::http::async_write(conn_->stream(), *held, [self = this->shared_from_this(), held](error_code ec, std::size_t) {
-            self->conn_->handshake_finished();
-            if (self->conn_->closing()) return;
-            if (ec) return self->conn_->read_failed(ec);
-            self->conn_->close(http_served);
+        boost::beast::http::async_write(conn_.stream(), *held, [self = self(), held](error_code ec, std::size_t) {
+            self->conn_.handshake_finished();
+            if (self->conn_.closing()) return;
+            if (ec) return self->conn_.read_failed(ec);
+            self->conn_.close(http_served);
         });
     }
 
@@ -179,8 +182,8 @@ public:
     /// void(error_code, std::size_t).
     template <class DynamicBuffer, class Token>
     auto async_read(DynamicBuffer& buffer, Token&& token) {
-        return asio::async_compose<Token, void(error_code, std::size_t)>(read_op<DynamicBuffer>{this->shared_from_this(), buffer},
-                                                                         token, conn_->stream());
+        return net::detail::async_lean_op<void(error_code, std::size_t)>(read_op<DynamicBuffer>{self(), buffer},
+                                                                          token);
     }
 
     /// Queues one message (text, or binary with ws_options::binary); written in order, one at a time,
@@ -197,7 +200,7 @@ public:
     /// A message shared with other recipients (a broadcast): queued by reference, never copied.
     void send(shared_message message) {
         if (away()) return send_from_away(std::move(message));
-        if (conn_->closing() || bound_.slow()) return;
+        if (conn_.closing() || bound_.slow()) return;
         queued_ += cost(*message);
         push(std::move(message));
         bound_output();
@@ -209,13 +212,14 @@ public:
     std::size_t queued() const noexcept { return queued_; }
 
     /// The connection's close path: a close frame saying `why`, then the FIN; from any thread.
-    void close(net::close_reason why) { conn_->close(why); }
+    void close(net::close_reason why) { conn_.close(why); }
 
-    connection_type& connection() noexcept { return *conn_; }
-    auto get_executor() noexcept { return conn_->get_executor(); }
+    connection_type& connection() noexcept { return conn_; }
+    auto get_executor() noexcept { return conn_.get_executor(); }
 
 private:
-    bool away() { return on_strand_ && !net::detail::running_in_home(conn_->get_executor()); }
+    std::shared_ptr<ws_connection> self() { return {conn_.shared_from_this(), this}; }
+    bool away() { return on_strand_ && !net::detail::running_in_home(conn_.get_executor()); }
 
     // --- net::connection_handler: the connection asks, WebSocket answers --------------------------
     // A drain: an open WebSocket closes `draining`, its last words the close 1012. One asked in the
@@ -237,7 +241,7 @@ private:
     void last_words(net::close_reason why) override {
         drop_queue();
         if (!open_ || close_sent_) return; // no WebSocket yet (mid-upgrade), or said already
-        conn_->goodbye_in_flight();
+        conn_.goodbye_in_flight();
         std::uint16_t code = close_code_for(why);
         std::string_view text = net::to_string(why);
         if (failed_code_ != 0) code = failed_code_, text = {};
@@ -247,7 +251,7 @@ private:
         // A peer judged dead answers no close frame: its goodbye is out once handed to the socket,
         // which a write does as it begins (or it waits behind a write the dead peer's window holds,
         // lost with it either way) — the FIN follows on the next turn, not at the linger's end.
-        if (net::is_peer_dead_reason(why)) conn_->post([](connection_type& c) { c.goodbye_written(); });
+        if (net::is_peer_dead_reason(why)) conn_.post([](connection_type& c) { c.goodbye_written(); });
     }
     void on_close(net::close_reason why) override {
         drop_queue();
@@ -276,7 +280,7 @@ private:
             if (inbox_posted_) return;
             inbox_posted_ = true;
         }
-        conn_->post([self = this->shared_from_this()](connection_type&) { self->take_inbox(); });
+        conn_.post([self = self()](connection_type&) { self->take_inbox(); });
     }
     void take_inbox() {
         std::unique_ptr<std::vector<shared_message>> arrived;
@@ -320,7 +324,7 @@ private:
             static constexpr unsigned char empty_ping[] = {0x89, 0x00};
             return write_frame(frame_kind::ping, std::array<asio::const_buffer, 1>{asio::buffer(empty_ping)}, nullptr);
         }
-        if (!open_ || pending() == 0 || conn_->closing() || bound_.slow()) return;
+        if (!open_ || pending() == 0 || conn_.closing() || bound_.slow()) return;
         current_ = pop(); // written from current_: the queue may grow meanwhile
         const auto op = binary_ ? net::ws_opcode::binary : net::ws_opcode::text;
         head_size_ = static_cast<std::uint8_t>(net::ws_frame_header(head_, op, current_->size()));
@@ -331,8 +335,8 @@ private:
     void write_frame(frame_kind kind, const Buffers& buffers, std::unique_ptr<std::string> held) {
         writing_ = true;
         if (kind == frame_kind::ping) ping_written_ = true;
-        asio::async_write(conn_->stream(), buffers,
-                          [self = this->shared_from_this(), kind, held = std::move(held)](error_code ec, std::size_t) {
+        asio::async_write(conn_.stream(), buffers,
+                          [self = self(), kind, held = std::move(held)](error_code ec, std::size_t) {
                               self->on_written(kind, ec);
                           });
     }
@@ -343,14 +347,14 @@ private:
             current_.reset();
         } else if (kind == frame_kind::ping) pinging_ = ping_written_ = false;
         else if (kind == frame_kind::close) {
-            conn_->goodbye_written(); // the FIN follows
+            conn_.goodbye_written(); // the FIN follows
             // The handshake is over when the peer closed first; a refused peer is not waited for.
-            if (ec || peer_code_ != 0 || failed_code_ != 0) conn_->abort(net::close_reason::io_error);
+            if (ec || peer_code_ != 0 || failed_code_ != 0) conn_.abort(net::close_reason::io_error);
             return;
         }
-        if (ec) return conn_->abort(net::close_reason::io_error); // while closing: ends the close
+        if (ec) return conn_.abort(net::close_reason::io_error); // while closing: ends the close
         write_next();
-        if (kind == frame_kind::message && !conn_->closing() && bound_.drained(queued_) && app_) app_->on_writable();
+        if (kind == frame_kind::message && !conn_.closing() && bound_.drained(queued_) && app_) app_->on_writable();
     }
     static std::string control_frame(net::ws_opcode op, std::uint16_t code, std::string_view text) {
         std::string payload;
@@ -392,15 +396,16 @@ private:
     void bound_output() {
         const bool over_count = pending() + (current_ ? 1u : 0u) > max_queued_;
         const auto on_soft_time = [this] {
-            return [weak = this->weak_from_this()] {
-                auto self = weak.lock();
-                if (self && self->bound_.soft_time_up(self->queued_)) self->conn_->close_slow_consumer(net::slow_bound::soft_limit);
+            // `this`: the timer is bound_'s, and dies with this layer.
+            return [this] {
+                const auto keep = conn_.weak_from_this().lock();
+                if (keep && bound_.soft_time_up(queued_)) conn_.close_slow_consumer(net::slow_bound::soft_limit);
             };
         };
         if (bound_.grew(queued_, timers_, on_soft_time, over_count)) {
             drop_queue(); // the memory goes now; the close follows on the next turn (a broadcast loop stays valid)
             const auto which = over_count ? net::slow_bound::message_count : net::slow_bound::hard_limit;
-            conn_->post([which](connection_type& c) { c.close_slow_consumer(which); });
+            conn_.post([which](connection_type& c) { c.close_slow_consumer(which); });
         }
     }
 
@@ -435,7 +440,7 @@ private:
                     write_next();
                 }
                 break;
-            case net::ws_event::pong: conn_->pong_received(); break;
+            case net::ws_event::pong: conn_.pong_received(); break;
             case net::ws_event::close:
                 peer_closing(ev.close_code);
                 ec = websocket::error::closed;
@@ -448,14 +453,14 @@ private:
     // socket's close; ours already said, the handshake is over.
     void peer_closing(std::uint16_t code) {
         peer_code_ = code == 1005 ? 1000 : code;
-        if (!conn_->closing()) return conn_->close(net::close_reason::peer_closed);
-        if (close_sent_ && !writing_) conn_->abort(net::close_reason::peer_closed);
+        if (!conn_.closing()) return conn_.close(net::close_reason::peer_closed);
+        if (close_sent_ && !writing_) conn_.abort(net::close_reason::peer_closed);
     }
     void refuse(net::ws_error why, error_code& ec) {
         ec = error_for(why);
-        if (conn_->closing()) return conn_->abort(protocol_error); // during our goodbye: the first reason stays
+        if (conn_.closing()) return conn_.abort(protocol_error); // during our goodbye: the first reason stays
         failed_code_ = net::ws_close_code(why);
-        conn_->close(why == net::ws_error::message_too_big ? message_too_big : protocol_error);
+        conn_.close(why == net::ws_error::message_too_big ? message_too_big : protocol_error);
     }
     static error_code error_for(net::ws_error why) {
         using e = websocket::error;
@@ -495,7 +500,7 @@ private:
         template <class Self>
         void operator()(Self& self, error_code ec = {}, std::size_t = 0) {
             if (stage == start) {
-                if (c->conn_->closing()) return self.complete(error_code(net::errc::connection_closed));
+                if (c->conn_.closing()) return self.complete(error_code(net::errc::connection_closed));
                 if (!req) {
                     stage = read;
                     own = std::make_unique<request_type>();
@@ -509,17 +514,17 @@ private:
                 res = detail::answer_upgrade(r, refused);
                 stage = answered;
                 auto& msg = *res;
-                return boost::beast::http::async_write(c->conn_->stream(), msg, std::move(self));
+                return boost::beast::http::async_write(c->conn_.stream(), msg, std::move(self));
             }
-            c->conn_->handshake_finished();
-            if (c->conn_->closing()) return self.complete(ec ? ec : error_code(net::errc::connection_closed));
+            c->conn_.handshake_finished();
+            if (c->conn_.closing()) return self.complete(ec ? ec : error_code(net::errc::connection_closed));
             if (ec || refused) {
                 c->in_.reset();
-                c->conn_->abort(net::close_reason::handshake_failed);
+                c->conn_.abort(net::close_reason::handshake_failed);
                 return self.complete(refused ? refused : ec);
             }
             c->open_ = true;
-            if (c->drain_after_upgrade_) c->conn_->leave(); // asked mid-upgrade: the 1012 goes now
+            if (c->drain_after_upgrade_) c->conn_.leave(); // asked mid-upgrade: the 1012 goes now
             c->write_next();                                 // what was sent during the upgrade
             self.complete(ec);
         }
@@ -536,14 +541,14 @@ private:
         template <class Self>
         void operator()(Self& self, error_code ec = {}, std::size_t = 0) {
             if (!in) {
-                if (c->conn_->closing()) return self.complete(error_code(net::errc::connection_closed));
+                if (c->conn_.closing()) return self.complete(error_code(net::errc::connection_closed));
                 in = std::make_unique<opening>();
                 in->parser.header_limit(max_request_head);
-                c->conn_->handshake_started();
+                c->conn_.handshake_started();
                 auto& state = *in;
-                return boost::beast::http::async_read(c->conn_->stream(), state.buffer, state.parser, std::move(self));
+                return boost::beast::http::async_read(c->conn_.stream(), state.buffer, state.parser, std::move(self));
             }
-            if (c->conn_->closing()) return self.complete(ec ? ec : error_code(net::errc::connection_closed));
+            if (c->conn_.closing()) return self.complete(ec ? ec : error_code(net::errc::connection_closed));
             if (ec) {
                 // Gone before a byte of a request — a browser's spare preconnection ends it, a balancer's
                 // health check resets it (HAProxy's checks close without lingering) — is the peer's own
@@ -551,7 +556,7 @@ private:
                 const bool gone = ec == boost::beast::http::error::end_of_stream || ec == asio::error::connection_reset ||
                                   ec == asio::error::eof;
                 const bool nothing_sent = gone && !in->parser.got_some() && in->buffer.size() == 0;
-                c->conn_->abort(nothing_sent ? net::close_reason::peer_closed : net::close_reason::handshake_failed);
+                c->conn_.abort(nothing_sent ? net::close_reason::peer_closed : net::close_reason::handshake_failed);
                 return self.complete(ec);
             }
             req = in->parser.release();
@@ -569,32 +574,34 @@ private:
         std::size_t size = 0; ///< the message's bytes so far
         enum { start, waited, reading } stage = start;
 
+        auto get_executor() const noexcept { return c->conn_.get_executor(); }
+
         template <class Self>
         void operator()(Self& self, error_code = {}) { // the start, and the end of a wait for the budget
-            if (stage == start && c->budget_.over() && !c->conn_->closing() && !c->ended_reading()) {
+            if (stage == start && c->budget_.over() && !c->conn_.closing() && !c->ended_reading()) {
                 stage = waited;
-                c->conn_->hold_reads(true);
+                c->conn_.hold_reads(true);
                 return c->budget_.async_wait(c->timers_, c->get_executor(), std::move(self));
             }
-            if (stage == waited) c->conn_->hold_reads(false);
-            if (c->ended_reading() || (stage == start && c->conn_->closing()) || c->conn_->closed())
+            if (stage == waited) c->conn_.hold_reads(false);
+            if (c->ended_reading() || (stage == start && c->conn_.closing()) || c->conn_.closed())
                 return self.complete(c->ended(), 0);
             stage = reading;
             if (c->in_) { // what the last read left: the next message, or its beginning
                 const auto held = std::move(c->in_);
                 if (take(self, held->data(), held->size())) return;
             }
-            c->conn_->stream().async_receive(std::move(self));
+            c->conn_.stream().async_receive(std::move(self));
         }
         template <class Self>
         void operator()(Self& self, error_code ec, net::read_chunk chunk) {
             if (ec) {
-                if (!c->ended_reading()) c->conn_->read_failed(ec); // its end of stream or error, as the connection reads them
+                if (!c->ended_reading()) c->conn_.read_failed(ec); // its end of stream or error, as the connection reads them
                 return self.complete(c->ended_reading() ? c->ended() : ec, 0);
             }
             if (take(self, chunk.data(), chunk.size())) return;
             chunk.reset(); // back to the pool before the wait: an idle connection holds none
-            c->conn_->stream().async_receive(std::move(self));
+            c->conn_.stream().async_receive(std::move(self));
         }
         // Whether the operation completed on these bytes.
         template <class Self>
@@ -603,7 +610,7 @@ private:
             switch (c->feed(p, n, buffer, size, ec)) {
             case fed::more: return false;
             case fed::message:
-                c->conn_->message_received();
+                c->conn_.message_received();
                 self.complete(ec, size);
                 return true;
             case fed::stop: break;
@@ -617,7 +624,7 @@ private:
     std::shared_ptr<net::connection_handler> app_;
     net::output_bound bound_; ///< the slow-consumer bound and the water marks of the message queue
     net::producer_budget budget_; ///< this peer's messages that others still hold (make_message)
-    std::shared_ptr<connection_type> conn_;
+    connection_type& conn_; ///< the block's: this layer lives in its connection's heap block
     net::ws_frame_reader reader_; ///< the peer's frames
     std::unique_ptr<std::string> in_; ///< bytes a read left behind a whole message (pipelined): usually none
     // The messages not yet written (oldest first), and the one being written.
@@ -639,7 +646,7 @@ private:
     bool binary_;                   ///< ws_options::binary
     bool open_ = false, writing_ = false, pinging_ = false, ping_written_ = false, close_sent_ = false;
     bool drain_after_upgrade_ = false; ///< a drain asked during the upgrade: leave once it is done
-    bool on_strand_ = false; ///< the connection lives on a strand: send() looks whether it runs inside it
+    const bool on_strand_; ///< the connection lives on a strand: send() looks whether it runs inside it
 };
 
 } // namespace heartwheel::ws

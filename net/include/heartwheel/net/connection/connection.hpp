@@ -285,8 +285,10 @@ public:
         if (closing_) return;
         deadline_reason_ = why;
         if (!deadline_)
-            deadline_ = heartwheel::timer_handle([weak = this->weak_from_this()] {
-                auto self = weak.lock();
+            // `this`, not a weak pointer: the timer dies with the connection, and a capture of one
+            // word stays inside std::function (a weak pointer's went to a heap block of its own).
+            deadline_ = heartwheel::timer_handle([this] {
+                auto self = this->weak_from_this().lock();
                 if (!self || self->closing_) return;
                 if (self->input_waiting()) {
                     timer_scheduler& svc = self->live_.scheduler();
@@ -388,6 +390,9 @@ private:
     std::shared_ptr<void> keep() noexcept override { return this->weak_from_this().lock(); }
     void drain(std::shared_ptr<void> keep) override {
         asio::post(stream_.get_executor(), [k = std::move(keep), this] { leave(); });
+    }
+    void close_with(std::shared_ptr<void> keep, close_reason why) override {
+        asio::post(stream_.get_executor(), [k = std::move(keep), this, why] { close(why); });
     }
     bool input_waiting() override { return !closing_ && (reads_held_ || stream_.input_waiting()); }
 

@@ -19,7 +19,8 @@
 // socket closes (connection_closed(), or its removal if it never closed).
 //
 // And it is how a server drains (net/server/drain.hpp): entries not yet asked to leave are in list_, those
-// asked in asked_, so that each step of a drain takes the next few without a cursor.
+// asked in asked_, so that each step of a drain takes the next few without a cursor; and how it
+// closes what is left when it stops (close_connections): a server keeps no set of its own.
 //
 // Invariants: an entry is linked while registered (in list_ or asked_); count_ is the number linked; shutdown() unlinks each entry before calling it
 // (so a connection destroyed by the call, or later, finds itself unlinked) and never calls out with
@@ -27,6 +28,7 @@
 #ifndef HEARTWHEEL_NET_DETAIL_TEARDOWN_REGISTRY_HPP
 #define HEARTWHEEL_NET_DETAIL_TEARDOWN_REGISTRY_HPP
 
+#include <heartwheel/net/connection/close_reason.hpp>
 #include <heartwheel/net/server/admission.hpp>
 #include <heartwheel/net/detail/freed_memory.hpp>
 #include <heartwheel/net/detail/list_hook.hpp>
@@ -53,6 +55,8 @@ public:
         /// Asked to leave (a drain), from any thread: the owner's work is posted where it belongs,
         /// with `keep`, so that the owner is never released on the drain's thread.
         virtual void drain(std::shared_ptr<void> keep) = 0;
+        /// Closed with `why` (a server's stop), from any thread: posted as drain() is.
+        virtual void close_with(std::shared_ptr<void> keep, close_reason why) = 0;
 
     protected:
         ~entry() = default;
@@ -137,6 +141,19 @@ public:
             asked_.push_back(*e);
             if (auto k = e->keep()) out.emplace_back(std::move(k), e);
         }
+        return out;
+    }
+
+    /// Every entry, asked to leave or not, kept alive (a dying one skipped); all stay registered.
+    std::vector<std::pair<std::shared_ptr<void>, entry*>> every() {
+        std::vector<std::pair<std::shared_ptr<void>, entry*>> out;
+        const std::lock_guard<std::mutex> lock(mutex_);
+        out.reserve(count_);
+        for (const list_head* l : {&list_, &asked_})
+            for (list_hook* h = l->next; h != l; h = h->next) {
+                auto* e = static_cast<entry*>(h);
+                if (auto k = e->keep()) out.emplace_back(std::move(k), e);
+            }
         return out;
     }
 

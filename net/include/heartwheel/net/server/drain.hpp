@@ -124,6 +124,23 @@ auto async_drain(const Executor& ex, std::chrono::milliseconds window, Token&& t
         token, ex);
 }
 
+/// Closes every net::connection of `ex`'s execution context with `why` (each on its own executor,
+/// posted): what a server does with the connections a drain left, or at once when it stops. Returns
+/// how many were asked. The server needs no set of its connections for this.
+template <class Executor>
+std::size_t close_connections(const Executor& ex, close_reason why) {
+    auto all = detail::teardown_registry::of(ex).every();
+    for (auto& [keep, e] : all) e->close_with(std::move(keep), why);
+    return all.size();
+}
+
+/// The net::connections of `ex`'s execution context that exist (closed ones until their last
+/// pending operation is gone): a server's open-connections gauge, or its wait before stopping.
+template <class Executor>
+std::size_t connections_of(const Executor& ex) {
+    return detail::teardown_registry::of(ex).size();
+}
+
 /// Whether drain_on_signals's drain is under way: a server's draining gauge (read from any thread).
 class drain_status {
 public:
