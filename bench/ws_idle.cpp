@@ -14,7 +14,10 @@
 //    in epoll_wait ended by something due or arriving);
 //  - death lateness as the peers see it: the clients stop answering at once; each notes when it sent
 //    its last pong and when it saw the server's close; lateness = seen - (last pong + 2 s), p50 / p99 /
-//    max, and how many were early.
+//    max, and how many were early. "Seen" twice: when the client's loop read the close (what it adds
+//    itself — 10,000 connections on one thread, a cluster of closes read one after another — is in
+//    it), and when the close frame arrived, the kernel's receive stamp of its segment (SO_TIMESTAMPNS,
+//    as bench/scale/peer_observer.py stamps): a close that is only a FIN (Beast's) carries no stamp.
 // Usage: ws_idle --mode heartwheel|beast [--connections N] [--window-ms MS]. bench/ws/run.sh runs both
 // modes, alternated, and writes docs/benchmarks.md's section.
 #include <heartwheel/asio_wheel.hpp>
@@ -34,7 +37,12 @@
 
 #include <malloc.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <ctime>
+#include <optional>
 
 #include <algorithm>
 #include <chrono>
@@ -76,8 +84,24 @@ using bench::write_all;
 // goodbye with one) or its FIN (Beast's idle timeout tears the connection down without one).
 struct client_state {
     steady::time_point last_pong{}, closed_seen{};
+    steady::time_point close_arrived{}; ///< the kernel's stamp of the close frame's segment (none: a FIN)
     bool stopped = false;
 };
+
+// The kernel's receive stamp of what recvmsg returned (wall clock), on the steady clock.
+std::optional<steady::time_point> arrival_of(msghdr& msg) {
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPNS) continue;
+        timespec ts{};
+        std::memcpy(&ts, CMSG_DATA(c), sizeof ts);
+        const auto real_now = std::chrono::system_clock::now();
+        const auto now = steady::now();
+        const auto stamped = std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(
+            std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec)));
+        return now - std::chrono::duration_cast<steady::duration>(real_now - stamped);
+    }
+    return std::nullopt;
+}
 
 asio::awaitable<void> client(tcp::endpoint server, client_state& st, long& pings, int& up) {
     websocket::stream<tcp::socket> s(co_await asio::this_coro::executor);
@@ -89,22 +113,46 @@ asio::awaitable<void> client(tcp::endpoint server, client_state& st, long& pings
     static constexpr unsigned char pong[] = {0x8A, 0x80, 0, 0, 0, 0};
     std::vector<unsigned char> pending;
     unsigned char chunk[1024];
-    for (bool closed = false; !closed;) {
-        auto [ec, n] = co_await s.next_layer().async_read_some(asio::buffer(chunk), use_tuple);
-        if (ec) break;
-        pending.insert(pending.end(), chunk, chunk + n);
-        while (pending.size() >= 2 && pending.size() >= 2u + (pending[1] & 0x7fu)) {
-            const unsigned op = pending[0] & 0x0fu;
-            if (op == 0x8u) closed = true;
-            if (op == 0x9u && !st.stopped) {
-                boost::system::error_code wec;
-                s.next_layer().write_some(asio::buffer(pong), wec);
-                if (!wec) {
-                    st.last_pong = steady::now();
-                    ++pings;
-                }
+    const int fd = s.next_layer().native_handle();
+    const int on = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on);
+    for (bool closed = false, ended = false; !closed && !ended;) {
+        if (auto [ec] = co_await s.next_layer().async_wait(tcp::socket::wait_read, use_tuple); ec) break;
+        // Everything there, each read with its stamp (the reactor is edge-triggered: read to EAGAIN).
+        for (;;) {
+            iovec iov{chunk, sizeof chunk};
+            alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec))];
+            msghdr msg{};
+            msg.msg_iov = &iov;
+            msg.msg_iovlen = 1;
+            msg.msg_control = control;
+            msg.msg_controllen = sizeof control;
+            const ssize_t n = ::recvmsg(fd, &msg, MSG_DONTWAIT);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+            if (n <= 0) {
+                ended = true; // the peer's FIN (or an error): no stamp
+                break;
             }
-            pending.erase(pending.begin(), pending.begin() + 2 + (pending[1] & 0x7f));
+            const auto arrived = arrival_of(msg);
+            pending.insert(pending.end(), chunk, chunk + n);
+            while (pending.size() >= 2 && pending.size() >= 2u + (pending[1] & 0x7fu)) {
+                const unsigned op = pending[0] & 0x0fu;
+                if (op == 0x8u) {
+                    closed = true;
+                    if (arrived) st.close_arrived = *arrived;
+                }
+                if (op == 0x9u && !st.stopped) {
+                    boost::system::error_code wec;
+                    s.next_layer().write_some(asio::buffer(pong), wec);
+                    if (!wec) {
+                        st.last_pong = steady::now();
+                        ++pings;
+                    }
+                }
+                pending.erase(pending.begin(), pending.begin() + 2 + (pending[1] & 0x7f));
+            }
+            if (closed) break;
         }
     }
     st.closed_seen = steady::now();
@@ -145,8 +193,8 @@ int run_clients(unsigned short port, int n, int to_parent, int from_parent) {
                                          [](const client_state& st) { return st.closed_seen != steady::time_point{}; });
                 io.run_for(10ms);
             }
-            std::vector<double> late;
-            int early = 0, missing = 0;
+            std::vector<double> late, arrived_late;
+            int early = 0, missing = 0, unstamped = 0;
             for (const auto& st : states) {
                 if (st.closed_seen == steady::time_point{}) {
                     ++missing;
@@ -157,12 +205,19 @@ int run_clients(unsigned short port, int n, int to_parent, int from_parent) {
                 const double l = std::chrono::duration<double, std::milli>(st.closed_seen - (st.last_pong + death)).count();
                 if (l < 0) ++early;
                 late.push_back(l);
+                if (st.close_arrived == steady::time_point{}) ++unstamped;
+                else arrived_late.push_back(std::chrono::duration<double, std::milli>(st.close_arrived - (st.last_pong + death)).count());
             }
+            std::sort(arrived_late.begin(), arrived_late.end());
+            const auto arrived_at = [&](double q) {
+                return arrived_late.empty() ? -1.0
+                                            : arrived_late[std::min(arrived_late.size() - 1, static_cast<std::size_t>(q * static_cast<double>(arrived_late.size())))];
+            };
             std::sort(late.begin(), late.end());
             const auto at = [&](double q) { return late.empty() ? -1.0 : late[std::min(late.size() - 1, static_cast<std::size_t>(q * static_cast<double>(late.size())))]; };
             char buf[256];
-            std::snprintf(buf, sizeof buf, "%.3f %.3f %.3f %.3f %d %d\n", at(0.5), at(0.99), late.empty() ? -1.0 : late.back(),
-                          late.empty() ? 0.0 : late.front(), early, missing);
+            std::snprintf(buf, sizeof buf, "%.3f %.3f %.3f %.3f %d %d %.3f %.3f %d\n", at(0.5), at(0.99), late.empty() ? -1.0 : late.back(),
+                          late.empty() ? 0.0 : late.front(), early, missing, arrived_at(0.5), arrived_at(0.99), unstamped);
             write_all(to_parent, buf);
             return 0;
         }
@@ -258,9 +313,10 @@ int main(int argc, char** argv) {
     // The deaths.
     clients.say("stop");
     const std::string deaths = clients.hear(io);
-    double p50 = 0, p99 = 0, mx = 0, mn = 0;
-    int early = 0, missing = 0;
-    std::sscanf(deaths.c_str(), "%lf %lf %lf %lf %d %d", &p50, &p99, &mx, &mn, &early, &missing);
+    double p50 = 0, p99 = 0, mx = 0, mn = 0, arrived_p50 = -1, arrived_p99 = -1;
+    int early = 0, missing = 0, unstamped = 0;
+    std::sscanf(deaths.c_str(), "%lf %lf %lf %lf %d %d %lf %lf %d", &p50, &p99, &mx, &mn, &early, &missing, &arrived_p50,
+                &arrived_p99, &unstamped);
     clients.wait();
     // heartwheel's own view of the deaths: how long after the deadline each was judged (the wheel's
     // counters; Beast keeps no such figure).
@@ -269,10 +325,12 @@ int main(int argc, char** argv) {
     const long pings = pings1 - pings0;
     std::printf("{\"mode\":\"%s\",\"connections\":%d,\"bytes_per_idle_connection\":%.0f,\"heap_bytes_per_idle_connection\":%.0f,\"pings\":%ld,"
                 "\"cpu_us_per_ping\":%.3f,\"wakeups_per_s\":%.1f,\"death_p50_ms\":%.2f,\"death_p99_ms\":%.2f,"
-                "\"death_max_ms\":%.2f,\"death_min_ms\":%.2f,\"early\":%d,\"not_closed\":%d,\"server_judged_mean_ms\":%.2f}\n",
+                "\"death_max_ms\":%.2f,\"death_min_ms\":%.2f,\"early\":%d,\"not_closed\":%d,\"server_judged_mean_ms\":%.2f,"
+                "\"death_arrival_p50_ms\":%.2f,\"death_arrival_p99_ms\":%.2f,\"closes_unstamped\":%d}\n",
                 mode.c_str(), n, static_cast<double>(rss_idle - rss_before) * 1024.0 / n, heap_idle, pings,
                 pings > 0 ? (cpu1 - cpu0) * 1e6 / static_cast<double>(pings) : -1.0,
-                static_cast<double>(sw1 - sw0) * 1000.0 / static_cast<double>(window_ms), p50, p99, mx, mn, early, missing, judged_mean_ms);
+                static_cast<double>(sw1 - sw0) * 1000.0 / static_cast<double>(window_ms), p50, p99, mx, mn, early, missing, judged_mean_ms,
+                arrived_p50, arrived_p99, unstamped);
     // A failure: nothing pinged, a silent peer never closed, or heartwheel closing one early (Beast's
     // idle timer runs on a grid of idle_timeout / 2: early closes are how it works, reported above).
     return pings > 0 && missing == 0 && (mode == "beast" || early == 0) ? 0 : 1;

@@ -16,6 +16,8 @@ report("ws_idle", sys.argv[1], sys.argv[2],
         ("death_max_ms", "death lateness max, ms", "{:.2f}"),
         ("death_min_ms", "death lateness min, ms (negative: early)", "{:.2f}"),
         ("early", "closed early (of all)", "{:.0f}"),
+        ("death_arrival_p50_ms", "death lateness p50, ms, by the close frame's arrival (the kernel's stamp; Beast's close is a FIN: -1)", "{:.2f}"),
+        ("death_arrival_p99_ms", "death lateness p99, ms, by the close frame's arrival", "{:.2f}"),
         ("server_judged_mean_ms", "judged past its deadline, mean ms (the server's own count; Beast keeps none: -1)", "{:.2f}")],
        lambda n, rounds: f"{n:,} idle WebSocket connections (Beast clients in another process answering every "
                          f"ping), a ping after 1 s of silence and death 1 s later, one server thread; medians of "

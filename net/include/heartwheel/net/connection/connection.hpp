@@ -284,24 +284,14 @@ public:
     void expires_after(std::chrono::milliseconds d, close_reason why) {
         if (closing_) return;
         deadline_reason_ = why;
-        if (!deadline_)
-            // `this`, not a weak pointer: the timer dies with the connection, and a capture of one
-            // word stays inside std::function (a weak pointer's went to a heap block of its own).
-            deadline_ = heartwheel::timer_handle([this] {
-                auto self = this->weak_from_this().lock();
-                if (!self || self->closing_) return;
-                if (self->input_waiting()) {
-                    timer_scheduler& svc = self->live_.scheduler();
-                    return svc.schedule(self->deadline_.node(), saturating_add(svc.now(), unread_input_recheck));
-                }
-                self->deadline_fired_ = true;
-                self->begin_close(self->deadline_reason_, self->handshake_done_);
-            });
+        if (!deadline_) deadline_ = std::make_unique<deadline_timer>(*this); // a 40-byte node, made once
         timer_scheduler& svc = live_.scheduler();
-        svc.schedule(deadline_.node(), svc.deadline_after(std::chrono::duration_cast<duration>(d)));
+        svc.schedule(*deadline_, svc.deadline_after(std::chrono::duration_cast<duration>(d)));
     }
     /// No phase deadline (after expires_after): the application is not waiting for the peer.
-    void expires_never() noexcept { deadline_.cancel(); }
+    void expires_never() noexcept {
+        if (deadline_) deadline_->cancel();
+    }
 
     /// Closes slow-consumer (an output bound fired: `which` is counted beside the close, for the
     /// operator who must tell a too-small bound from a peer that does not read). On the connection's
@@ -405,7 +395,7 @@ private:
         name_ping_writer();
         if (liveness_counters* n = live_.counters()) n->closed(why);
         this->output_closing();
-        deadline_.cancel();
+        expires_never();
         if (!last_words) return finish_close();
         if (handler_) {
             this->output_before_last_words();
@@ -442,6 +432,20 @@ private:
         // waiting for its end of stream would only hold the descriptor and put off on_close — a
         // client's reconnect — by the whole linger.
         if (!linger_.pending() || is_peer_dead_reason(*reason_)) finish_close();
+    }
+
+    // The phase deadline passed (expires_after): closes with its reason — unless the peer's bytes wait
+    // unread for a pending read (a stall: look again a little later).
+    void deadline_passed() {
+        if (closing_) return;
+        const auto keep = this->weak_from_this().lock();
+        if (!keep) return;
+        if (input_waiting()) {
+            timer_scheduler& svc = live_.scheduler();
+            return svc.schedule(*deadline_, saturating_add(svc.now(), unread_input_recheck));
+        }
+        deadline_fired_ = true;
+        begin_close(deadline_reason_, handshake_done_);
     }
 
     void finish_close() {
@@ -582,7 +586,8 @@ private:
     std::shared_ptr<connection_handler> handler_;
     Liveness live_; ///< in the connection's block (made by the factory in place)
     heartwheel::timer_handle linger_;
-    heartwheel::timer_handle deadline_;   ///< the application's phase deadline (expires_after), once used
+    using deadline_timer = heartwheel::member_timer<connection, &connection::deadline_passed>;
+    std::unique_ptr<deadline_timer> deadline_; ///< the application's phase deadline (expires_after), once used
     std::uint32_t linger_ms_;
     // Touched only on the connection's executor (one byte: bit-fields).
     bool handshake_done_ : 1;
