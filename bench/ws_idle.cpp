@@ -18,6 +18,8 @@
 //    itself — 10,000 connections on one thread, a cluster of closes read one after another — is in
 //    it), and when the close frame arrived, the kernel's receive stamp of its segment (SO_TIMESTAMPNS,
 //    as bench/scale/peer_observer.py stamps): a close that is only a FIN (Beast's) carries no stamp.
+//    And how the deaths' deadlines cluster (the clients connect in waves, and keep the wave's phase):
+//    their span and the most due within one millisecond — the load a server's judgements meet.
 // Usage: ws_idle --mode heartwheel|beast [--connections N] [--window-ms MS]. bench/ws/run.sh runs both
 // modes, alternated, and writes docs/benchmarks.md's section.
 #include <heartwheel/asio_wheel.hpp>
@@ -208,6 +210,16 @@ int run_clients(unsigned short port, int n, int to_parent, int from_parent) {
                 if (st.close_arrived == steady::time_point{}) ++unstamped;
                 else arrived_late.push_back(std::chrono::duration<double, std::milli>(st.close_arrived - (st.last_pong + death)).count());
             }
+            // How the deadlines cluster: their span, and the most that fall due within one millisecond.
+            std::vector<steady::time_point> due;
+            for (const auto& st : states) due.push_back(st.last_pong + death);
+            std::sort(due.begin(), due.end());
+            std::size_t most = 0;
+            for (std::size_t i = 0, j = 0; i < due.size(); ++i) {
+                while (due[i] - due[j] > 1ms) ++j;
+                most = std::max(most, i - j + 1);
+            }
+            const double span = due.empty() ? 0.0 : std::chrono::duration<double, std::milli>(due.back() - due.front()).count();
             std::sort(arrived_late.begin(), arrived_late.end());
             const auto arrived_at = [&](double q) {
                 return arrived_late.empty() ? -1.0
@@ -216,8 +228,9 @@ int run_clients(unsigned short port, int n, int to_parent, int from_parent) {
             std::sort(late.begin(), late.end());
             const auto at = [&](double q) { return late.empty() ? -1.0 : late[std::min(late.size() - 1, static_cast<std::size_t>(q * static_cast<double>(late.size())))]; };
             char buf[256];
-            std::snprintf(buf, sizeof buf, "%.3f %.3f %.3f %.3f %d %d %.3f %.3f %d\n", at(0.5), at(0.99), late.empty() ? -1.0 : late.back(),
-                          late.empty() ? 0.0 : late.front(), early, missing, arrived_at(0.5), arrived_at(0.99), unstamped);
+            std::snprintf(buf, sizeof buf, "%.3f %.3f %.3f %.3f %d %d %.3f %.3f %d %.1f %zu\n", at(0.5), at(0.99),
+                          late.empty() ? -1.0 : late.back(), late.empty() ? 0.0 : late.front(), early, missing, arrived_at(0.5),
+                          arrived_at(0.99), unstamped, span, most);
             write_all(to_parent, buf);
             return 0;
         }
@@ -314,9 +327,10 @@ int main(int argc, char** argv) {
     clients.say("stop");
     const std::string deaths = clients.hear(io);
     double p50 = 0, p99 = 0, mx = 0, mn = 0, arrived_p50 = -1, arrived_p99 = -1;
-    int early = 0, missing = 0, unstamped = 0;
-    std::sscanf(deaths.c_str(), "%lf %lf %lf %lf %d %d %lf %lf %d", &p50, &p99, &mx, &mn, &early, &missing, &arrived_p50,
-                &arrived_p99, &unstamped);
+    double due_span = 0;
+    int early = 0, missing = 0, unstamped = 0, most_due = 0;
+    std::sscanf(deaths.c_str(), "%lf %lf %lf %lf %d %d %lf %lf %d %lf %d", &p50, &p99, &mx, &mn, &early, &missing, &arrived_p50,
+                &arrived_p99, &unstamped, &due_span, &most_due);
     clients.wait();
     // heartwheel's own view of the deaths: how long after the deadline each was judged (the wheel's
     // counters; Beast keeps no such figure).
@@ -326,11 +340,12 @@ int main(int argc, char** argv) {
     std::printf("{\"mode\":\"%s\",\"connections\":%d,\"bytes_per_idle_connection\":%.0f,\"heap_bytes_per_idle_connection\":%.0f,\"pings\":%ld,"
                 "\"cpu_us_per_ping\":%.3f,\"wakeups_per_s\":%.1f,\"death_p50_ms\":%.2f,\"death_p99_ms\":%.2f,"
                 "\"death_max_ms\":%.2f,\"death_min_ms\":%.2f,\"early\":%d,\"not_closed\":%d,\"server_judged_mean_ms\":%.2f,"
-                "\"death_arrival_p50_ms\":%.2f,\"death_arrival_p99_ms\":%.2f,\"closes_unstamped\":%d}\n",
+                "\"death_arrival_p50_ms\":%.2f,\"death_arrival_p99_ms\":%.2f,\"closes_unstamped\":%d,"
+                "\"deadlines_span_ms\":%.1f,\"deadlines_most_in_1ms\":%d}\n",
                 mode.c_str(), n, static_cast<double>(rss_idle - rss_before) * 1024.0 / n, heap_idle, pings,
                 pings > 0 ? (cpu1 - cpu0) * 1e6 / static_cast<double>(pings) : -1.0,
                 static_cast<double>(sw1 - sw0) * 1000.0 / static_cast<double>(window_ms), p50, p99, mx, mn, early, missing, judged_mean_ms,
-                arrived_p50, arrived_p99, unstamped);
+                arrived_p50, arrived_p99, unstamped, due_span, most_due);
     // A failure: nothing pinged, a silent peer never closed, or heartwheel closing one early (Beast's
     // idle timer runs on a grid of idle_timeout / 2: early closes are how it works, reported above).
     return pings > 0 && missing == 0 && (mode == "beast" || early == 0) ? 0 : 1;

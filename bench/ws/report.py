@@ -18,6 +18,8 @@ report("ws_idle", sys.argv[1], sys.argv[2],
         ("early", "closed early (of all)", "{:.0f}"),
         ("death_arrival_p50_ms", "death lateness p50, ms, by the close frame's arrival (the kernel's stamp; Beast's close is a FIN: -1)", "{:.2f}"),
         ("death_arrival_p99_ms", "death lateness p99, ms, by the close frame's arrival", "{:.2f}"),
+        ("deadlines_span_ms", "the deaths' deadlines: from the first to the last, ms", "{:.1f}"),
+        ("deadlines_most_in_1ms", "... the most falling due within one millisecond", "{:.0f}"),
         ("server_judged_mean_ms", "judged past its deadline, mean ms (the server's own count; Beast keeps none: -1)", "{:.2f}")],
        lambda n, rounds: f"{n:,} idle WebSocket connections (Beast clients in another process answering every "
                          f"ping), a ping after 1 s of silence and death 1 s later, one server thread; medians of "

@@ -41,10 +41,16 @@
 // client waiting quietly between requests heartbeat-timeout); the idle policies and the read and
 // write timeouts apply as configured, with whole requests as reader activity.
 //
+// Memory: the layer lives in its connection's heap block (net::make_connection_with). The read is a
+// net::detail::lean_op (one small block: its step and the application's handler; the socket's wait
+// sits in the stream core), and the request is handed over by value: an idle kept-alive connection
+// holds no read buffer, no parser and no request.
+//
 // Threads: as net::connection (its socket's executor; send() and close() post themselves when away).
-// Invariants: one read at a time; at most one phase deadline armed; an idle kept-alive connection
-// holds no read buffer (it is given back after every request that left nothing behind, and the wait
-// for the next request's first bytes is liveness_stream::async_receive's, which holds none).
+// Invariants: one read at a time; at most one phase deadline armed; the buffer and the parser exist
+// from a request's first byte until a request leaves nothing behind (a pipelined request's bytes stay
+// for the next); the wait for a request's first bytes is liveness_stream::async_receive's, which
+// holds no buffer.
 #ifndef HEARTWHEEL_BEAST_HTTP_HPP
 #define HEARTWHEEL_BEAST_HTTP_HPP
 
