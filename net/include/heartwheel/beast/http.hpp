@@ -389,8 +389,8 @@ private:
             c->in_request_ = false;
             request_type req = parser->release();
             parser.reset();
-            c->version_ = req.version();
-            c->unanswered({req.version(), req.keep_alive()});
+            c->version_ = static_cast<std::uint8_t>(req.version());
+            c->unanswered({static_cast<std::uint8_t>(req.version()), req.keep_alive()});
             if (c->buffered() == 0) c->buffer_.reset(); // an idle connection holds no buffer
             self.complete(error_code{}, std::move(req));
         }
@@ -470,6 +470,7 @@ private:
             header_limit, body_limit, max_pipelined;
     };
     kept_policy policy_;
+    std::uint32_t served_ = 0; // beside the policy's 36 bytes: the fields are ordered to pack
     // The bytes read and not yet parsed: made at a request's first byte, gone once a request leaves
     // nothing behind (a pipelined one's bytes stay for the next).
     std::unique_ptr<boost::beast::flat_buffer> buffer_;
@@ -479,40 +480,39 @@ private:
     }
     std::size_t buffered() const noexcept { return buffer_ ? buffer_->size() : 0; }
     std::chrono::steady_clock::time_point born_;
-    std::uint32_t served_ = 0;
+    std::unique_ptr<parked_read> parked_; ///< a read waiting for an answer (max_pipelined), or null
     // The requests read and not yet answered, oldest first: the first inline, pipelined ones behind it
     // in a vector that a client which waits for each answer never allocates.
     struct request_info {
-        unsigned version = 11;
+        std::uint8_t version = 11; ///< HTTP/1.x: 10 or 11
         bool keep_alive = true;
     };
+    std::unique_ptr<std::vector<request_info>> later_;
+    bhttp::status error_status_ = bhttp::status::unknown;
     std::optional<request_info> first_;
-    std::vector<request_info> later_;
+    std::uint8_t version_ = 11; ///< the last request's (a 408 or 400 answers in it)
     std::uint32_t unanswered_count() const noexcept {
-        return (first_ ? 1u : 0u) + static_cast<std::uint32_t>(later_.size());
+        return (first_ ? 1u : 0u) + (later_ ? static_cast<std::uint32_t>(later_->size()) : 0u);
     }
-    std::unique_ptr<parked_read> parked_; ///< a read waiting for an answer (max_pipelined), or null
     void unanswered(request_info r) {
-        if (!first_) first_ = r;
-        else later_.push_back(r);
+        if (!first_) return void(first_ = r);
+        if (!later_) later_ = std::make_unique<std::vector<request_info>>();
+        later_->push_back(r);
     }
     request_info answering() {
         const request_info r = first_.value_or(request_info{version_, true});
-        if (later_.empty()) {
-            first_.reset();
-        } else {
-            first_ = later_.front();
-            later_.erase(later_.begin());
-            if (later_.empty()) std::vector<request_info>().swap(later_);
+        first_.reset();
+        if (later_) {
+            first_ = later_->front();
+            later_->erase(later_->begin());
+            if (later_->empty()) later_.reset();
         }
         return r;
     }
-    unsigned version_ = 11; ///< the last request's (a 408 or 400 answers in it)
-    bhttp::status error_status_ = bhttp::status::unknown;
     bool in_request_ = false; ///< a request's first byte is here and it is not yet whole (a timeout: 408)
     bool done_ = false; ///< the last response is queued: no more requests are read
     bool draining_ = false; ///< asked to leave mid-request: the next response is the last
-    bool on_strand_ = false; ///< the connection lives on a strand: send() looks whether it runs inside it
+    const bool on_strand_; ///< the connection lives on a strand: send() looks whether it runs inside it
 };
 
 } // namespace heartwheel::http
