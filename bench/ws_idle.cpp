@@ -19,7 +19,9 @@
 //    it), and when the close frame arrived, the kernel's receive stamp of its segment (SO_TIMESTAMPNS,
 //    as bench/scale/peer_observer.py stamps): a close that is only a FIN (Beast's) carries no stamp.
 //    And how the deaths' deadlines cluster (the clients connect in waves, and keep the wave's phase):
-//    their span and the most due within one millisecond — the load a server's judgements meet.
+//    their span and the most due within one millisecond — the load a server's judgements meet — and
+//    the server's CPU per death (from the stop until every close was seen: each connection's last,
+//    unanswered ping and its close).
 // Usage: ws_idle --mode heartwheel|beast [--connections N] [--window-ms MS]. bench/ws/run.sh runs both
 // modes, alternated, and writes docs/benchmarks.md's section.
 #include <heartwheel/asio_wheel.hpp>
@@ -324,8 +326,12 @@ int main(int argc, char** argv) {
     clients.say("count");
     const long pings1 = std::stol(clients.hear(io));
     // The deaths.
+    const double cpu_stop = cpu_seconds();
     clients.say("stop");
     const std::string deaths = clients.hear(io);
+    // What the deaths cost the server: from the stop until every close was seen, its CPU per
+    // connection — each one's last ping (unanswered) and its close.
+    const double cpu_per_death_us = (cpu_seconds() - cpu_stop) * 1e6 / n;
     double p50 = 0, p99 = 0, mx = 0, mn = 0, arrived_p50 = -1, arrived_p99 = -1;
     double due_span = 0;
     int early = 0, missing = 0, unstamped = 0, most_due = 0;
@@ -341,11 +347,11 @@ int main(int argc, char** argv) {
                 "\"cpu_us_per_ping\":%.3f,\"wakeups_per_s\":%.1f,\"death_p50_ms\":%.2f,\"death_p99_ms\":%.2f,"
                 "\"death_max_ms\":%.2f,\"death_min_ms\":%.2f,\"early\":%d,\"not_closed\":%d,\"server_judged_mean_ms\":%.2f,"
                 "\"death_arrival_p50_ms\":%.2f,\"death_arrival_p99_ms\":%.2f,\"closes_unstamped\":%d,"
-                "\"deadlines_span_ms\":%.1f,\"deadlines_most_in_1ms\":%d}\n",
+                "\"deadlines_span_ms\":%.1f,\"deadlines_most_in_1ms\":%d,\"cpu_us_per_death\":%.2f}\n",
                 mode.c_str(), n, static_cast<double>(rss_idle - rss_before) * 1024.0 / n, heap_idle, pings,
                 pings > 0 ? (cpu1 - cpu0) * 1e6 / static_cast<double>(pings) : -1.0,
                 static_cast<double>(sw1 - sw0) * 1000.0 / static_cast<double>(window_ms), p50, p99, mx, mn, early, missing, judged_mean_ms,
-                arrived_p50, arrived_p99, unstamped, due_span, most_due);
+                arrived_p50, arrived_p99, unstamped, due_span, most_due, cpu_per_death_us);
     // A failure: nothing pinged, a silent peer never closed, or heartwheel closing one early (Beast's
     // idle timer runs on a grid of idle_timeout / 2: early closes are how it works, reported above).
     return pings > 0 && missing == 0 && (mode == "beast" || early == 0) ? 0 : 1;

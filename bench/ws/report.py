@@ -20,6 +20,7 @@ report("ws_idle", sys.argv[1], sys.argv[2],
         ("death_arrival_p99_ms", "death lateness p99, ms, by the close frame's arrival", "{:.2f}"),
         ("deadlines_span_ms", "the deaths' deadlines: from the first to the last, ms", "{:.1f}"),
         ("deadlines_most_in_1ms", "... the most falling due within one millisecond", "{:.0f}"),
+        ("cpu_us_per_death", "server CPU per death, µs (its last, unanswered ping and its close)", "{:.2f}"),
         ("server_judged_mean_ms", "judged past its deadline, mean ms (the server's own count; Beast keeps none: -1)", "{:.2f}")],
        lambda n, rounds: f"{n:,} idle WebSocket connections (Beast clients in another process answering every "
                          f"ping), a ping after 1 s of silence and death 1 s later, one server thread; medians of "
