@@ -125,6 +125,19 @@ void start(Stream stream, const net::connection_context& ctx, const options& o, 
 // the socket and in its pending wait): a smaller connection while it idles. TLS is over tcp::socket.
 using plain_socket = asio::basic_stream_socket<tcp, asio::io_context::executor_type>;
 
+// What accepted sockets are typed with: the io_context's own executor for plain sockets, the
+// polymorphic one under TLS (net::tls_socket is over tcp::socket).
+template <class Stream>
+auto accept_executor(asio::io_context& io) {
+    if constexpr (std::is_same_v<Stream, plain_socket>) return io.get_executor();
+    else return asio::any_io_executor(io.get_executor());
+}
+template <class Stream, class Socket>
+Stream make_stream(Socket socket, asio::ssl::context* tls) {
+    if constexpr (std::is_same_v<Stream, Socket>) return socket;
+    else return Stream(std::move(socket), *tls);
+}
+
 template <class Stream>
 int serve(const options& o, asio::ssl::context* tls) {
     asio::io_context io(1);
@@ -140,17 +153,10 @@ int serve(const options& o, asio::ssl::context* tls) {
     // net::listener's accept ends only when it is closed: at the descriptor limit it refuses and rests.
     asio::co_spawn(io, [&]() -> asio::awaitable<void> {
         for (;;) {
-            if constexpr (std::is_same_v<Stream, plain_socket>) {
-                auto [ec, socket] = co_await listener.async_accept(io.get_executor(), use_tuple);
-                if (ec) co_return;
-                socket.set_option(tcp::no_delay(true), ec);
-                start(std::move(socket), ctx, o, state);
-            } else {
-                auto [ec, socket] = co_await listener.async_accept(use_tuple);
-                if (ec) co_return;
-                socket.set_option(tcp::no_delay(true), ec);
-                start(Stream(std::move(socket), *tls), ctx, o, state);
-            }
+            auto [ec, socket] = co_await listener.async_accept(accept_executor<Stream>(io), use_tuple);
+            if (ec) co_return;
+            socket.set_option(tcp::no_delay(true), ec);
+            start(make_stream<Stream>(std::move(socket), tls), ctx, o, state);
         }
     }, asio::detached);
 

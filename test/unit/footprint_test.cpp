@@ -11,6 +11,7 @@
 #include <heartwheel/net/policies/timeout_policy.hpp>
 #include <heartwheel/net/connection/write_queue.hpp>
 
+#include "heap_count.hpp"
 #include "liveness_recorder.hpp"
 #include "manual_service.hpp"
 
@@ -19,46 +20,15 @@
 #include <cstdlib>
 #include <new>
 #include <optional>
-
-namespace {
-bool counting = false;
-std::size_t allocations = 0, bytes = 0;
-} // namespace
-
-void* operator new(std::size_t n) {
-    if (counting) {
-        ++allocations;
-        bytes += n;
-    }
-    if (void* p = std::malloc(n ? n : 1)) return p;
-    throw std::bad_alloc();
-}
-// GCC takes a replaced operator delete that frees what the replaced operator new took from malloc
-// for a mismatch once both are inlined.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+#include <utility>
 
 using namespace hwtest;
 using namespace heartwheel::net;
 
 namespace {
-struct heap_use {
-    std::size_t allocations, bytes;
-};
 template <class F>
 heap_use measure(F&& f) {
-    allocations = bytes = 0;
-    counting = true;
-    f();
-    counting = false;
-    return {allocations, bytes};
+    return measure_heap(std::forward<F>(f));
 }
 } // namespace
 

@@ -25,6 +25,8 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/http.hpp>
 
+#include "heap_count.hpp"
+
 #include <chrono>
 #include <fstream>
 #include <cstdlib>
@@ -34,29 +36,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-namespace {
-bool counting = false;
-std::size_t allocations = 0, allocated = 0;
-} // namespace
-
-void* operator new(std::size_t n) {
-    if (counting) {
-        ++allocations;
-        allocated += n;
-    }
-    if (void* p = std::malloc(n ? n : 1)) return p;
-    throw std::bad_alloc();
-}
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
 
 namespace asio = boost::asio;
 namespace net = heartwheel::net;
@@ -178,14 +157,13 @@ BOOST_AUTO_TEST_CASE(an_idle_kept_alive_connection_waits_in_one_small_block) {
             bhttp::response<bhttp::string_body> res(bhttp::status::ok, req.version());
             res.body() = "first\n";
             server->send(res);
-            allocations = allocated = 0;
-            counting = true;
-            server->async_read_request([&](boost::system::error_code ec, request req) {
-                if (!ec) second = std::string(req.target());
+            const auto use = hwtest::measure_heap([&] {
+                server->async_read_request([&](boost::system::error_code ec, request req) {
+                    if (!ec) second = std::string(req.target());
+                });
             });
-            counting = false;
-            idle_allocations = allocations;
-            idle_bytes = allocated;
+            idle_allocations = use.allocations;
+            idle_bytes = use.bytes;
         });
     });
     client.connect(acceptor.local_endpoint());
