@@ -12,17 +12,18 @@ namespace hwtest {
 
 struct heap_use {
     std::size_t allocations, bytes;
+    std::size_t frees = 0; ///< operator delete calls meanwhile: allocations - frees were left live
 };
 
 namespace heap_count_detail {
 inline bool counting = false;
-inline heap_use counted{0, 0};
+inline heap_use counted{0, 0, 0};
 } // namespace heap_count_detail
 
 /// What `f()` asks operator new for: how many allocations, how many bytes.
 template <class F>
 heap_use measure_heap(F&& f) {
-    heap_count_detail::counted = {0, 0};
+    heap_count_detail::counted = {0, 0, 0};
     heap_count_detail::counting = true;
     f();
     heap_count_detail::counting = false;
@@ -45,8 +46,11 @@ void* operator new(std::size_t n) {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 #endif
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p) noexcept {
+    if (p && hwtest::heap_count_detail::counting) ++hwtest::heap_count_detail::counted.frees;
+    std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept { operator delete(p); }
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif

@@ -35,20 +35,14 @@ heap_use measure(F&& f) {
 using core_socket = asio::basic_stream_socket<asio::ip::tcp, asio::io_context::executor_type>;
 
 // A connection's object decides its heap block (with make_shared's control block and malloc's header).
-// Its liveness lives inside it: over a socket typed with its io_context's executor it is 424 bytes
-// with its connection_liveness, a block of 448 (440, a block of 464, while the liveness had a listener
-// interface per policy; 472, a block of 496, while it kept its own copy of the settings its policies
-// judge by; 488, a block of 512, while the liveness's timeouts
-// runtime kept 24 bytes; 504, a block of 528, while its write queue's chunks
-// were std::strings; 512, a block of 544, while its linger took 64 bits and its flags a byte each;
-// 472, a block of 496, before the liveness became the
-// idle kinds' and the max age's timer node: 56 bytes more here for two heap blocks of 64 and 48 less;
-// at 528 it took 560). Before the liveness was made in place, the two took 304 + 256 (the
-// connection kept a pointer to the liveness, and its own copies of the scheduler and the counters
-// the liveness holds). The output bound's share is 32 bytes (40 while it cached the lower limit).
+// Its liveness lives inside it (made in place: a block of its own would add a pointer and a header):
+// over a socket typed with its io_context's executor the two are 440 bytes. Every word here is paid
+// by every connection, idle or not; what only some use while they use it (the write timeout's timer
+// while output is queued, the request tracker, the heartbeat when on) is a block of its own. The
+// output bound's share is 32 bytes.
 BOOST_AUTO_TEST_CASE(a_connection_fits_its_heap_block) {
     BOOST_TEST(sizeof(output_bound) <= 32u);
-    BOOST_TEST(sizeof(connection<core_socket>) <= 424u);
+    BOOST_TEST(sizeof(connection<core_socket>) <= 440u);
 }
 
 // Accepting a connection allocates its block and its stream's core, and nothing for its liveness
@@ -138,10 +132,11 @@ BOOST_AUTO_TEST_CASE(liveness_builds_only_what_the_config_enables) {
     // construction (the idle periods, the heartbeat's figures, the request policy, which reasons
     // scale) is one pointer to settings the connections of a config share (240 bytes while each kept
     // a copy). The runtimes add only what a runtime holds (policy_runtime_test): the read and write
-    // timeouts' is one pointer, null while both are off (24 bytes while it kept a pointer for each
-    // and the write timeout: 256 in all).
-    BOOST_TEST(sizeof(connection_liveness) <= 192u);
-    BOOST_TEST(sizeof(timeout_runtime) <= sizeof(void*));
+    // timeouts' is three pointers — its policy's and a timer's for each — so that the write
+    // timeout's timer is held only while output is queued (below): the one pointer it was kept a
+    // 24-byte block and the timer's 88 (a block of 96) for every connection that ever wrote.
+    BOOST_TEST(sizeof(connection_liveness) <= 208u);
+    BOOST_TEST(sizeof(timeout_runtime) <= 3 * sizeof(void*));
     BOOST_TEST(sizeof(idle_state) <= 48u);
     BOOST_TEST(sizeof(connection_limits) <= 24u);
     // A heap block of 64: its scheduler comes from its listener, whose pointer carries its two flags,
@@ -174,10 +169,32 @@ BOOST_AUTO_TEST_CASE(liveness_builds_only_what_the_config_enables) {
     live.reset();
     live.emplace(svc, echo, handler);
 
-    // The request tracker is made on first use, the write timeout on the first write.
+    // The request tracker is made on first use.
     use = measure([&] { live->requests(); });
     BOOST_TEST(use.allocations >= 1u);
     live->close();
+    live.reset();
+    BOOST_TEST(svc.wheel().empty());
+
+    // The write timeout's timer exists while output is queued: made when a write starts, freed when
+    // the output drains — an idle connection holds none, however often it wrote (its pings too).
+    liveness_config timed = echo;
+    timed.timeouts.write_timeout = std::chrono::seconds(30);
+    live.emplace(svc, timed, handler);
+    for (int burst = 0; burst < 3; ++burst) {
+        use = measure([&] { live->on_write_started(); });
+        BOOST_TEST(use.allocations == 1u);
+        BOOST_TEST(svc.wheel().size() == 3u); // the liveness, the heartbeat, the write timeout
+        use = measure([&] {
+            live->on_write_progress();
+            live->on_write_complete(false); // more queued: still timed
+            live->on_write_started();       // the next write of the same backlog: nothing new
+        });
+        BOOST_TEST(use.allocations == 0u);
+        use = measure([&] { live->on_write_complete(true); });
+        BOOST_TEST(use.frees == 1u);
+        BOOST_TEST(svc.wheel().size() == 2u);
+    }
     live.reset();
     BOOST_TEST(svc.wheel().empty());
 }

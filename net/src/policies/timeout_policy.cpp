@@ -4,26 +4,23 @@
 namespace heartwheel::net {
 
 timeout_runtime::timeout_runtime(policy_host& host, const timeout_policy& p) {
-    if (p.read_timeout.count() <= 0 && p.write_timeout.count() <= 0) return;
-    on_ = std::make_unique<timeouts_on>();
-    on_->write_timeout = p.write_timeout;
+    if (p.write_timeout.count() > 0) policy_ = &p;
     if (p.read_timeout.count() <= 0) return;
-    on_->read = std::make_unique<watch>(host, close_reason::read_timeout);
-    on_->read->timer.start(p.read_timeout, p.read_timeout_min, host.scale(), host.scheduler().stamp());
+    read_ = std::make_unique<watch>(host, close_reason::read_timeout);
+    read_->timer.start(p.read_timeout, p.read_timeout_min, host.scale(), host.scheduler().stamp());
 }
 
 timeout_runtime::~timeout_runtime() = default;
 
 void timeout_runtime::on_write_started(policy_host& host) {
-    if (!on_ || on_->write_timeout.count() <= 0 || (on_->write && on_->write->timer.running())) return;
-    if (!on_->write) on_->write = std::make_unique<watch>(host, close_reason::write_timeout);
-    on_->write->timer.start(std::chrono::duration_cast<duration>(on_->write_timeout), host.scheduler().stamp());
+    if (!policy_ || write_) return; // off, or already timing the queued output
+    write_ = std::make_unique<watch>(host, close_reason::write_timeout);
+    write_->timer.start(std::chrono::duration_cast<duration>(policy_->write_timeout), host.scheduler().stamp());
 }
 
 void timeout_runtime::stop() noexcept {
-    if (!on_) return;
-    if (on_->read) on_->read->timer.stop();
-    if (on_->write) on_->write->timer.stop();
+    if (read_) read_->timer.stop();
+    write_.reset();
 }
 
 } // namespace heartwheel::net

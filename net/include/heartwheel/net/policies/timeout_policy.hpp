@@ -8,12 +8,14 @@
 // `[overload] read_timeout_min`), the applications' flags and the docs' table; from the slot, a
 // timeout_runtime on every connection fed its reads and writes (policy_runtime.hpp).
 //
-// The runtime holds a timer only for a timeout that is on: the read timeout's from the start, the
-// write timeout's from the first write (an idle connection that never writes pays none). With both
-// off (the common case) it is one null pointer in every connection, nothing more. Each timer
-// is an activity_timer touched by the connection's one stamp per read or write: the read timeout
-// expires after read_timeout without a byte (put off while the peer's bytes wait unread), the write
-// timeout after write_timeout without progress while data is queued (stopped when drained).
+// The runtime holds a timer only while its timeout can fire: the read timeout's for the connection's
+// life, the write timeout's while a write is queued — made when one starts, freed when the output
+// drains, so an idle connection that wrote before (every heartbeat's ping is a write) holds none.
+// With both off (the common case) it is three null pointers. Each timer is an activity_timer
+// touched by the connection's one stamp per read or write: the read timeout expires after
+// read_timeout without a byte (put off while the peer's bytes wait unread), the write timeout after
+// write_timeout without progress while data is queued. The policy is read where the runtime was
+// made from it: the liveness's shared settings, which outlive it (policy_runtime.hpp).
 #ifndef HEARTWHEEL_NET_TIMEOUT_POLICY_HPP
 #define HEARTWHEEL_NET_TIMEOUT_POLICY_HPP
 
@@ -55,21 +57,21 @@ public:
     ~timeout_runtime();
 
     void on_read(policy_host&, time_point stamp) {
-        if (on_ && on_->read) on_->read->timer.touch(stamp);
+        if (read_) read_->timer.touch(stamp);
     }
     void on_write_started(policy_host& host);
     void on_write_progress(policy_host&, time_point stamp) {
-        if (on_ && on_->write) on_->write->timer.touch(stamp);
+        if (write_) write_->timer.touch(stamp);
     }
     void on_write_complete(policy_host&, time_point stamp, bool drained) {
-        if (!on_ || !on_->write) return;
-        on_->write->timer.touch(stamp);
-        if (drained) on_->write->timer.stop();
+        if (!write_) return;
+        if (drained) write_.reset(); // nothing queued: nothing to time, and nothing held while idle
+        else write_->timer.touch(stamp);
     }
     void stop() noexcept;
 
 private:
-    /// One timeout's timer and what it closes with (allocated only when the timeout is on).
+    /// One timeout's timer and what it closes with.
     struct watch final : activity_timer::listener {
         watch(policy_host& h, close_reason r) : host(&h), reason(r), timer(*this) {}
         timer_scheduler& scheduler() const noexcept override { return host->scheduler(); }
@@ -80,12 +82,9 @@ private:
         close_reason reason;
         activity_timer timer;
     };
-    /// The timeouts that are on: allocated only when one is.
-    struct timeouts_on {
-        std::unique_ptr<watch> read, write; ///< the write timeout's from the first write
-        milliseconds write_timeout;
-    };
-    std::unique_ptr<timeouts_on> on_;
+    const timeout_policy* policy_ = nullptr; ///< while the write timeout is on (null: off)
+    std::unique_ptr<watch> read_;            ///< while the read timeout is on
+    std::unique_ptr<watch> write_;           ///< while a write is queued and the write timeout is on
 };
 
 /// Its place in liveness_config: `config.timeouts`, run on each connection by a timeout_runtime.
