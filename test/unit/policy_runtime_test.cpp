@@ -38,9 +38,9 @@ std::vector<std::string> heard;
 class probe_runtime : public policy_runtime<probe_runtime> {
 public:
     probe_runtime(policy_host&, const probe_policy& p) { heard.push_back("built " + std::to_string(p.limit.count())); }
-    void on_read(policy_host&, time_point) { heard.emplace_back("read"); }
-    void on_write_started(policy_host&) { heard.emplace_back("write started"); }
-    void on_write_complete(policy_host&, time_point, bool drained) { heard.push_back(drained ? "drained" : "more"); }
+    void on_read(policy_host&, const probe_policy& p, time_point) { heard.push_back("read " + std::to_string(p.limit.count())); }
+    void on_write_started(policy_host&, const probe_policy&) { heard.emplace_back("write started"); }
+    void on_write_complete(policy_host&, const probe_policy&, time_point, bool drained) { heard.push_back(drained ? "drained" : "more"); }
     void stop() noexcept { heard.emplace_back("stop"); }
     // on_write_progress: policy_runtime's, which does nothing
 };
@@ -68,13 +68,13 @@ BOOST_AUTO_TEST_CASE(a_slot_that_names_a_runtime_has_it_built_validated_and_fed_
     heard.clear();
     {
         probe_config::with_slots<policy_runtimes> runtimes(h, config);
-        runtimes.on_read(h, svc.stamp());
-        runtimes.on_write_started(h);
-        runtimes.on_write_progress(h, svc.stamp());
-        runtimes.on_write_complete(h, svc.stamp(), true);
+        runtimes.on_read(h, config, svc.stamp()); // each hook is given its slot's policy
+        runtimes.on_write_started(h, config);
+        runtimes.on_write_progress(h, config, svc.stamp());
+        runtimes.on_write_complete(h, config, svc.stamp(), true);
         runtimes.stop();
     }
-    BOOST_TEST(heard == (std::vector<std::string>{"built 700", "read", "write started", "drained", "stop"}),
+    BOOST_TEST(heard == (std::vector<std::string>{"built 700", "read 700", "write started", "drained", "stop"}),
                boost::test_tools::per_element());
     // Slots without a runtime add no bytes beside the one that has one.
     BOOST_TEST(sizeof(probe_config::with_slots<policy_runtimes>) == sizeof(probe_runtime));
@@ -99,7 +99,7 @@ BOOST_AUTO_TEST_CASE(the_read_timeout_closes_at_its_period_and_waits_for_unread_
     p.read_timeout = 100ms;
     timeout_runtime rt(h, p);
     svc.step_by(60ms);
-    rt.on_read(h, svc.stamp()); // a byte at 60 ms: the deadline moves to 160 ms
+    rt.on_read(h, p, svc.stamp()); // a byte at 60 ms: the deadline moves to 160 ms
     svc.step_by(99ms);
     BOOST_TEST(h.closes.empty());
     h.input = true; // due at 160 ms with the peer's bytes unread: put off, not judged
@@ -121,14 +121,14 @@ BOOST_AUTO_TEST_CASE(the_write_timeout_runs_only_while_a_write_is_pending) {
     p.write_timeout = 50ms;
     timeout_runtime rt(h, p);
     BOOST_TEST(svc.wheel().empty()); // no timer until the first write
-    rt.on_write_started(h);
+    rt.on_write_started(h, p);
     svc.step_by(40ms);
-    rt.on_write_complete(h, svc.stamp(), true); // drained: stopped
+    rt.on_write_complete(h, p, svc.stamp(), true); // drained: stopped
     svc.step_by(1s);
     BOOST_TEST(h.closes.empty());
-    rt.on_write_started(h);
+    rt.on_write_started(h, p);
     svc.step_by(30ms);
-    rt.on_write_progress(h, svc.stamp()); // progress at 30 ms: due at 80 ms
+    rt.on_write_progress(h, p, svc.stamp()); // progress at 30 ms: due at 80 ms
     svc.step_by(49ms);
     BOOST_TEST(h.closes.empty());
     svc.step_by(1ms);

@@ -34,23 +34,23 @@ request_tracker<std::uint64_t>& connection_liveness::requests() {
 void connection_liveness::on_read(bool counts_as_idle_activity) {
     const time_point s = svc_->stamp();
     if (heartbeat_) heartbeat_->on_read(s);
-    runtimes_.on_read(*this, s);
+    runtimes_.on_read(*this, settings_->config, s);
     if (counts_as_idle_activity) idle_.on_read(s);
 }
 
 void connection_liveness::on_write_started() {
-    if (!closed()) runtimes_.on_write_started(*this);
+    if (!closed()) runtimes_.on_write_started(*this, settings_->config);
 }
 
 void connection_liveness::on_write_progress() {
     const time_point s = svc_->stamp();
-    runtimes_.on_write_progress(*this, s);
+    runtimes_.on_write_progress(*this, settings_->config, s);
     idle_.on_write_progress(s);
 }
 
 void connection_liveness::on_write_complete(bool drained) {
     const time_point s = svc_->stamp();
-    runtimes_.on_write_complete(*this, s, drained);
+    runtimes_.on_write_complete(*this, settings_->config, s, drained);
     idle_.on_write_complete(s);
     if (heartbeat_) heartbeat_->on_write(s);
 }

@@ -24,7 +24,7 @@
 // The close path. close(reason) — from a policy, the application, a peer's EOF, an I/O error, a
 // handshake failure or timeout, or shutdown — latches once: the liveness policies stop (outstanding
 // requests fail), the reason is counted once, the application's last_words() may queue a goodbye,
-// which is flushed for at most `linger` (a wheel timer), followed by a FIN (TCP: in the goodbye's last
+// which is flushed for at most `linger` (its one timer node, the phase deadline's), followed by a FIN (TCP: in the goodbye's last
 // segment); the lowest layer is closed when the peer ends its side (the application's read sees it
 // and calls abort) or the linger ends — for a peer judged dead (is_peer_dead_reason), which will
 // not end its side, right after the FIN; then pending operations complete with close_error()
@@ -79,7 +79,7 @@
 #include <heartwheel/net/connection/keepalive.hpp>
 #include <heartwheel/net/connection/liveness_stream.hpp>
 #include <heartwheel/net/policies/policies.hpp>
-#include <heartwheel/timer_handle.hpp>
+#include <heartwheel/timer_node.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -284,13 +284,12 @@ public:
     void expires_after(std::chrono::milliseconds d, close_reason why) {
         if (closing_) return;
         deadline_reason_ = why;
-        if (!deadline_) deadline_ = std::make_unique<deadline_timer>(*this); // a 40-byte node, made once
         timer_scheduler& svc = live_.scheduler();
-        svc.schedule(*deadline_, svc.deadline_after(std::chrono::duration_cast<duration>(d)));
+        svc.schedule(phase_timer(), svc.deadline_after(std::chrono::duration_cast<duration>(d)));
     }
     /// No phase deadline (after expires_after): the application is not waiting for the peer.
     void expires_never() noexcept {
-        if (deadline_) deadline_->cancel();
+        if (timer_ && !closing_) timer_->cancel(); // closing: the node times the linger
     }
 
     /// Closes slow-consumer (an output bound fired: `which` is counted beside the close, for the
@@ -395,7 +394,7 @@ private:
         name_ping_writer();
         if (liveness_counters* n = live_.counters()) n->closed(why);
         this->output_closing();
-        expires_never();
+        if (timer_) timer_->cancel(); // a closing connection has no phase deadline
         if (!last_words) return finish_close();
         if (handler_) {
             this->output_before_last_words();
@@ -405,17 +404,21 @@ private:
         }
         if (!this->output_busy()) return finish_close();
         this->output_flush();
-        linger_ = linger_timer();
+        timer_scheduler& svc = live_.scheduler(); // the linger: finish_close when it ends
+        svc.schedule(phase_timer(), svc.deadline_after(std::chrono::duration_cast<duration>(std::chrono::milliseconds(linger_ms_))));
     }
 
-    heartwheel::timer_handle linger_timer() {
-        heartwheel::timer_handle h([weak = this->weak_from_this()] {
-            if (auto self = weak.lock()) self->finish_close();
-        });
-        timer_scheduler& svc = live_.scheduler();
-        svc.schedule(h.node(), svc.deadline_after(std::chrono::duration_cast<duration>(std::chrono::milliseconds(linger_ms_))));
-        return h;
+    // The connection's one timer node, made at first use (40 bytes): the phase deadline while open
+    // (expires_after), the linger once closing — begin_close cancels the deadline before it lingers.
+    timer_node& phase_timer() {
+        if (!timer_) timer_ = std::make_unique<node_timer>(*this);
+        return *timer_;
     }
+    void timer_fired() {
+        if (closing_) return finish_close(); // the linger ended
+        deadline_passed();
+    }
+    bool lingering() const noexcept { return closing_ && timer_ && timer_->pending(); }
 
     // The last words are written: send FIN behind them and close at the end of the linger, or as soon
     // as the application sees the peer's end of stream (abort). Closing at once could turn unread
@@ -431,7 +434,7 @@ private:
         // A peer judged dead (is_peer_dead_reason) sends nothing that could reset the goodbye, and
         // waiting for its end of stream would only hold the descriptor and put off on_close — a
         // client's reconnect — by the whole linger.
-        if (!linger_.pending() || is_peer_dead_reason(*reason_)) finish_close();
+        if (!lingering() || is_peer_dead_reason(*reason_)) finish_close();
     }
 
     // The phase deadline passed (expires_after): closes with its reason — unless the peer's bytes wait
@@ -442,7 +445,7 @@ private:
         if (!keep) return;
         if (input_waiting()) {
             timer_scheduler& svc = live_.scheduler();
-            return svc.schedule(*deadline_, saturating_add(svc.now(), unread_input_recheck));
+            return svc.schedule(*timer_, saturating_add(svc.now(), unread_input_recheck));
         }
         deadline_fired_ = true;
         begin_close(deadline_reason_, handshake_done_);
@@ -452,7 +455,7 @@ private:
         if (closed_) return;
         const auto keep = this->weak_from_this().lock();
         closed_ = true;
-        linger_.cancel();
+        if (timer_) timer_->cancel(); // the linger, if it was one
         error_code ignored;
         auto& sock = stream_.lowest_layer();
         // The FIN goes even if the descriptor was duplicated (close alone would not send it); after
@@ -585,9 +588,8 @@ private:
     stream_type stream_;
     std::shared_ptr<connection_handler> handler_;
     Liveness live_; ///< in the connection's block (made by the factory in place)
-    heartwheel::timer_handle linger_;
-    using deadline_timer = heartwheel::member_timer<connection, &connection::deadline_passed>;
-    std::unique_ptr<deadline_timer> deadline_; ///< the application's phase deadline (expires_after), once used
+    using node_timer = heartwheel::member_timer<connection, &connection::timer_fired>;
+    std::unique_ptr<node_timer> timer_; ///< the phase deadline, then the linger (phase_timer())
     std::uint32_t linger_ms_;
     // Touched only on the connection's executor (one byte: bit-fields).
     bool handshake_done_ : 1;

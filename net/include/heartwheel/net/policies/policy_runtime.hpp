@@ -8,8 +8,10 @@
 // on_read, on_write_started, on_write_progress, on_write_complete and stop. A runtime derives from
 // policy_runtime<itself>, whose hooks do nothing, and hides the ones it needs; the calls are resolved at
 // compile time (no virtual call per read per policy), and a slot without a runtime adds an empty
-// base (no bytes). A runtime reaches back through its policy_host: the scheduler, the overload
-// scale, whether the peer's bytes wait unread, and the one close decision.
+// base (no bytes). Every hook is given the runtime's policy, read where the connections of a config
+// share it, so a runtime keeps no pointer to it: only its per-connection state. A runtime reaches
+// back through its policy_host: the scheduler, the overload scale, whether the peer's bytes wait
+// unread, and the one close decision.
 //
 // The built-in policies (idle_state's scaling kinds, the heartbeat) reach their owner through the same
 // policy_host — its idle events and misses are virtual calls of its own with defaults — so a
@@ -90,14 +92,15 @@ protected:
 };
 
 /// A runtime's hooks, each doing nothing: a runtime derives from policy_runtime<itself> and hides the
-/// ones it needs. `stamp` is one clock stamp per I/O event, shared by every policy. (A base of its own
-/// per runtime: empty bases of one type would each take a byte and padding in policy_runtimes.)
+/// ones it needs, with its own policy's type for `Policy`. `stamp` is one clock stamp per I/O event,
+/// shared by every policy. (A base of its own per runtime: empty bases of one type would each take a
+/// byte and padding in policy_runtimes.)
 template <class Runtime>
 struct policy_runtime {
-    void on_read(policy_host&, time_point /*stamp*/) {}
-    void on_write_started(policy_host&) {}
-    void on_write_progress(policy_host&, time_point /*stamp*/) {}
-    void on_write_complete(policy_host&, time_point /*stamp*/, bool /*drained*/) {}
+    template <class Policy> void on_read(policy_host&, const Policy&, time_point /*stamp*/) {}
+    template <class Policy> void on_write_started(policy_host&, const Policy&) {}
+    template <class Policy> void on_write_progress(policy_host&, const Policy&, time_point /*stamp*/) {}
+    template <class Policy> void on_write_complete(policy_host&, const Policy&, time_point /*stamp*/, bool /*drained*/) {}
     void stop() noexcept {}
 };
 
@@ -116,19 +119,26 @@ template <class Slot, class Policy> const Policy& checked(const Policy& p) {
 }
 } // namespace detail
 
-/// One connection's runtimes of the slots `Slots` (liveness_config::with_slots<policy_runtimes>).
+/// One connection's runtimes of the slots `Slots` (liveness_config::with_slots<policy_runtimes>). Each
+/// hook is given the config the runtimes were built from (validated, and outliving them: the
+/// liveness's shared settings), whose policies the runtimes read.
 template <class... Slots>
 class policy_runtimes : detail::runtime_of_t<Slots>... {
 public:
     template <class Config>
     policy_runtimes(policy_host& host, const Config& config)
         : detail::runtime_of_t<Slots>(host, detail::checked<Slots>(config.template policy_of<Slots>()))... {}
-
-    void on_read(policy_host& h, time_point s) { (detail::runtime_of_t<Slots>::on_read(h, s), ...); }
-    void on_write_started(policy_host& h) { (detail::runtime_of_t<Slots>::on_write_started(h), ...); }
-    void on_write_progress(policy_host& h, time_point s) { (detail::runtime_of_t<Slots>::on_write_progress(h, s), ...); }
-    void on_write_complete(policy_host& h, time_point s, bool drained) {
-        (detail::runtime_of_t<Slots>::on_write_complete(h, s, drained), ...);
+    template <class Config> void on_read(policy_host& h, const Config& c, time_point s) {
+        (detail::runtime_of_t<Slots>::on_read(h, c.template policy_of<Slots>(), s), ...);
+    }
+    template <class Config> void on_write_started(policy_host& h, const Config& c) {
+        (detail::runtime_of_t<Slots>::on_write_started(h, c.template policy_of<Slots>()), ...);
+    }
+    template <class Config> void on_write_progress(policy_host& h, const Config& c, time_point s) {
+        (detail::runtime_of_t<Slots>::on_write_progress(h, c.template policy_of<Slots>(), s), ...);
+    }
+    template <class Config> void on_write_complete(policy_host& h, const Config& c, time_point s, bool drained) {
+        (detail::runtime_of_t<Slots>::on_write_complete(h, c.template policy_of<Slots>(), s, drained), ...);
     }
     void stop() noexcept { (detail::runtime_of_t<Slots>::stop(), ...); }
 };

@@ -11,11 +11,11 @@
 // The runtime holds a timer only while its timeout can fire: the read timeout's for the connection's
 // life, the write timeout's while a write is queued — made when one starts, freed when the output
 // drains, so an idle connection that wrote before (every heartbeat's ping is a write) holds none.
-// With both off (the common case) it is three null pointers. Each timer is an activity_timer
+// With both off (the common case) it is two null pointers. Each timer is an activity_timer
 // touched by the connection's one stamp per read or write: the read timeout expires after
 // read_timeout without a byte (put off while the peer's bytes wait unread), the write timeout after
-// write_timeout without progress while data is queued. The policy is read where the runtime was
-// made from it: the liveness's shared settings, which outlive it (policy_runtime.hpp).
+// write_timeout without progress while data is queued. The policy is the hooks' argument (the
+// liveness's shared settings, policy_runtime.hpp): none of it is kept here.
 #ifndef HEARTWHEEL_NET_TIMEOUT_POLICY_HPP
 #define HEARTWHEEL_NET_TIMEOUT_POLICY_HPP
 
@@ -56,14 +56,14 @@ public:
     timeout_runtime& operator=(const timeout_runtime&) = delete;
     ~timeout_runtime();
 
-    void on_read(policy_host&, time_point stamp) {
+    void on_read(policy_host&, const timeout_policy&, time_point stamp) {
         if (read_) read_->timer.touch(stamp);
     }
-    void on_write_started(policy_host& host);
-    void on_write_progress(policy_host&, time_point stamp) {
+    void on_write_started(policy_host& host, const timeout_policy& p);
+    void on_write_progress(policy_host&, const timeout_policy&, time_point stamp) {
         if (write_) write_->timer.touch(stamp);
     }
-    void on_write_complete(policy_host&, time_point stamp, bool drained) {
+    void on_write_complete(policy_host&, const timeout_policy&, time_point stamp, bool drained) {
         if (!write_) return;
         if (drained) write_.reset(); // nothing queued: nothing to time, and nothing held while idle
         else write_->timer.touch(stamp);
@@ -82,7 +82,6 @@ private:
         close_reason reason;
         activity_timer timer;
     };
-    const timeout_policy* policy_ = nullptr; ///< while the write timeout is on (null: off)
     std::unique_ptr<watch> read_;            ///< while the read timeout is on
     std::unique_ptr<watch> write_;           ///< while a write is queued and the write timeout is on
 };
