@@ -41,12 +41,10 @@ process may hold 20,000 descriptors here (a hard limit), so N needs N / --per-pr
 many clients. While the connections come up, the servers' RSS, the clients' and the kernel's slab are
 sampled against the connections up (the "ramp": RSS against connections from 0 to N, plotted with
 matplotlib to --plot).
-The network: run as root, the benchmark runs in a network namespace of its own (unshare --net, its
-loopback brought up; the kernel-wide settings above are raised outside it first), so that whatever
-else on the machine walks its sockets — a host agent reading the socket tables, say, which with two
-million sockets costs that agent most of a core — does not walk these; what the rest of the machine
-used over the death phase (the processes outside the benchmark, kernel threads included) is reported
-beside the machine's busy time all the same. --host-netns runs it in the machine's own.
+What the rest of the machine used over the death phase — the processes outside the benchmark,
+kernel threads included, the busiest by name — is reported beside the machine's busy time: a host
+agent that walks every process's sockets (this machine's PID 1 does, ~1 % of a core per 10,000
+sockets, most of a core at two million) takes its share of the cores the servers judge on.
 Prints Markdown and writes JSON (--out).
     python3 bench/scale/scale_bench.py [--connections 100000] [--seconds 30]"""
 import argparse
@@ -58,8 +56,6 @@ import subprocess
 import sys
 import time
 import urllib.request
-
-NETNS_ENV = "HEARTWHEEL_SCALE_NETNS"  # set inside the benchmark's own namespace: the settings raised outside it
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 BUILD = os.environ.get("HEARTWHEEL_BUILD", os.path.join(ROOT, "build"))
@@ -175,15 +171,6 @@ def others_delta(before, after):
     """What the processes outside the benchmark used between two others_cpu() readings: total, top three."""
     used = sorted(((after[p][1] - before.get(p, (None, 0.0))[1], after[p][0]) for p in after), reverse=True)
     return {"total_s": round(sum(u for u, _ in used), 2), "top": [[name, round(u, 2)] for u, name in used[:3] if u >= 0.01]}
-
-
-def own_netns_command(argv):
-    """The command that runs this benchmark again in a network namespace of its own, its loopback up;
-    None when that cannot be done here (not root, or no unshare / ip)."""
-    if os.geteuid() != 0 or not all(os.path.exists(t) for t in ("/usr/bin/unshare", "/usr/sbin/ip")):
-        return None
-    return ["/usr/bin/unshare", "--net", "--", "/bin/sh", "-c", '/usr/sbin/ip link set lo up && exec "$@"', "sh",
-            sys.executable, os.path.abspath(__file__), *argv]
 
 
 def machine_cpu():
@@ -381,8 +368,6 @@ def main():
     ap.add_argument("--per-process", type=int, default=PER_PROCESS, help="connections per server / client process")
     ap.add_argument("--out", default=None, help="the JSON (default: docs/scale_bench.json, docs/c1m_bench.json "
                                                 "from a million connections)")
-    ap.add_argument("--host-netns", action="store_true",
-                    help="run in the machine's own network namespace (default, as root: one of its own)")
     ap.add_argument("--plot", default=None, help="RSS against connections (default: scale_ramp.png, c1m_ramp.png "
                                                  "from a million, beside --out; docs/ without it)")
     a = ap.parse_args()
@@ -400,16 +385,7 @@ def main():
         raise SystemExit(f"{n:,} connections need about {need_kib / 1048576:.1f} GiB (kernel, servers, clients); "
                          f"this machine has {meminfo_kib('MemAvailable') / 1048576:.1f} GiB available")
     poll = POLL if procs <= 8 else 1.0  # each poll scrapes every server: fewer of them with many
-    changed = machine_settings(n)  # the kernel-wide settings, in the machine's own namespace
-    inner = own_netns_command(sys.argv[1:]) if not (a.host_netns or NETNS_ENV in os.environ) else None
-    if inner is not None:
-        try:
-            return subprocess.call(inner, env=dict(os.environ, **{NETNS_ENV: json.dumps(changed)}))
-        finally:
-            restore_machine(changed)
-    raised_outside = json.loads(os.environ.get(NETNS_ENV, "{}"))
-    changed.update(raised_outside)
-    netns = "own" if NETNS_ENV in os.environ else "host"
+    changed = machine_settings(n)
     interval, timeout, tick = a.heartbeat_interval, a.heartbeat_timeout, a.tick
     misses, jitter = a.heartbeat_misses, a.jitter
     flags = ["--reuse-port", *policy_flags(interval, timeout, tick, misses, jitter)]
@@ -512,7 +488,7 @@ def main():
         cpu2 = sum(proc_cpu_rss(p.pid)[0] for p in servers)
         rq0 = run_queue_wait([p.pid for p in servers])
         m0 = machine_cpu()
-        ours = {os.getpid(), os.getppid(), probe.pid, observer.pid} | {p.pid for p in servers + clients}
+        ours = {os.getpid(), probe.pid, observer.pid} | {p.pid for p in servers + clients}
         o0 = others_cpu(ours)
         probe.send_signal(signal.SIGUSR1)  # count from here
         observer.send_signal(signal.SIGUSR1)  # the observed peers stop answering with the clients
@@ -611,8 +587,8 @@ def main():
                 p.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 p.kill()
-        restore_machine({k: v for k, v in changed.items() if k not in raised_outside})
-    result = {"connections": n, "network_namespace": netns, "steady": steady, "death": death_phase, "ramp": ramp, "machine_settings": changed,
+        restore_machine(changed)
+    result = {"connections": n, "steady": steady, "death": death_phase, "ramp": ramp, "machine_settings": changed,
               "heartbeat_interval_ms": interval, "heartbeat_timeout_ms": timeout,
               "tick_ms": tick, "machine": f"{os.cpu_count()} cores", "date": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     with open(a.out, "w") as f:
@@ -624,8 +600,7 @@ def main():
     s, d = steady, death_phase
     print(f"{s['connections']} connections over {procs} server processes (--reuse-port) and {procs} clients "
           f"(--source), up in {s['connect_seconds']} s; reader idle, heartbeat every {interval / 1000:g} s "
-          f"(timeout {timeout / 1000:g} s, every client answering) and max age on; wheel tick {tick} ms; "
-          f"{'in a network namespace of its own' if netns == 'own' else 'in the machine' + chr(39) + 's network namespace'}.\n")
+          f"(timeout {timeout / 1000:g} s, every client answering) and max age on; wheel tick {tick} ms.\n")
     r = ramp_summary(ramp)
     pp = s["per_server_process"]
     one = n * s["server_rss_per_connection_bytes"] / 1048576
