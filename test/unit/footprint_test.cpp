@@ -21,6 +21,7 @@
 #include <new>
 #include <optional>
 #include <utility>
+#include <vector>
 
 using namespace hwtest;
 using namespace heartwheel::net;
@@ -177,24 +178,43 @@ BOOST_AUTO_TEST_CASE(liveness_builds_only_what_the_config_enables) {
     BOOST_TEST(svc.wheel().empty());
 
     // The write timeout's timer exists while output is queued: made when a write starts, freed when
-    // the output drains — an idle connection holds none, however often it wrote (its pings too).
+    // the output drains — an idle connection holds none, however often it wrote (its pings too). A
+    // freed timer is kept for the thread's next burst, up to watch_cache_size: what stays allocated
+    // after every connection drained is bounded by that, not by the connections.
     liveness_config timed = echo;
     timed.timeouts.write_timeout = std::chrono::seconds(30);
-    live.emplace(svc, timed, handler);
-    for (int burst = 0; burst < 3; ++burst) {
-        use = measure([&] { live->on_write_started(); });
-        BOOST_TEST(use.allocations == 1u);
-        BOOST_TEST(svc.wheel().size() == 3u); // the liveness, the heartbeat, the write timeout
-        use = measure([&] {
-            live->on_write_progress();
-            live->on_write_complete(false); // more queued: still timed
-            live->on_write_started();       // the next write of the same backlog: nothing new
-        });
-        BOOST_TEST(use.allocations == 0u);
-        use = measure([&] { live->on_write_complete(true); });
-        BOOST_TEST(use.frees == 1u);
-        BOOST_TEST(svc.wheel().size() == 2u);
-    }
+    live.reset();
+    constexpr std::size_t many = 3 * watch_cache_size;
+    std::vector<std::optional<connection_liveness>> lives(many);
+    for (auto& l : lives) l.emplace(svc, timed, handler);
+    const std::size_t nodes = svc.wheel().size();
+    use = measure([&] {
+        for (auto& l : lives) l->on_write_started(); // every connection with output queued
+    });
+    BOOST_TEST(use.allocations >= many - watch_cache_size); // at most the cache's blocks reused (the wheel may grow too)
+    BOOST_TEST(svc.wheel().size() == nodes + many);
+    use = measure([&] {
+        for (auto& l : lives) {
+            l->on_write_progress();
+            l->on_write_complete(false); // more queued: still timed
+            l->on_write_started();       // the next write of the same backlog: nothing new
+        }
+    });
+    BOOST_TEST(use.allocations == 0u);
+    use = measure([&] {
+        for (auto& l : lives) l->on_write_complete(true); // every connection drained
+    });
+    BOOST_TEST(use.frees == many - watch_cache_size); // all but the cache's given back
+    BOOST_TEST(svc.wheel().size() == nodes);
+    use = measure([&] {
+        for (int burst = 0; burst < 3; ++burst) {
+            for (std::size_t i = 0; i < watch_cache_size; ++i) lives[i]->on_write_started();
+            for (std::size_t i = 0; i < watch_cache_size; ++i) lives[i]->on_write_complete(true);
+        }
+    });
+    BOOST_TEST(use.allocations == 0u); // bursts on this thread reuse the kept timers
+    BOOST_TEST(use.frees == 0u);
+    lives.clear();
     live.reset();
     BOOST_TEST(svc.wheel().empty());
 }

@@ -15,7 +15,8 @@
 // touched by the connection's one stamp per read or write: the read timeout expires after
 // read_timeout without a byte (put off while the peer's bytes wait unread), the write timeout after
 // write_timeout without progress while data is queued. The policy is the hooks' argument (the
-// liveness's shared settings, policy_runtime.hpp): none of it is kept here.
+// liveness's shared settings, policy_runtime.hpp): none of it is kept here. A watch freed at a drain
+// is kept for the thread's next one (at most watch_cache_size per thread, whatever the connections).
 #ifndef HEARTWHEEL_NET_TIMEOUT_POLICY_HPP
 #define HEARTWHEEL_NET_TIMEOUT_POLICY_HPP
 
@@ -23,6 +24,7 @@
 #include <heartwheel/net/policies/policies.hpp>
 #include <heartwheel/net/policies/policy_runtime.hpp>
 
+#include <cstddef>
 #include <memory>
 
 namespace heartwheel::net {
@@ -71,9 +73,13 @@ public:
     void stop() noexcept;
 
 private:
-    /// One timeout's timer and what it closes with.
+    /// One timeout's timer and what it closes with. Its memory comes from a small per-thread cache of
+    /// freed watches (timeout_policy.cpp): a write burst's timer costs a pointer pop, not malloc and
+    /// free, and an idle connection still holds none.
     struct watch final : activity_timer::listener {
         watch(policy_host& h, close_reason r) : host(&h), reason(r), timer(*this) {}
+        static void* operator new(std::size_t size);
+        static void operator delete(void* p) noexcept;
         timer_scheduler& scheduler() const noexcept override { return host->scheduler(); }
         void on_expired(activity_timer&, bool) override { host->close_for(reason); } // last: may destroy *this
         bool put_off(const activity_timer&) override { return reason == close_reason::read_timeout && host->input_waiting(); }
@@ -85,6 +91,10 @@ private:
     std::unique_ptr<watch> read_;            ///< while the read timeout is on
     std::unique_ptr<watch> write_;           ///< while a write is queued and the write timeout is on
 };
+
+/// How many freed watches a thread keeps for reuse (each ~96 bytes): what the thread holds, not each
+/// connection.
+inline constexpr std::size_t watch_cache_size = 64;
 
 /// Its place in liveness_config: `config.timeouts`, run on each connection by a timeout_runtime.
 struct timeouts_slot {
