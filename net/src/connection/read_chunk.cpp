@@ -1,6 +1,8 @@
-// read_chunk.cpp — see read_chunk.hpp. The pool is a thread_local stack of free chunks, freed when
-// the thread ends; outstanding() is one relaxed atomic shared by all threads.
+// read_chunk.cpp — see read_chunk.hpp. The pool is the thread's block_cache of free chunks;
+// outstanding() is one relaxed atomic shared by all threads.
 #include <heartwheel/net/connection/read_chunk.hpp>
+
+#include <heartwheel/net/detail/block_cache.hpp>
 
 #include <atomic>
 #include <new>
@@ -11,22 +13,8 @@ namespace {
 
 std::atomic<std::size_t> alive{0};
 
-// Set once this thread's pool is destroyed (thread exit): chunks dropped later are simply freed.
-thread_local bool pool_gone = false;
-
-struct pool {
-    char* free[read_chunk::pooled] = {};
-    std::size_t count = 0;
-    ~pool() {
-        pool_gone = true;
-        while (count > 0) ::operator delete(free[--count]);
-    }
-};
-
-pool& this_thread_pool() {
-    thread_local pool p;
-    return p;
-}
+// The free chunks of each thread (at most read_chunk::pooled).
+using chunk_cache = detail::block_cache<read_chunk, read_chunk::pooled>;
 
 } // namespace
 
@@ -43,21 +31,14 @@ read_chunk& read_chunk::operator=(read_chunk&& other) noexcept {
 
 read_chunk read_chunk::take() {
     read_chunk c;
-    pool* p = pool_gone ? nullptr : &this_thread_pool();
-    c.data_ = p && p->count > 0 ? p->free[--p->count] : static_cast<char*>(::operator new(capacity));
+    c.data_ = static_cast<char*>(chunk_cache::take(capacity));
     alive.fetch_add(1, std::memory_order_relaxed);
     return c;
 }
 
 void read_chunk::reset() noexcept {
     if (data_ == nullptr) return;
-    if (pool_gone) {
-        ::operator delete(data_);
-    } else if (pool& p = this_thread_pool(); p.count < pooled) {
-        p.free[p.count++] = data_;
-    } else {
-        ::operator delete(data_);
-    }
+    chunk_cache::give(data_);
     data_ = nullptr;
     size_ = 0;
     alive.fetch_sub(1, std::memory_order_relaxed);
