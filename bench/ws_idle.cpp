@@ -89,6 +89,7 @@ using bench::write_all;
 struct client_state {
     steady::time_point last_pong{}, closed_seen{};
     steady::time_point close_arrived{}; ///< the kernel's stamp of the close frame's segment (none: a FIN)
+    steady::time_point unanswered_ping{}; ///< the kernel's stamp of the first ping after the stop
     bool stopped = false;
 };
 
@@ -146,6 +147,7 @@ asio::awaitable<void> client(tcp::endpoint server, client_state& st, long& pings
                     closed = true;
                     if (arrived) st.close_arrived = *arrived;
                 }
+                if (op == 0x9u && st.stopped && arrived && st.unanswered_ping == steady::time_point{}) st.unanswered_ping = *arrived;
                 if (op == 0x9u && !st.stopped) {
                     boost::system::error_code wec;
                     s.next_layer().write_some(asio::buffer(pong), wec);
@@ -197,7 +199,12 @@ int run_clients(unsigned short port, int n, int to_parent, int from_parent) {
                                          [](const client_state& st) { return st.closed_seen != steady::time_point{}; });
                 io.run_for(10ms);
             }
-            std::vector<double> late, arrived_late;
+            std::vector<double> late, arrived_late, ping_late;
+            // The last ping, unanswered: when it arrived (the kernel's stamp) after the last pong + 1 s.
+            for (const auto& st : states)
+                if (st.unanswered_ping != steady::time_point{})
+                    ping_late.push_back(std::chrono::duration<double, std::milli>(st.unanswered_ping - (st.last_pong + 1s)).count());
+            std::sort(ping_late.begin(), ping_late.end());
             int early = 0, missing = 0, unstamped = 0;
             for (const auto& st : states) {
                 if (st.closed_seen == steady::time_point{}) {
@@ -230,9 +237,9 @@ int run_clients(unsigned short port, int n, int to_parent, int from_parent) {
             std::sort(late.begin(), late.end());
             const auto at = [&](double q) { return late.empty() ? -1.0 : late[std::min(late.size() - 1, static_cast<std::size_t>(q * static_cast<double>(late.size())))]; };
             char buf[256];
-            std::snprintf(buf, sizeof buf, "%.3f %.3f %.3f %.3f %d %d %.3f %.3f %d %.1f %zu\n", at(0.5), at(0.99),
+            std::snprintf(buf, sizeof buf, "%.3f %.3f %.3f %.3f %d %d %.3f %.3f %d %.1f %zu %.3f\n", at(0.5), at(0.99),
                           late.empty() ? -1.0 : late.back(), late.empty() ? 0.0 : late.front(), early, missing, arrived_at(0.5),
-                          arrived_at(0.99), unstamped, span, most);
+                          arrived_at(0.99), unstamped, span, most, ping_late.empty() ? -1.0 : ping_late[ping_late.size() / 2]);
             write_all(to_parent, buf);
             return 0;
         }
@@ -333,10 +340,10 @@ int main(int argc, char** argv) {
     // connection — each one's last ping (unanswered) and its close.
     const double cpu_per_death_us = (cpu_seconds() - cpu_stop) * 1e6 / n;
     double p50 = 0, p99 = 0, mx = 0, mn = 0, arrived_p50 = -1, arrived_p99 = -1;
-    double due_span = 0;
+    double due_span = 0, ping_late_p50 = -1;
     int early = 0, missing = 0, unstamped = 0, most_due = 0;
-    std::sscanf(deaths.c_str(), "%lf %lf %lf %lf %d %d %lf %lf %d %lf %d", &p50, &p99, &mx, &mn, &early, &missing, &arrived_p50,
-                &arrived_p99, &unstamped, &due_span, &most_due);
+    std::sscanf(deaths.c_str(), "%lf %lf %lf %lf %d %d %lf %lf %d %lf %d %lf", &p50, &p99, &mx, &mn, &early, &missing, &arrived_p50,
+                &arrived_p99, &unstamped, &due_span, &most_due, &ping_late_p50);
     clients.wait();
     // heartwheel's own view of the deaths: how long after the deadline each was judged (the wheel's
     // counters; Beast keeps no such figure).
@@ -347,11 +354,11 @@ int main(int argc, char** argv) {
                 "\"cpu_us_per_ping\":%.3f,\"wakeups_per_s\":%.1f,\"death_p50_ms\":%.2f,\"death_p99_ms\":%.2f,"
                 "\"death_max_ms\":%.2f,\"death_min_ms\":%.2f,\"early\":%d,\"not_closed\":%d,\"server_judged_mean_ms\":%.2f,"
                 "\"death_arrival_p50_ms\":%.2f,\"death_arrival_p99_ms\":%.2f,\"closes_unstamped\":%d,"
-                "\"deadlines_span_ms\":%.1f,\"deadlines_most_in_1ms\":%d,\"cpu_us_per_death\":%.2f}\n",
+                "\"deadlines_span_ms\":%.1f,\"deadlines_most_in_1ms\":%d,\"cpu_us_per_death\":%.2f,\"last_ping_late_p50_ms\":%.2f}\n",
                 mode.c_str(), n, static_cast<double>(rss_idle - rss_before) * 1024.0 / n, heap_idle, pings,
                 pings > 0 ? (cpu1 - cpu0) * 1e6 / static_cast<double>(pings) : -1.0,
                 static_cast<double>(sw1 - sw0) * 1000.0 / static_cast<double>(window_ms), p50, p99, mx, mn, early, missing, judged_mean_ms,
-                arrived_p50, arrived_p99, unstamped, due_span, most_due, cpu_per_death_us);
+                arrived_p50, arrived_p99, unstamped, due_span, most_due, cpu_per_death_us, ping_late_p50);
     // A failure: nothing pinged, a silent peer never closed, or heartwheel closing one early (Beast's
     // idle timer runs on a grid of idle_timeout / 2: early closes are how it works, reported above).
     return pings > 0 && missing == 0 && (mode == "beast" || early == 0) ? 0 : 1;

@@ -1,7 +1,8 @@
 // ws_test — heartwheel/beast/websocket.hpp against Beast's own client, on real sockets: a broadcast
 // shares one buffer among its recipients (queued by reference, freed when the last has written it); a
 // session that owns its ws_connection and is its handler is freed by io.stop(); ws_options are
-// validated against the output bound they will be queued under.
+// validated against the output bound they will be queued under; a peer judged dead gets its close
+// frame and the FIN in one segment, never before its silence warrants.
 #include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/beast/websocket.hpp>
 
@@ -17,6 +18,8 @@
 #include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/websocket.hpp>
+
+#include "tcp_segments.hpp"
 
 #include <chrono>
 #include <memory>
@@ -230,4 +233,77 @@ BOOST_AUTO_TEST_CASE(pipelined_frames_a_ping_and_a_close_are_answered_in_order) 
     BOOST_TEST(answer.find("Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=") != std::string::npos, answer);
     BOOST_TEST(body == std::string("\x8A\x02hi\x88\x02\x0F\xA0", 8)); // the pong, then the close echoing 4000
     BOOST_TEST(f.counters.snapshot().closes[static_cast<std::size_t>(net::close_reason::peer_closed)] == 1u);
+}
+
+// A peer judged dead (heartbeat) is told why in a close frame that leaves with the FIN, in one segment
+// (counted on the peer's side with TCP_INFO: a second segment for the FIN would cost a transmit and a
+// receive more per death), and never before interval + timeout after its last pong.
+BOOST_AUTO_TEST_CASE(a_dead_peer_gets_its_close_frame_and_the_fin_in_one_segment) {
+    fixture f;
+    net::liveness_config cfg;
+    cfg.heartbeat.interval = 100ms;
+    cfg.heartbeat.timeout = 100ms;
+    cfg.heartbeat.misses = 1;
+    cfg.heartbeat.jitter = 0;
+    net::connection_context ctx{*f.wheel, cfg, &f.counters};
+    std::string tail;
+    std::uint32_t segments = 0;
+    std::chrono::steady_clock::time_point last_pong{}, closed_at{};
+    std::thread peer([&, port = f.acceptor.local_endpoint().port()] {
+        asio::io_context io;
+        tcp::socket s(io);
+        s.connect({asio::ip::make_address("127.0.0.1"), port});
+        asio::write(s, asio::buffer(std::string("GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+                                                "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")));
+        std::string in;
+        boost::system::error_code ec;
+        char buf[512];
+        const auto more = [&] {
+            const std::size_t n = s.read_some(asio::buffer(buf), ec);
+            in.append(buf, ec ? 0 : n);
+            return !ec;
+        };
+        while (in.find("\r\n\r\n") == std::string::npos && more()) {
+        }
+        in.erase(0, in.find("\r\n\r\n") + 4);
+        static constexpr unsigned char pong[] = {0x8A, 0x80, 0, 0, 0, 0}; // masked, empty
+        for (int pings = 0; pings < 3;) { // two answered, the third not
+            while (in.size() < 2 && more()) {
+            }
+            if (in.size() < 2) return;
+            const std::size_t len = 2u + (static_cast<unsigned char>(in[1]) & 0x7fu);
+            while (in.size() < len && more()) {
+            }
+            if (in.size() < len) return;
+            const bool ping = (static_cast<unsigned char>(in[0]) & 0x0fu) == 0x9u;
+            in.erase(0, len);
+            if (!ping) continue;
+            if (++pings < 3) {
+                asio::write(s, asio::buffer(pong));
+                last_pong = std::chrono::steady_clock::now();
+            }
+        }
+        const std::uint32_t before = tcp_segments_received(s.native_handle());
+        while (more()) {
+        }
+        closed_at = std::chrono::steady_clock::now();
+        segments = tcp_segments_received(s.native_handle()) - before;
+        tail = in;
+    });
+    auto m = ws::ws_connection<tcp::socket>::create(f.acceptor.accept(), ctx);
+    asio::co_spawn(f.io, [&]() -> asio::awaitable<void> {
+        if (auto [ec] = co_await m->async_accept(use_tuple); ec) co_return;
+        for (;;) {
+            boost::beast::flat_buffer b;
+            if (auto [ec, n] = co_await m->async_read(b, use_tuple); ec) co_return;
+        }
+    }, asio::detached);
+    f.run_until([&] { return m->connection().closed(); });
+    peer.join();
+    BOOST_TEST_REQUIRE(tail.size() >= 4u);
+    BOOST_TEST(static_cast<unsigned char>(tail[0]) == 0x88u); // a close frame
+    BOOST_TEST(tail.find("heartbeat-timeout") != std::string::npos, tail);
+    BOOST_TEST(segments == 1u); // the close frame and the FIN together
+    BOOST_TEST((closed_at - last_pong >= 200ms)); // interval + timeout: never early
+    BOOST_TEST(f.counters.snapshot().closes[static_cast<std::size_t>(net::close_reason::heartbeat_timeout)] == 1u);
 }

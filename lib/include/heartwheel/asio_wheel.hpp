@@ -71,6 +71,7 @@ public:
     activity_clock& activity() noexcept { return activity_; }
     time_point stamp() override { return activity_.stamp(); }
     time_point latest_possible(time_point s) override { return activity_.latest_possible(s); }
+    bool on_steady_clock() const noexcept override { return true; }
     void schedule(timer_node& t, time_point deadline) override { schedule_at(t, deadline); }
     /// timing_wheel::schedule_exact(), and the steady_timer armed at that deadline when it is sooner.
     void schedule_exact(timer_node& t, time_point deadline) override;

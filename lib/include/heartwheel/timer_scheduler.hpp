@@ -26,6 +26,10 @@ public:
     virtual time_point fresh_now() noexcept { return now(); }
     virtual time_point stamp() = 0;
     virtual time_point latest_possible(time_point stamp) = 0;
+    /// Whether its times are the process's steady clock (std::chrono::steady_clock): a time taken
+    /// elsewhere — the kernel's receive stamp of a socket's bytes — is then comparable with its own.
+    /// A clock moved by hand is not.
+    virtual bool on_steady_clock() const noexcept { return false; }
     virtual void schedule(timer_node& t, time_point deadline) = 0;
     /// Fires `t` at the first wake-up at or past `deadline` itself, not at the end of its tick, when
     /// the deadline is inside the next tick (timing_wheel::schedule_exact); a service whose driver

@@ -31,12 +31,14 @@ request_tracker<std::uint64_t>& connection_liveness::requests() {
     return *requests_;
 }
 
-void connection_liveness::on_read(bool counts_as_idle_activity) {
+void connection_liveness::on_read(bool counts_as_idle_activity, time_point arrived) {
     const time_point s = svc_->stamp();
-    if (heartbeat_) heartbeat_->on_read(s);
+    if (heartbeat_) heartbeat_->on_read(s, arrived);
     runtimes_.on_read(*this, settings_->config, s);
     if (counts_as_idle_activity) idle_.on_read(s);
 }
+
+void connection_liveness::on_message() { idle_.on_read(svc_->stamp()); }
 
 void connection_liveness::on_write_started() {
     if (!closed()) runtimes_.on_write_started(*this, settings_->config);

@@ -12,7 +12,8 @@ namespace heartwheel::net {
 heartbeat::heartbeat(const heartbeat_policy& policy, listener& l)
     : policy_(&detail::validated(policy)), listener_(&l), misses_(0),
       inbound_(policy.trigger == heartbeat_trigger::inbound), awaiting_pong_(0), judging_(0),
-      stopped_(!policy.enabled()), pinger_exact_(0), read_since_ping_(0), read_since_judgement_(0), seen_rtt_(0) {
+      stopped_(!policy.enabled()), pinger_exact_(0), read_since_ping_(0), read_since_judgement_(0), seen_rtt_(0),
+      arrival_read_(0) {
     if (!stopped_) start_schedule(); // off: never armed
 }
 
@@ -121,8 +122,10 @@ void heartbeat::judge_ping() {
 }
 
 std::optional<duration> heartbeat::on_pong(time_point at) {
-    // An exact time: the pinger counts from it without the batch bound (see heartbeat.hpp).
-    if (inbound_) touch(at, true);
+    // An exact time: the pinger counts from it without the batch bound (see heartbeat.hpp) — or from
+    // the pong's own arrival, earlier and exact, which on_read has given it already.
+    if (inbound_ && arrival_read_ && pinger_exact_ && pinger_last_ <= at) at = pinger_last_;
+    else if (inbound_) touch(at, true);
     if (!awaiting_pong_) return std::nullopt;
     awaiting_pong_ = false;
     const duration rtt = at > ping_sent_ ? at - ping_sent_ : duration::zero();
@@ -167,7 +170,7 @@ void heartbeat::restart() {
     cancel();
     misses_ = 0;
     awaiting_pong_ = judging_ = stopped_ = pinger_exact_ = 0;
-    read_since_ping_ = read_since_judgement_ = seen_rtt_ = 0;
+    read_since_ping_ = read_since_judgement_ = seen_rtt_ = arrival_read_ = 0;
     srtt_us_ = rttvar_us_ = 0;
     start_schedule();
 }

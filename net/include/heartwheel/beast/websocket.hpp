@@ -28,9 +28,11 @@
 //    trickles fragments of a message that never ends, or only answers pings, is idle, as a peer
 //    trickling a line that never ends is in the line protocols;
 //  - the goodbye is a close frame whose code says why (close_code_for) and whose text is the close
-//    reason's name; the connection waits for it to be written (goodbye_in_flight / goodbye_written),
-//    bounded by its linger — not for a peer judged dead, which will not read it — then sends its FIN,
-//    and closes when the peer answers (its close frame or end of stream) or the linger ends;
+//    reason's name; the connection waits for it to be written (goodbye_in_flight_then_fin /
+//    goodbye_written), bounded by its linger, then sends its FIN — in the same segment on TCP — and
+//    closes when the peer answers (its close frame or end of stream) or the linger ends. A peer
+//    judged dead, which will not read it, is told from the judgement itself (goodbye_now: the frame
+//    handed to the socket, the FIN with it, the close at once);
 //  - the peer's close frame is answered with its own code, and the connection closes peer-closed
 //    once the answer is written;
 //  - a peer that breaks the protocol (ws_frames.hpp lists what is refused) is answered with a close
@@ -241,12 +243,18 @@ private:
     void last_words(net::close_reason why) override {
         drop_queue();
         if (!open_ || close_sent_) return; // no WebSocket yet (mid-upgrade), or said already
-        conn_.goodbye_in_flight();
         std::uint16_t code = close_code_for(why);
         std::string_view text = net::to_string(why);
         if (failed_code_ != 0) code = failed_code_, text = {};
         else if (peer_code_ != 0) code = peer_code_, text = {};
-        close_due_ = std::make_unique<std::string>(control_frame(net::ws_opcode::close, code, text));
+        auto frame = std::make_unique<std::string>(control_frame(net::ws_opcode::close, code, text));
+        if (!writing_) { // a dead peer's goodbye, with the FIN, from the judgement itself (TCP)
+            close_sent_ = true;
+            if (conn_.goodbye_now(asio::buffer(*frame))) return;
+            close_sent_ = false;
+        }
+        conn_.goodbye_in_flight_then_fin(); // on_written(close) sends the FIN: one segment with it
+        close_due_ = std::move(frame);
         write_next(); // behind a message in flight; the peer's answer is read by the application's read
         // A peer judged dead answers no close frame: its goodbye is out once handed to the socket,
         // which a write does as it begins (or it waits behind a write the dead peer's window holds,

@@ -34,12 +34,6 @@
 #include <string>
 #include <string_view>
 
-#ifdef __linux__
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
-#endif
-
 namespace heartwheel::net {
 
 template <class Connection>
@@ -116,7 +110,7 @@ protected:
         out_.drop_pending(); // what was not yet written is not worth waiting for
         bound_.stop();
     }
-    void output_before_last_words() noexcept { hold_tail_for_fin(); } // send() writes at once when idle
+    void output_before_last_words() noexcept { self().hold_tail_for_fin(); } // send() writes at once when idle
     bool output_busy() const noexcept { return writing_ || !out_.empty(); }
     void output_flush() {
         if (!writing_ && !out_.empty()) write(); // else the write in flight finishes, then the rest goes
@@ -124,20 +118,6 @@ protected:
 
 private:
     Connection& self() noexcept { return static_cast<Connection&>(*this); }
-
-    // TCP: the kernel keeps the last words' partial segment until the FIN, which half_close sends as
-    // soon as they are written, and the two leave as one segment: one transmit, one receive and one
-    // acknowledgement fewer per close (on loopback the sender pays for the receiver's softirq too).
-    // Full segments still go at once; nothing waits longer than the write. Best effort: without
-    // TCP_CORK, or if it fails, they go as two segments.
-    void hold_tail_for_fin() noexcept {
-#ifdef TCP_CORK
-        if constexpr (Connection::is_tcp) {
-            const int on = 1;
-            (void)::setsockopt(self().lowest_layer().native_handle(), IPPROTO_TCP, TCP_CORK, &on, sizeof on);
-        }
-#endif
-    }
 
     // The output bound's soft limit ran out its time (output_bound::grew arms it).
     std::function<void()> soft_time_callback() {

@@ -94,6 +94,12 @@
 #include <type_traits>
 #include <utility>
 
+#ifdef __linux__
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#endif
+
 namespace heartwheel::net {
 
 namespace detail {
@@ -107,6 +113,18 @@ template <class L, class = void>
 struct has_ping_writer : std::false_type {};
 template <class L>
 struct has_ping_writer<L, std::void_t<decltype(std::declval<L&>().set_ping_writer(nullptr))>> : std::true_type {};
+// Whether a liveness takes the arrival of a read's bytes (optional: on_read(bool, time_point), and
+// wants_arrival_stamps() saying whether the socket should be asked for them).
+template <class L, class = void>
+struct has_arrival_read : std::false_type {};
+template <class L>
+struct has_arrival_read<L, std::void_t<decltype(std::declval<L&>().on_read(true, time_point{})),
+                                       decltype(bool(std::declval<L&>().wants_arrival_stamps()))>> : std::true_type {};
+// Whether a liveness tells whole messages apart from the bytes already reported (on_message; optional).
+template <class L, class = void>
+struct has_on_message : std::false_type {};
+template <class L>
+struct has_on_message<L, std::void_t<decltype(std::declval<L&>().on_message())>> : std::true_type {};
 } // namespace detail
 
 template <class NextLayer, class Liveness = connection_liveness, template <class> class Output = byte_output>
@@ -144,6 +162,7 @@ public:
         // A socket not connected yet (opened later) gets it from apply_socket_options, as does a
         // connection made with a liveness of its own.
         if (stream_.lowest_layer().is_open()) (void)apply_socket_options(context.config.keepalive);
+        if (live_.wants_arrival_stamps()) (void)stream_.enable_arrival_stamps(); // a closed socket: apply_socket_options
     }
 
     /// A connection with a liveness of your own: `make_liveness(liveness_handler&)` returns a Liveness
@@ -183,9 +202,13 @@ public:
     executor_type get_executor() noexcept { return stream_.get_executor(); }
     Liveness& liveness() noexcept { return live_; }
 
-    /// Applies the keepalive options to a TCP lowest layer (errors are returned, not thrown). A
-    /// connection made with a context has its configuration's already, when its socket was open.
+    /// Applies the keepalive options to a TCP lowest layer (errors are returned, not thrown), and asks
+    /// it for receive stamps when the liveness counts from arrivals (a heartbeat's). A connection
+    /// made with a context has its configuration's already, when its socket was open.
     error_code apply_socket_options(const keepalive_options& k) {
+        if constexpr (detail::has_arrival_read<Liveness>::value) {
+            if (live_.wants_arrival_stamps()) (void)stream_.enable_arrival_stamps(); // best effort
+        }
         if constexpr (is_tcp) {
             if (!k.enabled && k.user_timeout.count() == 0) return {};
             return apply_keepalive(stream_.lowest_layer(), k);
@@ -206,7 +229,10 @@ public:
 
     /// The application read a whole message that counts as activity (with `activity = messages`,
     /// connection_policy.hpp: e.g. a data line, not a pong).
-    void message_received() { live_.on_read(true); }
+    void message_received() {
+        if constexpr (detail::has_on_message<Liveness>::value) live_.on_message(); // its bytes were reported as read
+        else live_.on_read(true);
+    }
 
 
     /// The one close path (see the top of this file). Idempotent: the first reason wins. `linger`
@@ -333,7 +359,10 @@ private:
     bool away() { return on_strand_ && !detail::running_in_home(stream_.get_executor()); }
 
     // --- stream_observer: what the stream records --------------------------------------------------
-    void on_bytes_read(std::size_t) override { live_.on_read(reads_are_idle_activity_); }
+    void on_bytes_read(std::size_t, time_point arrived) override {
+        if constexpr (detail::has_arrival_read<Liveness>::value) live_.on_read(reads_are_idle_activity_, arrived);
+        else live_.on_read(reads_are_idle_activity_);
+    }
     void on_write_started() override {
         if (!closing_) live_.on_write_started();
     }
@@ -419,6 +448,21 @@ private:
         deadline_passed();
     }
     bool lingering() const noexcept { return closing_ && timer_ && timer_->pending(); }
+
+    // TCP: the kernel keeps the last words' partial segment until the FIN, which half_close sends as
+    // soon as they are written, and the two leave as one segment: one transmit, one receive and one
+    // acknowledgement fewer per close (on loopback the sender pays for the receiver's softirq too).
+    // Full segments still go at once; nothing waits longer than the write. Best effort: without
+    // TCP_CORK, or if it fails, they go as two segments. For an output whose goodbye is followed by
+    // the FIN as soon as it is written (a goodbye that waits for the peer must not be held).
+    void hold_tail_for_fin() noexcept {
+#ifdef TCP_CORK
+        if constexpr (is_tcp) {
+            const int on = 1;
+            (void)::setsockopt(stream_.lowest_layer().native_handle(), IPPROTO_TCP, TCP_CORK, &on, sizeof on);
+        }
+#endif
+    }
 
     // The last words are written: send FIN behind them and close at the end of the linger, or as soon
     // as the application sees the peer's end of stream (abort). Closing at once could turn unread

@@ -12,12 +12,16 @@
 //
 // It meets the output contract of byte_output.hpp (a base of the connection, reaching it by a cast).
 // Invariants: a goodbye is in flight only between goodbye_in_flight(), called inside last_words, and
-// goodbye_written() (or the linger's end); nothing here corks the socket, since the goodbye may wait
-// for the peer (a WebSocket close handshake) before the FIN.
+// goodbye_written() (or the linger's end); the socket is corked for the goodbye only when the layer
+// says its FIN follows the goodbye's write (goodbye_in_flight_then_fin): a goodbye may wait for the
+// peer (Beast's close handshake) before the FIN.
 #ifndef HEARTWHEEL_NET_FRAMED_OUTPUT_HPP
 #define HEARTWHEEL_NET_FRAMED_OUTPUT_HPP
 
+#include <heartwheel/asio.hpp>
+#include <heartwheel/net/connection/close_reason.hpp>
 #include <heartwheel/net/connection/connection_context.hpp>
+#include <heartwheel/net/detail/stream_core.hpp>
 
 #include <cstddef>
 #include <utility>
@@ -31,6 +35,40 @@ public:
     /// waits for goodbye_written() — bounded by the linger — before the FIN and the linger's end.
     void goodbye_in_flight() noexcept {
         if (self().in_last_words_) goodbye_pending_ = true;
+    }
+    /// The same for a goodbye followed by the FIN as soon as it is written (goodbye_written() from its
+    /// write's completion, waiting for nothing from the peer): on TCP its last partial segment waits
+    /// in the kernel for the FIN, and the two leave as one segment (connection::hold_tail_for_fin).
+    /// A goodbye that waits for the peer first (Beast's async_close) uses goodbye_in_flight().
+    void goodbye_in_flight_then_fin() noexcept {
+        if (!self().in_last_words_) return;
+        goodbye_pending_ = true;
+        self().hold_tail_for_fin();
+    }
+    /// A goodbye to a peer judged dead (is_peer_dead_reason), said at once, inside last_words(): on a
+    /// plain TCP socket its bytes are handed to the socket without waiting — what the socket does not
+    /// take is lost with the peer, which reads nothing more anyway — the FIN leaves with them in one
+    /// segment, and the close goes on (the peer's end of stream is not waited for). The judgement
+    /// that closed the connection says its goodbye itself, not a turn of the executor later behind
+    /// every other handler ready then (a burst of deaths). False where it cannot be said so (TLS,
+    /// another stream, a live peer, outside last_words): the layer writes it as usual.
+    bool goodbye_now(asio::const_buffer bytes) {
+        Connection& c = self();
+        if constexpr (!detail::is_stream_socket<typename Connection::stream_type::next_layer_type>::value || !Connection::is_tcp) {
+            (void)c;
+            (void)bytes;
+            return false;
+        } else {
+            if (!c.in_last_words_ || !c.reason_ || !is_peer_dead_reason(*c.reason_)) return false;
+            c.hold_tail_for_fin();
+            auto& sock = c.stream().next_layer(); // the socket itself (checked above)
+            error_code ec;
+            if (!sock.non_blocking()) sock.non_blocking(true, ec);
+            if (!ec) (void)sock.write_some(asio::buffer(bytes), ec); // a full window: lost with the peer
+            goodbye_pending_ = true;
+            goodbye_written(); // the FIN, then the close
+            return true;
+        }
     }
     /// The framing layer's goodbye is out (or failed): the close goes on with the FIN, then the peer's
     /// end of stream or the linger's.

@@ -24,6 +24,10 @@
 // the rest of it (SSL_pending) is read into the chunk; any other stream reads into a chunk taken up
 // front (held while waiting).
 //
+// enable_arrival_stamps() asks a TCP socket for the kernel's receive stamps: each async_receive then
+// tells the observer when its newest byte reached the host (detail/arrival_stamp.hpp), and a
+// heartbeat counts the peer's silence from there, not from a read that a busy loop made late.
+//
 // input_waiting() tells whether the peer's bytes wait for a read already pending (the kernel's
 // FIONREAD, plus OpenSSL's buffer for a tls_socket): the liveness policies ask it before judging a
 // peer silent. Reads count themselves in flight for it (an increment and a decrement; no system call).
@@ -40,6 +44,7 @@
 #include <heartwheel/asio.hpp>
 
 #include <cstddef>
+#include <type_traits>
 #include <system_error>
 #include <utility>
 
@@ -93,6 +98,26 @@ public:
         }
         error_code ec;
         return next_.lowest_layer().is_open() && next_.lowest_layer().available(ec) > 0 && !ec;
+    }
+
+    /// Asks a TCP socket for the kernel's receive stamps (SO_TIMESTAMPNS): async_receive then tells
+    /// the observer when the bytes it read arrived, not only that they were read
+    /// (detail/arrival_stamp.hpp). Linux only; elsewhere, on other streams or when the socket
+    /// refuses, nothing changes (returns false). A closed socket asks again when it is open.
+    bool enable_arrival_stamps() noexcept {
+#if defined(__linux__) && defined(SO_TIMESTAMPNS)
+        if constexpr (detail::is_stream_socket<NextLayer>::value) {
+            if constexpr (std::is_same_v<typename NextLayer::protocol_type, asio::ip::tcp>) {
+                if (!next_.is_open()) return false;
+                const int on = 1;
+                if (::setsockopt(next_.native_handle(), SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on) != 0) return false;
+                core_->stamps = 1;
+                detail::prime_wall_offset_guard();
+                return true;
+            }
+        }
+#endif
+        return false;
     }
 
     /// Reads at least one byte without holding a buffer while it waits (see the top of this file).

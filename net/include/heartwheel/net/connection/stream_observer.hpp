@@ -6,6 +6,7 @@
 #define HEARTWHEEL_NET_STREAM_OBSERVER_HPP
 
 #include <heartwheel/asio.hpp>
+#include <heartwheel/net/detail/arrival_stamp.hpp>
 
 #include <cstddef>
 
@@ -14,7 +15,9 @@ namespace heartwheel::net {
 /// Told about a stream's I/O as it happens (implemented by net::connection).
 class stream_observer {
 public:
-    virtual void on_bytes_read(std::size_t n) = 0;
+    /// `n` bytes were read; `arrived`: when the newest of them reached the host (the kernel's stamp,
+    /// detail/arrival_stamp.hpp), or no_arrival when the stream does not know.
+    virtual void on_bytes_read(std::size_t n, time_point arrived) = 0;
     virtual void on_write_started() = 0;
     /// `n` bytes of a write of `size` went out (n == size: the write is complete).
     virtual void on_bytes_written(std::size_t n, std::size_t size) = 0;

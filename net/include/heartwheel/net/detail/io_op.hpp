@@ -101,7 +101,7 @@ public:
         if constexpr (!Write) --c_->reads;
         if (n > 0 && c_->observer) {
             if constexpr (Write) c_->observer->on_bytes_written(n, asio::buffer_size(buffers_));
-            else c_->observer->on_bytes_read(n);
+            else c_->observer->on_bytes_read(n, no_arrival);
         }
         std::move(handler_)(c_->outcome(ec), n);
     }

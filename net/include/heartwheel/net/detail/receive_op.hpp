@@ -18,12 +18,14 @@
 #ifndef HEARTWHEEL_NET_DETAIL_RECEIVE_OP_HPP
 #define HEARTWHEEL_NET_DETAIL_RECEIVE_OP_HPP
 
+#include <heartwheel/net/detail/arrival_stamp.hpp>
 #include <heartwheel/net/detail/stream_core.hpp>
 #include <heartwheel/net/detail/tls_traits.hpp>
 #include <heartwheel/net/connection/read_chunk.hpp>
 
 #include <heartwheel/asio.hpp>
 
+#include <cerrno>
 #include <cstddef>
 #include <memory>
 #include <type_traits>
@@ -111,6 +113,7 @@ private:
         std::size_t n = 0;
         auto what = asio::socket_base::wait_read;
         read_chunk got = read_chunk::take();
+        time_point arrived = no_arrival;
         if constexpr (is_tls_socket<NextLayer>) {
             using want = typename NextLayer::want;
             want w = want::nothing;
@@ -118,6 +121,10 @@ private:
             if (w == want::write) what = asio::socket_base::wait_write;
         } else {
             if (!c_->next->non_blocking()) c_->next->non_blocking(true, ec);
+#ifdef __linux__
+            if (!ec && c_->stamps) n = read_stamped(got, arrived, ec);
+            else
+#endif
             if (!ec) n = c_->next->read_some(asio::buffer(got.data(), read_chunk::capacity), ec);
         }
         if (ec == asio::error::would_block || ec == asio::error::try_again) {
@@ -127,8 +134,36 @@ private:
         }
         c_->more_waiting = n == read_chunk::capacity || has_pending();
         got.set_size(n);
-        finish(ec, std::move(got));
+        finish(ec, std::move(got), arrived);
     }
+
+#ifdef __linux__
+    // A TCP socket asked for the kernel's receive stamps (liveness_stream::enable_arrival_stamps): the
+    // read is a recvmsg that brings the stamp of its newest byte (detail/arrival_stamp.hpp) along.
+    // What read_some does otherwise: EINTR retried, an orderly end is eof.
+    std::size_t read_stamped(read_chunk& got, time_point& arrived, error_code& ec) {
+        iovec iov{got.data(), read_chunk::capacity};
+        alignas(cmsghdr) char control[arrival_control_size];
+        msghdr msg{};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof control;
+        ssize_t r = 0;
+        do r = ::recvmsg(c_->next->native_handle(), &msg, 0);
+        while (r < 0 && errno == EINTR);
+        if (r < 0) {
+            ec = error_code(errno, asio::error::get_system_category());
+            return 0;
+        }
+        if (r == 0) {
+            ec = asio::error::eof;
+            return 0;
+        }
+        arrived = arrival_of(msg);
+        return static_cast<std::size_t>(r);
+    }
+#endif
 
     /// Bytes that no readiness of the socket would announce (OpenSSL's, for a tls_socket).
     bool has_pending() const noexcept {
@@ -138,14 +173,14 @@ private:
             return false;
     }
 
-    void finish(error_code ec, read_chunk got) {
+    void finish(error_code ec, read_chunk got, time_point arrived = no_arrival) {
         --c_->reads;
         c_->set_at(receive_step::start); // the next receive starts afresh (from inside the handler, too)
         if (got.empty()) {
             got.reset(); // an error brings no bytes: the chunk goes back
             return std::move(handler_)(c_->outcome(ec), std::move(got));
         }
-        if (c_->observer) c_->observer->on_bytes_read(got.size());
+        if (c_->observer) c_->observer->on_bytes_read(got.size(), arrived);
         std::move(handler_)(error_code{}, std::move(got));
     }
 

@@ -88,10 +88,11 @@ struct stream_core {
     std::uint16_t reads = 0;   ///< reads (read_some, receive) started and not yet completed
     std::uint8_t at_ : 2;      ///< the receive's step: at(), set_at()
     std::uint8_t more_waiting : 1; ///< the last receive filled its chunk: read before waiting
+    std::uint8_t stamps : 1;       ///< the socket stamps what it receives: receives report arrivals
     char probe = 0;            ///< TLS: the one byte a receive waits with
     bool taken = false;        ///< the receive's memory holds an operation (its own byte: see above)
     [[no_unique_address]] receive_memory<memory_size> memory;
-    stream_core(stream_observer& o, NextLayer& n) noexcept : observer(&o), next(&n), at_(0), more_waiting(0) {}
+    stream_core(stream_observer& o, NextLayer& n) noexcept : observer(&o), next(&n), at_(0), more_waiting(0), stamps(0) {}
     /// The receive in progress (one at a time, as any read): back to start before it completes.
     receive_step at() const noexcept { return static_cast<receive_step>(at_); }
     void set_at(receive_step s) noexcept { at_ = static_cast<std::uint8_t>(s) & 3u; }

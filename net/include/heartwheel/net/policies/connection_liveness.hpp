@@ -94,7 +94,18 @@ public:
     /// Bytes arrived. `counts_as_idle_activity` = false for traffic the application does not count
     /// as activity (e.g. pongs, or bytes before a whole message), which still proves liveness to the
     /// heartbeat and the read timeout.
-    void on_read(bool counts_as_idle_activity = true);
+    /// `arrived`: when the bytes reached the host (the kernel's stamp, liveness_stream's
+    /// enable_arrival_stamps; on the scheduler's clock), or no_arrival: the heartbeat then counts
+    /// the peer's silence from it,
+    /// not from the read — a burst read one after another does not make the later peers' deaths late.
+    void on_read(bool counts_as_idle_activity = true, time_point arrived = no_arrival);
+    /// A whole message the application counts as activity, whose bytes were reported by on_read
+    /// already (the connection's message_received): the idle kinds only.
+    void on_message();
+    /// Whether reads should bring their arrival (a heartbeat counts from it, on a scheduler whose
+    /// clock is the steady one that the stamps are converted to): a net::connection asks its TCP
+    /// socket for the kernel's stamps when this is true.
+    bool wants_arrival_stamps() const noexcept { return heartbeat_ != nullptr && svc_->on_steady_clock(); }
     /// A write started with data queued (arms the write timeout).
     void on_write_started();
     /// Some bytes of a write went out.

@@ -49,6 +49,7 @@
 #include <heartwheel/clock.hpp>
 #include <heartwheel/timer_node.hpp>
 #include <heartwheel/timer_scheduler.hpp>
+#include <heartwheel/net/detail/arrival_stamp.hpp>
 #include <heartwheel/net/policies/activity_timer.hpp>
 #include <heartwheel/net/policies/policies.hpp>
 #include <heartwheel/net/policies/policy_runtime.hpp>
@@ -85,19 +86,26 @@ public:
     heartbeat(const heartbeat&) = delete;
     heartbeat& operator=(const heartbeat&) = delete;
 
-    void on_read(time_point stamp) noexcept {
+    /// Bytes were read: `stamp` is the batch's (activity_clock), `arrived` when they reached the host
+    /// (the kernel's stamp, exact) or no_arrival. The inbound pinger counts from the arrival when
+    /// known: a peer's silence begins when its bytes arrived, not when a busy loop read them.
+    void on_read(time_point stamp, time_point arrived = no_arrival) noexcept {
         read_since_ping_ = read_since_judgement_ = 1;
-        if (inbound_) touch(stamp);
+        arrival_read_ = arrived != no_arrival;
+        if (!inbound_) return;
+        if (arrival_read_) touch(arrived, true);
+        else touch(stamp);
     }
     void on_write(time_point stamp) noexcept {
         if (!inbound_) touch(stamp);
     }
     /// The answer to our ping arrived (its bytes are a read: on_read, not repeated here): records a
-    /// round trip. `at` is
-    /// exact — a fresh clock reading (timer_scheduler::fresh_now), not a batch's stamp — and the next
-    /// ping counts from it: pongs read in one batch must not share one ping time (peers pinged in
-    /// lockstep, round after round, each burst delaying the next round's pongs). Returns the round
-    /// trip it completed: none for a pong that answers no outstanding ping.
+    /// round trip. `at` is exact — a fresh clock reading (timer_scheduler::fresh_now), not a
+    /// batch's stamp — and the next ping counts from it: pongs read in one batch must not share one
+    /// ping time (peers pinged in lockstep, round after round, each burst delaying the next round's
+    /// pongs). When the read that brought the pong knew its arrival (on_read), that earlier exact
+    /// time stands instead, for the next ping and the round trip. Returns the round trip it
+    /// completed: none for a pong that answers no outstanding ping.
     std::optional<duration> on_pong(time_point at);
 
     /// No more pings or judgements: a pong or activity afterwards re-arms nothing.
@@ -167,6 +175,7 @@ private:
     std::uint32_t read_since_ping_ : 1;      ///< something was read since the last ping left
     std::uint32_t read_since_judgement_ : 1; ///< ... since the last judgement (or pong)
     std::uint32_t seen_rtt_ : 1;             ///< a pong was seen: srtt_us_ and rttvar_us_ hold samples
+    std::uint32_t arrival_read_ : 1;         ///< the last read came with its arrival (inbound: pinger_last_)
     static_assert(heartbeat_policy::misses_max < (1u << 10));
     std::uint32_t srtt_us_ = 0, rttvar_us_ = 0; ///< RFC 6298's estimator, in microseconds
 };
