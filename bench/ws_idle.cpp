@@ -80,8 +80,10 @@ using bench::write_all;
 
 // --- the clients (child process) -------------------------------------------------------------------
 // Each client upgrades with Beast, then reads the server's frames itself: it answers a ping with a
-// masked pong written at once (a non-blocking write of 6 bytes) and notes the moment that write
-// returned — when its pong left, the moment a death is measured from. (Beast's client answers
+// masked pong written at once (a non-blocking write of 6 bytes) and notes the moment it began that
+// write — when its pong left it, the moment a death is measured from (on loopback the write returns
+// only once the server's socket has the segment, stamped: noted after the write, a server counting
+// from that stamp could look a few microseconds early). (Beast's client answers
 // pings too, but later, as its read goes on: its control callback sees the ping, not the pong
 // leave, and with thousands of clients on one thread the pong left up to milliseconds after.)
 // Told to stop, it answers nothing more and waits for the server's close frame (heartwheel says
@@ -150,9 +152,10 @@ asio::awaitable<void> client(tcp::endpoint server, client_state& st, long& pings
                 if (op == 0x9u && st.stopped && arrived && st.unanswered_ping == steady::time_point{}) st.unanswered_ping = *arrived;
                 if (op == 0x9u && !st.stopped) {
                     boost::system::error_code wec;
+                    const auto leaving = steady::now();
                     s.next_layer().write_some(asio::buffer(pong), wec);
                     if (!wec) {
-                        st.last_pong = steady::now();
+                        st.last_pong = leaving;
                         ++pings;
                     }
                 }

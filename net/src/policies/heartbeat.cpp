@@ -21,7 +21,7 @@ void heartbeat::start_schedule() {
     timer_scheduler& svc = scheduler();
     pinger_last_ = svc.stamp();
     pinger_interval_ = jittered_interval();
-    svc.schedule(*this, ping_due());
+    svc.schedule(*this, svc.tick_start(ping_due()));
 }
 
 time_point heartbeat::ping_due() const {
@@ -34,10 +34,14 @@ void heartbeat::on_expire() {
     await_ping(); // woken early by activity since it was filed: re-filed for the real due time
 }
 
+// A ping goes at the wake-up of the tick it falls due in, up to a tick before its due time (the
+// tick's start): it asks, it judges nothing, and its judgement counts from the due time itself
+// (send_ping). Waiting for the tick's end instead would send it up to a tick late — and the fatal
+// judgement, which gives the peer its whole timeout after the ping really left, that much later.
 void heartbeat::await_ping(time_point after) {
     timer_scheduler& svc = scheduler();
-    const time_point due = ping_due();
-    if (due > svc.now()) svc.schedule(*this, due);
+    const time_point at = svc.tick_start(ping_due());
+    if (at > svc.now()) svc.schedule(*this, at);
     else send_ping(after);
 }
 
@@ -60,8 +64,9 @@ void heartbeat::send_ping(time_point after) {
     // judgement after judgement, and the death come later than the formula says. A ping that left
     // much later (a stall) counts from when it left, less what is forgiven, so it is not judged
     // missed the moment it leaves.
+    // A ping that left before it fell due (at its tick's start) counts from when it fell due.
     const time_point forgiven = ping_sent_ - (svc.tick() + heartbeat_lag_forgiven);
-    const time_point ping_base = std::min(ping_sent_, std::max({due, after, forgiven}));
+    const time_point ping_base = std::max(due, std::min(ping_sent_, std::max({due, after, forgiven})));
     read_since_ping_ = 0; // every read so far was handled, so arrived, before the ping leaves
     awaiting_pong_ = true;
     judge_at_ = saturating_add(ping_base, effective_timeout());
@@ -75,8 +80,8 @@ void heartbeat::send_ping(time_point after) {
         if (not_before > judge_at_) judge_at_ = not_before;
     }
     // The next ping: an interval after this one fell due, not after the tick that sent it ran, so
-    // rounding to ticks (and a late wake-up) does not add up ping after ping.
-    const time_point base = std::min(due, ping_sent_);
+    // rounding to ticks (and a late wake-up, or an early one) does not add up ping after ping.
+    const time_point base = due;
     pinger_interval_ = jittered_interval();
     // base is an exact time: the next ping is due at base + interval itself, not after the span of
     // the batches since (the activity clock's bound for stamps, which would push each ping later by

@@ -2,8 +2,9 @@
 //
 // The ping schedule follows the policy's trigger: after `interval` (± jitter) with nothing received
 // (inbound, the default: gRPC's keepalive, which finds a frozen peer even while we keep sending) or
-// with nothing sent (outbound: Netty's writer-idle ping), send_ping() runs (the application writes
-// its own bytes; the library is protocol-agnostic). A ping restarts the interval either way. Liveness follows reads
+// with nothing sent (outbound: Netty's writer-idle ping), send_ping() runs in the wheel tick that
+// time falls in (the application writes its own bytes; the library is protocol-agnostic). A ping
+// restarts the interval either way. Liveness follows reads
 // (gRPC's rule): if nothing at all is read within `timeout` after a ping, that ping is missed; a
 // read at any time resets the count; at the `misses`-th consecutive miss it stops and on_dead() runs. on_pong()
 // gives a round-trip sample. A miss is counted only when nothing was read since the ping left —
@@ -25,9 +26,11 @@
 // wake-up at or after it: the wake-up of the tick it falls in when that comes late enough,
 // otherwise one at the deadline itself (timer_scheduler::schedule_exact). Late by the driver's
 // wake-up delay (by up to one tick more with a service that cannot wake between ticks), and that
-// delay does not add up ping after ping: a ping leaves at the first wake-up after it fell due (or
-// right after the previous one's judgement, if that came later), but both the next ping and its own
-// judgement count from when it fell due — by up to a tick + heartbeat_lag_forgiven before it left;
+// delay does not add up ping after ping: a ping leaves at the wake-up of the tick it falls due in —
+// the tick's start, up to a tick before it falls due (a ping asks, it judges nothing) — or later (a
+// busy loop, or right after the previous one's judgement if that came later), and both the next
+// ping and its own judgement count from when it fell due — never from before it, and by up to a
+// tick + heartbeat_lag_forgiven before it left;
 // a ping that left later than that (a stall) counts from when it left, less that, so it is never
 // judged missed as it leaves. Never early as the peer sees it: a first ping that left late would
 // make the death come sooner after it than the formula says, so the fatal miss is judged no earlier
