@@ -19,7 +19,8 @@
 //    it), and when the close frame arrived, the kernel's receive stamp of its segment (SO_TIMESTAMPNS,
 //    as bench/scale/peer_observer.py stamps): a close that is only a FIN (Beast's) carries no stamp.
 //    And how the deaths' deadlines cluster (the clients connect in waves, and keep the wave's phase):
-//    their span and the most due within one millisecond — the load a server's judgements meet — and
+//    their span and the most due within one millisecond — the load a server's judgements meet — when
+//    the last, unanswered ping arrived after the last pong + 1 s (its kernel stamp: how late pings go), and
 //    the server's CPU per death (from the stop until every close was seen: each connection's last,
 //    unanswered ping and its close).
 // Usage: ws_idle --mode heartwheel|beast [--connections N] [--window-ms MS]. bench/ws/run.sh runs both
