@@ -3,7 +3,8 @@
 // is never early, whatever steps the wall clock takes (a step forward between a segment's arrival and
 // its read drops the stamp; a step back only makes it late); on a real socket, a byte read 80 ms
 // after it came reports when it came; the heartbeat's next ping and its round trip count from that
-// (manual clock); and a net::connection with a heartbeat asks its socket for stamps, so a peer whose
+// (manual clock), and a pong arriving before its ping's due time is not timed by that due time; and
+// a net::connection with a heartbeat asks its socket for stamps, so a peer whose
 // byte waited out a stall is pinged an interval after the byte, not after the stall (real clock,
 // bounded margins). Part of unread_input_test (the same question: what the peer did while we stalled).
 #include <boost/test/unit_test.hpp>
@@ -148,6 +149,31 @@ BOOST_AUTO_TEST_CASE(a_heartbeat_counts_the_peers_silence_from_its_bytes_arrival
     svc.step_by(1ms);
     BOOST_TEST_REQUIRE(handler.closes.size() == 1u);
     BOOST_TEST((handler.closes[0] == close_reason::heartbeat_timeout));
+}
+
+// A ping leaves at the start of the tick it falls due in, so its answer can arrive before the ping's
+// due time, where the pinger counts from: the round trip is then the read's, never the due time's.
+BOOST_AUTO_TEST_CASE(a_pong_arriving_before_its_pings_due_time_is_not_timed_by_it) {
+    asio::io_context io;
+    manual_service svc(10ms);
+    liveness_recorder handler{io.get_executor()};
+    liveness_config cfg;
+    cfg.heartbeat.interval = 105ms;
+    cfg.heartbeat.timeout = 50ms;
+    cfg.heartbeat.misses = 1;
+    cfg.heartbeat.jitter = 0;
+    cfg.heartbeat.rtt_factor = 0;
+    liveness_counters counters;
+    connection_liveness live(svc, cfg, handler, &counters);
+    live.set_ping_writer(&handler);
+    svc.step_by(100ms, 10ms); // due at 105: the ping leaves at its tick's start, 100
+    BOOST_TEST(handler.pings == 1);
+    svc.step_by(10ms, 10ms);
+    live.on_read(false, at(102)); // its pong arrived at 102, read at 110
+    live.on_pong();
+    const auto rtt = counters.snapshot().rtt_total_us;
+    BOOST_TEST((rtt == 2000u || rtt == 10000u), rtt); // its arrival's or its read's, not 105's
+    BOOST_TEST(handler.closes.empty());
 }
 
 BOOST_AUTO_TEST_CASE(a_connection_pings_an_interval_after_the_bytes_arrived_not_after_a_stall) {

@@ -87,7 +87,7 @@ void heartbeat::send_ping(time_point after) {
     // the batches since (the activity clock's bound for stamps, which would push each ping later by
     // the batch that sent the last one).
     touch(base);
-    pinger_exact_ = pinger_last_ == base;
+    if (pinger_last_ == base) pinger_exact_ = 1; // else a later read's stays, exact (an arrival) or not
     // Judged at the first wake-up at or after the deadline: the tick holding it, when that tick's
     // wake-up comes after it (a ping leaves a little after its tick; the tick that judges it wakes
     // about as late), else judge_ping() waits for the deadline itself (schedule_exact). The next ping
@@ -129,7 +129,7 @@ void heartbeat::judge_ping() {
 std::optional<duration> heartbeat::on_pong(time_point at) {
     // An exact time: the pinger counts from it without the batch bound (see heartbeat.hpp) — or from
     // the pong's own arrival, earlier and exact, which on_read has given it already.
-    if (inbound_ && arrival_read_ && pinger_exact_ && pinger_last_ <= at) at = pinger_last_;
+    if (inbound_ && arrival_read_ && pinger_last_ <= at) at = pinger_last_;
     else if (inbound_) touch(at, true);
     if (!awaiting_pong_) return std::nullopt;
     awaiting_pong_ = false;

@@ -94,10 +94,13 @@ public:
     /// known: a peer's silence begins when its bytes arrived, not when a busy loop read them.
     void on_read(time_point stamp, time_point arrived = no_arrival) noexcept {
         read_since_ping_ = read_since_judgement_ = 1;
-        arrival_read_ = arrived != no_arrival;
+        arrival_read_ = 0;
         if (!inbound_) return;
-        if (arrival_read_) touch(arrived, true);
-        else touch(stamp);
+        if (arrived == no_arrival) return touch(stamp);
+        touch(arrived, true);
+        // The pinger counts from this read's arrival (not from a later ping's due time, which an
+        // answer to a ping sent at its tick's start can arrive before).
+        arrival_read_ = pinger_exact_ && pinger_last_ == arrived;
     }
     void on_write(time_point stamp) noexcept {
         if (!inbound_) touch(stamp);
@@ -140,6 +143,7 @@ private:
         if (at <= pinger_last_) return;
         pinger_exact_ = exact;
         pinger_last_ = at;
+        arrival_read_ = 0; // on_read says so when it is a read's arrival
     }
     /// When the next ping falls due: an interval after the pinger's last activity (exact after a
     /// ping or a pong; a stamp's bound after a read or write).
@@ -178,7 +182,7 @@ private:
     std::uint32_t read_since_ping_ : 1;      ///< something was read since the last ping left
     std::uint32_t read_since_judgement_ : 1; ///< ... since the last judgement (or pong)
     std::uint32_t seen_rtt_ : 1;             ///< a pong was seen: srtt_us_ and rttvar_us_ hold samples
-    std::uint32_t arrival_read_ : 1;         ///< the last read came with its arrival (inbound: pinger_last_)
+    std::uint32_t arrival_read_ : 1;         ///< pinger_last_ is the last read's arrival (inbound)
     static_assert(heartbeat_policy::misses_max < (1u << 10));
     std::uint32_t srtt_us_ = 0, rttvar_us_ = 0; ///< RFC 6298's estimator, in microseconds
 };
