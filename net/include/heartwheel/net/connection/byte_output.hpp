@@ -70,7 +70,9 @@ public:
             out_.drop_pending(); // the memory goes now, not after the close
             return c.post([](Connection& posted) { posted.close_slow_consumer(slow_bound::hard_limit); });
         }
-        if (!writing_) write();
+        if (writing_) return;
+        if (c.goodbye_now_applies()) return say_now(); // last words to a peer judged dead
+        write();
     }
     /// Whether a producer may send now: no more than options.output.high_water queued (Netty's
     /// Channel.isWritable). After false, on_writable() runs once it drains to low_water.
@@ -134,6 +136,20 @@ private:
                                          [c = self().shared_from_this()](error_code ec, std::size_t n) {
                                              c->on_written(ec, n);
                                          });
+    }
+
+    // The last words to a peer judged dead (connection::goodbye_now_applies): what the socket takes
+    // now, so the close that follows finds the output idle and goes on at once, the FIN with them.
+    // What it does not take is dropped, and a stream cut short is not resumed: the FIN goes now, and
+    // later last words are ignored (the connection is closed).
+    void say_now() {
+        bool cut = false;
+        while (!out_.empty()) {
+            const std::string_view bytes = out_.next_bytes();
+            cut = cut || !self().write_goodbye_now(asio::buffer(bytes.data(), bytes.size()));
+            out_.consumed(bytes.size()); // written, or lost with the peer
+        }
+        if (cut) self().half_close();
     }
 
     void on_written(error_code ec, std::size_t n) {

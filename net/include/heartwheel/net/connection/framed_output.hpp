@@ -19,9 +19,7 @@
 #define HEARTWHEEL_NET_FRAMED_OUTPUT_HPP
 
 #include <heartwheel/asio.hpp>
-#include <heartwheel/net/connection/close_reason.hpp>
 #include <heartwheel/net/connection/connection_context.hpp>
-#include <heartwheel/net/detail/stream_core.hpp>
 
 #include <cstddef>
 #include <utility>
@@ -54,21 +52,12 @@ public:
     /// another stream, a live peer, outside last_words): the layer writes it as usual.
     bool goodbye_now(asio::const_buffer bytes) {
         Connection& c = self();
-        if constexpr (!detail::is_stream_socket<typename Connection::stream_type::next_layer_type>::value || !Connection::is_tcp) {
-            (void)c;
-            (void)bytes;
-            return false;
-        } else {
-            if (!c.in_last_words_ || !c.reason_ || !is_peer_dead_reason(*c.reason_)) return false;
-            c.hold_tail_for_fin();
-            auto& sock = c.stream().next_layer(); // the socket itself (checked above)
-            error_code ec;
-            if (!sock.non_blocking()) sock.non_blocking(true, ec);
-            if (!ec) (void)sock.write_some(asio::buffer(bytes), ec); // a full window: lost with the peer
-            goodbye_pending_ = true;
-            goodbye_written(); // the FIN, then the close
-            return true;
-        }
+        if (!c.goodbye_now_applies()) return false;
+        c.hold_tail_for_fin();
+        (void)c.write_goodbye_now(bytes); // a full window: lost with the peer
+        goodbye_pending_ = true;
+        goodbye_written(); // the FIN, then the close
+        return true;
     }
     /// The framing layer's goodbye is out (or failed): the close goes on with the FIN, then the peer's
     /// end of stream or the linger's.
