@@ -115,65 +115,68 @@ BOOST_AUTO_TEST_CASE(a_byte_read_late_reports_when_it_arrived) {
     }
 }
 
-BOOST_AUTO_TEST_CASE(a_heartbeat_counts_the_peers_silence_from_its_bytes_arrival) {
+namespace {
+/// A connection_liveness on a clock moved by hand, with an exact heartbeat: one miss, no jitter, no
+/// round-trip floor.
+struct exact_heartbeat {
+    exact_heartbeat(std::chrono::milliseconds interval, std::chrono::milliseconds timeout, duration tick = 1ms)
+        : svc(tick), live(svc, config(interval, timeout), handler, &counters) {
+        live.set_ping_writer(&handler);
+    }
+    static liveness_config config(std::chrono::milliseconds interval, std::chrono::milliseconds timeout) {
+        liveness_config cfg;
+        cfg.heartbeat.interval = interval;
+        cfg.heartbeat.timeout = timeout;
+        cfg.heartbeat.misses = 1;
+        cfg.heartbeat.jitter = 0;
+        cfg.heartbeat.rtt_factor = 0;
+        return cfg;
+    }
     asio::io_context io;
     manual_service svc;
     liveness_recorder handler{io.get_executor()};
-    liveness_config cfg;
-    cfg.heartbeat.interval = 100ms;
-    cfg.heartbeat.timeout = 40ms;
-    cfg.heartbeat.misses = 1;
-    cfg.heartbeat.jitter = 0;
-    cfg.heartbeat.rtt_factor = 0;
     liveness_counters counters;
-    connection_liveness live(svc, cfg, handler, &counters);
-    live.set_ping_writer(&handler);
-    BOOST_TEST(!live.wants_arrival_stamps()); // a clock moved by hand is not the kernel's
-    svc.step_by(50ms);
-    live.on_read(true, at(20)); // read at 50, arrived at 20: the next ping is due at 120, not 150
-    svc.step_by(69ms);
-    BOOST_TEST(handler.pings == 0);
-    svc.step_by(1ms);
-    BOOST_TEST(handler.pings == 1); // at 120
-    svc.step_by(15ms);
-    live.on_read(false, at(125)); // the pong arrived at 125, read at 135
-    live.on_pong();
-    BOOST_TEST(counters.snapshot().rtt_samples == 1u);
-    BOOST_TEST(counters.snapshot().rtt_total_us == 5000u); // 120 -> 125: the read's 10 ms is ours
-    svc.step_by(89ms); // 224: the next ping counts from the pong's arrival, due at 225
-    BOOST_TEST(handler.pings == 1);
-    svc.step_by(1ms);
-    BOOST_TEST(handler.pings == 2);
-    svc.step_by(39ms); // unanswered: dead at 225 + 40 = 265, never before
-    BOOST_TEST(handler.closes.empty());
-    svc.step_by(1ms);
-    BOOST_TEST_REQUIRE(handler.closes.size() == 1u);
-    BOOST_TEST((handler.closes[0] == close_reason::heartbeat_timeout));
+    connection_liveness live;
+};
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_heartbeat_counts_the_peers_silence_from_its_bytes_arrival) {
+    exact_heartbeat f(100ms, 40ms);
+    BOOST_TEST(!f.live.wants_arrival_stamps()); // a clock moved by hand is not the kernel's
+    f.svc.step_by(50ms);
+    f.live.on_read(true, at(20)); // read at 50, arrived at 20: the next ping is due at 120, not 150
+    f.svc.step_by(69ms);
+    BOOST_TEST(f.handler.pings == 0);
+    f.svc.step_by(1ms);
+    BOOST_TEST(f.handler.pings == 1); // at 120
+    f.svc.step_by(15ms);
+    f.live.on_read(false, at(125)); // the pong arrived at 125, read at 135
+    f.live.on_pong();
+    BOOST_TEST(f.counters.snapshot().rtt_samples == 1u);
+    BOOST_TEST(f.counters.snapshot().rtt_total_us == 5000u); // 120 -> 125: the read's 10 ms is ours
+    f.svc.step_by(89ms); // 224: the next ping counts from the pong's arrival, due at 225
+    BOOST_TEST(f.handler.pings == 1);
+    f.svc.step_by(1ms);
+    BOOST_TEST(f.handler.pings == 2);
+    f.svc.step_by(39ms); // unanswered: dead at 225 + 40 = 265, never before
+    BOOST_TEST(f.handler.closes.empty());
+    f.svc.step_by(1ms);
+    BOOST_TEST_REQUIRE(f.handler.closes.size() == 1u);
+    BOOST_TEST((f.handler.closes[0] == close_reason::heartbeat_timeout));
 }
 
 // A ping leaves at the start of the tick it falls due in, so its answer can arrive before the ping's
 // due time, where the pinger counts from: the round trip is then the read's, never the due time's.
 BOOST_AUTO_TEST_CASE(a_pong_arriving_before_its_pings_due_time_is_not_timed_by_it) {
-    asio::io_context io;
-    manual_service svc(10ms);
-    liveness_recorder handler{io.get_executor()};
-    liveness_config cfg;
-    cfg.heartbeat.interval = 105ms;
-    cfg.heartbeat.timeout = 50ms;
-    cfg.heartbeat.misses = 1;
-    cfg.heartbeat.jitter = 0;
-    cfg.heartbeat.rtt_factor = 0;
-    liveness_counters counters;
-    connection_liveness live(svc, cfg, handler, &counters);
-    live.set_ping_writer(&handler);
-    svc.step_by(100ms, 10ms); // due at 105: the ping leaves at its tick's start, 100
-    BOOST_TEST(handler.pings == 1);
-    svc.step_by(10ms, 10ms);
-    live.on_read(false, at(102)); // its pong arrived at 102, read at 110
-    live.on_pong();
-    const auto rtt = counters.snapshot().rtt_total_us;
+    exact_heartbeat f(105ms, 50ms, 10ms);
+    f.svc.step_by(100ms, 10ms); // due at 105: the ping leaves at its tick's start, 100
+    BOOST_TEST(f.handler.pings == 1);
+    f.svc.step_by(10ms, 10ms);
+    f.live.on_read(false, at(102)); // its pong arrived at 102, read at 110
+    f.live.on_pong();
+    const auto rtt = f.counters.snapshot().rtt_total_us;
     BOOST_TEST((rtt == 2000u || rtt == 10000u), rtt); // its arrival's or its read's, not 105's
-    BOOST_TEST(handler.closes.empty());
+    BOOST_TEST(f.handler.closes.empty());
 }
 
 BOOST_AUTO_TEST_CASE(a_connection_pings_an_interval_after_the_bytes_arrived_not_after_a_stall) {
