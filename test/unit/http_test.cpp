@@ -178,6 +178,77 @@ BOOST_AUTO_TEST_CASE(an_idle_kept_alive_connection_waits_in_one_small_block) {
     BOOST_TEST(second == "/2");
 }
 
+// A request is parsed where its read left it: whole in one read, begun at the end of another's read
+// (the rest of it arrives later), its body's chunk framing cut mid-line. Each is read whole, in order.
+BOOST_AUTO_TEST_CASE(requests_cut_anywhere_across_reads_are_read_whole_and_in_order) {
+    fixture f(16);
+    f.io.run_for(100ms);
+    const std::string a = "GET /a HTTP/1.1\r\nHost: t\r\n\r\n";
+    const std::string b = "POST /b HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
+    const std::string c = "POST /c HTTP/1.1\r\nHost: t\r\nContent-Length: 6\r\n\r\nabcdef";
+    const std::string all = a + b + c;
+    // a and the first part of b's head; then b up to inside its chunk-size line; then the rest.
+    const std::size_t cut1 = a.size() + 10, cut2 = a.size() + b.find("5\r\n") + 1;
+    for (const auto& part : {all.substr(0, cut1), all.substr(cut1, cut2 - cut1), all.substr(cut2)}) {
+        asio::write(f.client, asio::buffer(part));
+        f.io.run_for(100ms);
+    }
+    BOOST_TEST(f.read == (std::vector<std::string>{"/a", "/b", "/c"}), boost::test_tools::per_element());
+    BOOST_TEST(f.read_error.empty());
+    BOOST_TEST(f.counters.snapshot().closes_total() == 0u);
+}
+
+namespace {
+// A connection's output for queue_message: what it is handed, in one string.
+struct collected_output {
+    std::string bytes;
+    std::size_t messages = 0;
+    void send_parts(const std::string_view* parts, std::size_t n) {
+        for (std::size_t i = 0; i < n; ++i) bytes.append(parts[i]);
+        ++messages;
+    }
+};
+template <class Body>
+std::string serialized_by_beast(bhttp::response<Body>& res) {
+    std::ostringstream out;
+    out << res;
+    return out.str();
+}
+} // namespace
+
+// A response of plain fields and a string body (or none) is queued from its parts, not through Beast's
+// serializer: byte for byte what the serializer writes, as one message.
+BOOST_AUTO_TEST_CASE(a_plain_response_is_queued_as_beasts_serializer_writes_it) {
+    std::vector<bhttp::response<bhttp::string_body>> responses;
+    responses.emplace_back(bhttp::status::ok, 11).body() = "hello\n";
+    auto& custom = responses.emplace_back(bhttp::status::not_found, 10);
+    custom.reason("Nowhere");
+    custom.set(bhttp::field::content_type, "text/plain");
+    custom.insert("X-Twice", "1");
+    custom.insert("X-Twice", "2");
+    custom.body() = "not here\n";
+    responses.emplace_back(bhttp::status::request_timeout, 11).keep_alive(false);
+    for (auto& res : responses) {
+        res.prepare_payload();
+        collected_output out;
+        http::queue_message(out, res);
+        BOOST_TEST(out.bytes == serialized_by_beast(res));
+        BOOST_TEST(out.messages == 1u);
+    }
+    bhttp::response<bhttp::empty_body> empty(bhttp::status::no_content, 11);
+    empty.set(bhttp::field::server, "heartwheel");
+    collected_output out;
+    http::queue_message(out, empty);
+    BOOST_TEST(out.bytes == serialized_by_beast(empty));
+    // A chunked one goes through the serializer, which frames its body.
+    bhttp::response<bhttp::string_body> chunked(bhttp::status::ok, 11);
+    chunked.body() = "abc";
+    chunked.chunked(true);
+    collected_output framed;
+    http::queue_message(framed, chunked);
+    BOOST_TEST(framed.bytes.find("3\r\nabc\r\n") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(max_pipelined_is_validated) {
     http::http_policy p;
     p.max_pipelined = 0;
