@@ -337,11 +337,17 @@ private:
         const auto slot = l.base + (static_cast<std::uint32_t>(d >> l.shift) & l.mask);
         file_in(slot, static_cast<std::uint8_t>(__builtin_ctzll(d)) >= l.start_zeros ? slot + start_offset : slot, t, entries);
     }
-    /// Files `t` in `store`, which is `slot` or the slot's start store, and marks the slot occupied.
-    /// The push comes last: its rare out-of-line step then leaves nothing to restore after it.
+    /// Files `t` in `store`, which is `slot` or the slot's start store. A store that was empty takes
+    /// its first entry in a new chunk, so the slot is marked occupied there, out of line (once per 32
+    /// filings at most), and the common filing touches no bitmap: a slot's bit is set whenever one of
+    /// its stores holds a timer, because an entry never lands in an empty store any other way.
     [[gnu::always_inline]] void file_in(std::uint32_t slot, std::uint32_t store, timer_node& t, timer_node** entries) noexcept {
+        if (!pool_.push_in_chunk(entries, store, t)) [[unlikely]]
+            file_in_new_chunk(slot, store, t);
+    }
+    [[gnu::noinline]] void file_in_new_chunk(std::uint32_t slot, std::uint32_t store, timer_node& t) noexcept {
         occupied_[slot / 64] |= std::uint64_t{1} << (slot % 64);
-        pool_.push(entries, store, t);
+        pool_.push_in_new_chunk(store, t);
     }
     void push_due(timer_node& t) noexcept;
     [[gnu::always_inline]] void unlink(timer_node& t) noexcept {

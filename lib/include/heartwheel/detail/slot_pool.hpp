@@ -91,12 +91,25 @@ public:
     [[gnu::always_inline]] void push(std::uint32_t s, timer_node& t) noexcept { push(entries_.get(), s, t); }
     /// push() given entries(), which a walk holds in a register.
     [[gnu::always_inline]] void push(timer_node** entries, std::uint32_t s, timer_node& t) noexcept {
-        const std::uint32_t e = end_[s];
-        if ((e & mask) == 0) [[unlikely]] {
+        if (!push_in_chunk(entries, s, t)) [[unlikely]]
             push_in_new_chunk(s, t);
-            return;
-        }
+    }
+    /// push() when store s's last chunk has room; false, having changed nothing, when the entry needs
+    /// a new chunk (push_in_new_chunk) — always the case for an empty store.
+    [[gnu::always_inline]] bool push_in_chunk(timer_node** entries, std::uint32_t s, timer_node& t) noexcept {
+        const std::uint32_t e = end_[s];
+        if ((e & mask) == 0) [[unlikely]]
+            return false;
         entries[e] = &t;
+        t.pos_ = e;
+        t.slot_ = static_cast<std::uint16_t>(s);
+        end_[s] = e + 1;
+        return true;
+    }
+    /// Appends `t` to store s in a chunk of its own (taken from the free list, or untouched before).
+    [[gnu::noinline]] void push_in_new_chunk(std::uint32_t s, timer_node& t) noexcept {
+        const std::uint32_t e = take_chunk(end_[s]);
+        entries_[e] = &t;
         t.pos_ = e;
         t.slot_ = static_cast<std::uint16_t>(s);
         end_[s] = e + 1;
@@ -208,14 +221,6 @@ private:
         while (n > 0 && !fits(n)) --n;
         while (fits(n + 1)) ++n;
         return n;
-    }
-
-    [[gnu::noinline]] void push_in_new_chunk(std::uint32_t s, timer_node& t) noexcept {
-        const std::uint32_t e = take_chunk(end_[s]);
-        entries_[e] = &t;
-        t.pos_ = e;
-        t.slot_ = static_cast<std::uint16_t>(s);
-        end_[s] = e + 1;
     }
 
     std::uint32_t take_chunk(std::uint32_t end) noexcept {
