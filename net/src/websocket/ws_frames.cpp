@@ -76,8 +76,22 @@ ws_event ws_frame_reader::fail(ws_error e) noexcept {
     return ev;
 }
 
+// Eight bytes at a time: the mask, turned to the phase the payload is at, repeated twice in a word
+// (byte i of the run takes mask_[(mask_at_ + i) & 3], which is that word's byte i % 8, 8 being a
+// multiple of 4); the tail byte by byte from the same word.
 void ws_frame_reader::unmask(char* p, std::size_t n) noexcept {
-    for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<char>(static_cast<unsigned char>(p[i]) ^ mask_[(mask_at_ + i) & 3]);
+    unsigned char turned[8];
+    for (unsigned k = 0; k < 8; ++k) turned[k] = mask_[(mask_at_ + k) & 3];
+    std::uint64_t word = 0;
+    std::memcpy(&word, turned, sizeof word);
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        std::uint64_t v = 0;
+        std::memcpy(&v, p + i, sizeof v);
+        v ^= word;
+        std::memcpy(p + i, &v, sizeof v);
+    }
+    for (; i < n; ++i) p[i] = static_cast<char>(static_cast<unsigned char>(p[i]) ^ turned[i & 7]);
     mask_at_ = static_cast<std::uint8_t>((mask_at_ + n) & 3);
 }
 
