@@ -9,6 +9,8 @@
 
 #include "run_until.hpp"
 
+#include <heartwheel/net/connection/liveness_stream.hpp>
+#include <heartwheel/net/detail/arrival_stamp.hpp>
 #include <heartwheel/net/tls/tls_socket.hpp>
 
 #include "self_signed.hpp"
@@ -107,6 +109,56 @@ struct one_read {
     BOOST_AUTO_TEST_CASE(name##_openssl) { name(false).test_method(); }                                     \
     BOOST_AUTO_TEST_CASE(name##_lean) { name(true).test_method(); }                                         \
     void name::test_method()
+
+namespace {
+/// What liveness_stream tells its observer of each read: when its bytes arrived.
+struct arrival_observer final : net::stream_observer {
+    std::vector<heartwheel::time_point> arrivals;
+    void on_bytes_read(std::size_t, heartwheel::time_point arrived) override { arrivals.push_back(arrived); }
+    void on_write_started() override {}
+    void on_bytes_written(std::size_t, std::size_t) override {}
+    error_code close_error() const noexcept override { return {}; }
+};
+} // namespace
+
+// A lean connection's receive brings the kernel's stamp of its record's arrival (the records read
+// the socket themselves), so a heartbeat over TLS counts the peer's silence from there: a record
+// that waited 80 ms for a busy loop reports when it came. Over OpenSSL's records (OpenSSL reads the
+// socket) the receive reports no arrival, and the liveness falls back to the read's time.
+BOTH_WAYS_CASE(a_record_read_late_reports_when_it_arrived) {
+    using steady = std::chrono::steady_clock;
+    auto [server, client] = handshaken();
+    client.lowest_layer().set_option(tcp::no_delay(true)); // the record leaves as it is written
+    arrival_observer obs;
+    net::liveness_stream<net::tls_socket> s(obs, std::move(server));
+    BOOST_TEST_REQUIRE(s.enable_arrival_stamps());
+    // The first socket of the system to ask turns the kernel's stamping on a moment later.
+    std::this_thread::sleep_for(20ms);
+    heartwheel::time_point read_at{};
+    s.async_receive([&](error_code ec, net::read_chunk c) {
+        BOOST_TEST(!ec);
+        BOOST_TEST(std::string(c.bytes().data(), c.size()) == "ping");
+        read_at = steady::now();
+    });
+    io.restart();
+    io.poll(); // the receive waits
+    const heartwheel::time_point sent = steady::now();
+    asio::write(client, asio::buffer(std::string("ping")));
+    const heartwheel::time_point written = steady::now();
+    std::this_thread::sleep_for(80ms); // the loop is busy elsewhere: the record waits in the socket
+    run_until([&] { return read_at != heartwheel::time_point{}; });
+    BOOST_TEST_REQUIRE(obs.arrivals.size() == 1u);
+    const heartwheel::time_point a = obs.arrivals[0];
+    if (!lean) {
+        BOOST_TEST((a == net::no_arrival));
+        return;
+    }
+    BOOST_TEST_REQUIRE((a != net::no_arrival));
+    BOOST_TEST((a >= sent)); // never before the peer sent it
+    BOOST_TEST((a <= written + 20ms), "arrived " << (a - sent).count() << " ns after the write began, read "
+                                                  << (read_at - a).count() << " ns after that");
+    BOOST_TEST((read_at - a >= 70ms)); // the read came after the stall; the stamp did not
+}
 
 BOTH_WAYS_CASE(bytes_both_ways_then_close_notify_is_eof) {
     auto [server, client] = handshaken();

@@ -2,6 +2,7 @@
 #include "tls13_records.hpp"
 
 #include <heartwheel/asio_ssl.hpp>
+#include <heartwheel/net/detail/arrival_stamp.hpp>
 
 #include <openssl/crypto.h>
 #include <openssl/err.h>
@@ -267,7 +268,7 @@ std::size_t tls13_records::deliver(unsigned char* body, std::size_t len, void* d
     }
 }
 
-std::size_t tls13_records::read(int fd, void* data, std::size_t size, error_code& ec) {
+std::size_t tls13_records::read(int fd, void* data, std::size_t size, error_code& ec, time_point* arrived) {
     ec = {};
     if (size == 0) return 0;
     if (has_pending()) return take_plain(data, size);
@@ -279,14 +280,36 @@ std::size_t tls13_records::read(int fd, void* data, std::size_t size, error_code
         ec = ssl_reason(SSL_R_PROTOCOL_IS_SHUTDOWN);
         return 0;
     }
-    const std::size_t n = read_records(fd, data, size, ec);
+    const std::size_t n = read_records(fd, data, size, ec, arrived);
     // A record that does not authenticate, a malformed one or a fatal alert ends the connection for
     // reading and writing alike, as OpenSSL's fatal errors do.
     if (ec && ec.category() == asio::error::get_ssl_category()) broken_ = true;
     return n;
 }
 
-std::size_t tls13_records::read_records(int fd, void* data, std::size_t size, error_code& ec) {
+// One recv of the socket; with `arrived`, a recvmsg that brings the segment's stamp along (the
+// newest of a record's segments is the last one read: each read overwrites it).
+ssize_t tls13_records::receive(int fd, void* into, std::size_t want, time_point* arrived) noexcept {
+#ifdef __linux__
+    if (arrived == nullptr) return ::recv(fd, into, want, 0);
+    iovec iov{into, want};
+    alignas(cmsghdr) char control[detail::arrival_control_size];
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    const ssize_t r = ::recvmsg(fd, &msg, 0);
+    if (r > 0)
+        if (const time_point a = detail::arrival_of(msg); a != no_arrival) *arrived = a;
+    return r;
+#else
+    (void)arrived;
+    return ::recv(fd, into, want, 0);
+#endif
+}
+
+std::size_t tls13_records::read_records(int fd, void* data, std::size_t size, error_code& ec, time_point* arrived) {
     for (;;) {
         unsigned char* into = nullptr;
         std::size_t want = 0;
@@ -301,7 +324,7 @@ std::size_t tls13_records::read_records(int fd, void* data, std::size_t size, er
             into = crypto().scratch.get(); // the common case: the whole body is there
             want = len;
         }
-        const ssize_t r = ::recv(fd, into, want, 0);
+        const ssize_t r = receive(fd, into, want, arrived);
         if (r == 0) {
             ec = asio::ssl::error::stream_truncated; // a TCP close without close_notify
             return 0;

@@ -34,6 +34,8 @@
 
 #include <openssl/ssl.h>
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -55,8 +57,11 @@ public:
 
     /// Without blocking: at most one record's plaintext into [data, data + size) (what does not fit is
     /// kept for the next read). 0 with ec set: would_block (wait for readability), eof (the peer's
-    /// close_notify), stream_truncated (a TCP close without one), or an error.
-    std::size_t read(int fd, void* data, std::size_t size, error_code& ec);
+    /// close_notify), stream_truncated (a TCP close without one), or an error. With `arrived`, the
+    /// socket is read with recvmsg and the kernel's stamp of the last segment of the record delivered
+    /// (SO_TIMESTAMPNS, when the socket was asked for it) is stored there; unchanged when the
+    /// plaintext was kept from an earlier read or no stamp came.
+    std::size_t read(int fd, void* data, std::size_t size, error_code& ec, time_point* arrived = nullptr);
     /// Without blocking: one record of up to 16 KiB of [data, data + size). Returns the bytes taken,
     /// or 0 with ec set: would_block (wait for writability, then call again with the same bytes: the
     /// record is made already), or an error.
@@ -81,7 +86,8 @@ private:
     bool open(unsigned char* header, unsigned char* body, std::size_t& n) noexcept; // in place; n: inner plaintext
     bool send_held(int fd, error_code& ec) noexcept;    // the rest of a half-sent record
     std::size_t take_plain(void* data, std::size_t size) noexcept;
-    std::size_t read_records(int fd, void* data, std::size_t size, error_code& ec);
+    std::size_t read_records(int fd, void* data, std::size_t size, error_code& ec, time_point* arrived);
+    static ssize_t receive(int fd, void* into, std::size_t want, time_point* arrived) noexcept;
     /// The body length the header in hdr_ announces (meaningful once all of it is in).
     std::size_t record_length() const noexcept { return static_cast<std::size_t>(hdr_[3]) << 8 | hdr_[4]; }
     // One whole record in body (its header in hdr_): returns plaintext copied to data, or 0 with ec.

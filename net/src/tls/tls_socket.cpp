@@ -250,7 +250,7 @@ tls_socket::outcome tls_socket::read(asio::mutable_buffer b) {
     return o;
 }
 
-std::size_t tls_socket::read_ready(void* data, std::size_t size, want& w, error_code& ec) {
+std::size_t tls_socket::read_ready(void* data, std::size_t size, want& w, error_code& ec, time_point* arrived) {
     w = want::nothing;
     if (!socket_.is_open()) {
         ec = asio::error::bad_descriptor;
@@ -261,7 +261,7 @@ std::size_t tls_socket::read_ready(void* data, std::size_t size, want& w, error_
             ec = asio::error::bad_descriptor; // moved from
             return 0;
         }
-        const std::size_t n = lean_->read(socket_.native_handle(), data, size, ec);
+        const std::size_t n = lean_->read(socket_.native_handle(), data, size, ec, arrived);
         if (ec == asio::error::would_block) w = want::read;
         failed_ = failed_ || (ec && ec != asio::error::would_block && ec != asio::error::eof);
         return n;

@@ -24,7 +24,8 @@
 // the rest of it (SSL_pending) is read into the chunk; any other stream reads into a chunk taken up
 // front (held while waiting).
 //
-// enable_arrival_stamps() asks a TCP socket for the kernel's receive stamps: each async_receive then
+// enable_arrival_stamps() asks a TCP socket (a net::tls_socket's too: its lean records read the socket
+// themselves) for the kernel's receive stamps: each async_receive then
 // tells the observer when its newest byte reached the host (detail/arrival_stamp.hpp), and a
 // heartbeat counts the peer's silence from there, not from a read that a busy loop made late.
 //
@@ -102,15 +103,18 @@ public:
 
     /// Asks a TCP socket for the kernel's receive stamps (SO_TIMESTAMPNS): async_receive then tells
     /// the observer when the bytes it read arrived, not only that they were read
-    /// (detail/arrival_stamp.hpp). Linux only; elsewhere, on other streams or when the socket
-    /// refuses, nothing changes (returns false). A closed socket asks again when it is open.
+    /// (detail/arrival_stamp.hpp). A net::tls_socket's TCP socket too: its lean records read the
+    /// socket themselves and bring the stamp (while OpenSSL reads — the handshake, a connection kept
+    /// by OpenSSL — reads report no arrival). Linux only; elsewhere, on other streams or when the
+    /// socket refuses, nothing changes (returns false). A closed socket asks again when it is open.
     bool enable_arrival_stamps() noexcept {
 #if defined(__linux__) && defined(SO_TIMESTAMPNS)
-        if constexpr (detail::is_stream_socket<NextLayer>::value) {
-            if constexpr (std::is_same_v<typename NextLayer::protocol_type, asio::ip::tcp>) {
-                if (!next_.is_open()) return false;
+        if constexpr (detail::is_stream_socket<NextLayer>::value || detail::is_tls_socket<NextLayer>) {
+            if constexpr (std::is_same_v<typename lowest_layer_type::protocol_type, asio::ip::tcp>) {
+                auto& socket = next_.lowest_layer();
+                if (!socket.is_open()) return false;
                 const int on = 1;
-                if (::setsockopt(next_.native_handle(), SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on) != 0) return false;
+                if (::setsockopt(socket.native_handle(), SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on) != 0) return false;
                 core_->stamps = 1;
                 detail::prime_wall_offset_guard();
                 return true;

@@ -117,7 +117,7 @@ private:
         if constexpr (is_tls_socket<NextLayer>) {
             using want = typename NextLayer::want;
             want w = want::nothing;
-            n = c_->next->read_ready(got.data(), read_chunk::capacity, w, ec);
+            n = c_->next->read_ready(got.data(), read_chunk::capacity, w, ec, c_->stamps ? &arrived : nullptr);
             if (w == want::write) what = asio::socket_base::wait_write;
         } else {
             if (!c_->next->non_blocking()) c_->next->non_blocking(true, ec);

@@ -34,6 +34,7 @@
 #define HEARTWHEEL_NET_TLS_SOCKET_HPP
 
 #include <heartwheel/asio_ssl.hpp>
+#include <heartwheel/clock.hpp>
 #include <heartwheel/net/detail/tls_traits.hpp>
 
 #include <openssl/ssl.h>
@@ -102,8 +103,13 @@ public:
     }
 
     /// Without blocking: decrypts into [data, data + size). Returns the bytes read (ec clear), or 0
-    /// with ec set — asio::error::would_block when OpenSSL wants `w` (read or write) first.
-    std::size_t read_ready(void* data, std::size_t size, want& w, error_code& ec);
+    /// with ec set — asio::error::would_block when OpenSSL wants `w` (read or write) first. With
+    /// `arrived`, a lean connection whose socket was asked for the kernel's receive stamps
+    /// (SO_TIMESTAMPNS: liveness_stream::enable_arrival_stamps) sets it to when the newest byte of the
+    /// record read reached the host (detail/arrival_stamp.hpp); otherwise it is left as it was (the
+    /// caller's no_arrival: OpenSSL reads the socket itself, and plaintext kept from an earlier read
+    /// was stamped with that read).
+    std::size_t read_ready(void* data, std::size_t size, want& w, error_code& ec, time_point* arrived = nullptr);
     /// Whether bytes are held (decrypted or not) that no readiness of the socket will announce.
     bool has_pending() const noexcept;
     /// Server side: whether the peer's ClientHello has been read whole (the handshake moved past it).
