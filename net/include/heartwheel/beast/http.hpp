@@ -53,10 +53,10 @@
 // serializer would write it, without walking the serializer's buffer sequences.
 //
 // Threads: as net::connection (its socket's executor; send() and close() post themselves when away).
-// Invariants: one read at a time; at most one phase deadline armed; the buffer and the parser exist
-// from a request's first byte until a request leaves nothing behind (a pipelined request's bytes stay
-// for the next); the wait for a request's first bytes is liveness_stream::async_receive's, which
-// holds no buffer.
+// Invariants: one read at a time; at most one phase deadline armed; the parser exists from a request's
+// first byte until the request is handed over; the buffer holds only bytes the parser has not taken
+// (the rest of a head or body, a pipelined request's) and goes when a request leaves none; the wait
+// for a request's first bytes is liveness_stream::async_receive's, which holds no buffer.
 #ifndef HEARTWHEEL_BEAST_HTTP_HPP
 #define HEARTWHEEL_BEAST_HTTP_HPP
 
