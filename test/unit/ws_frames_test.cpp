@@ -161,6 +161,23 @@ BOOST_AUTO_TEST_CASE(utf8_is_checked_across_frames_and_reads) {
     BOOST_CHECK(!ws_utf8_check{}.feed("\x80"));
 }
 
+// ASCII is taken eight bytes at a time: a bad byte, or a sequence cut short, is still found at any
+// place in a long text, and a good sequence anywhere is still accepted.
+BOOST_AUTO_TEST_CASE(utf8_in_long_text_is_checked_at_every_place) {
+    const auto valid = [](const std::string& text) {
+        ws_utf8_check u;
+        return u.feed(text) && u.complete();
+    };
+    const std::string ascii(40, 'a');
+    for (std::size_t at = 0; at <= ascii.size(); ++at) {
+        const std::string head = ascii.substr(0, at), tail = ascii.substr(at);
+        BOOST_TEST(valid(head + "\xE2\x82\xAC" + tail), "euro at " << at);
+        BOOST_TEST(!valid(head + "\xFF" + tail), "0xFF at " << at);
+        BOOST_TEST(!valid(head + "\xE2\x82" + tail), "a cut sequence at " << at);
+        BOOST_TEST(!valid(head + "\xED\xA0\x80" + tail), "a surrogate at " << at);
+    }
+}
+
 BOOST_AUTO_TEST_CASE(close_frames_say_their_code_and_reason) {
     BOOST_TEST(read_every_way(frame(8, "")) == events{"close:1005:"});
     BOOST_TEST(read_every_way(frame(8, std::string("\x03\xE9", 2) + "going")) == events{"close:1001:going"});

@@ -43,6 +43,15 @@ bool ws_utf8_check::feed(std::string_view s) noexcept {
     const auto* p = reinterpret_cast<const unsigned char*>(s.data());
     const auto* const end = p + s.size();
     while (p != end) {
+        if (need_ == 0) { // ASCII, the common text, eight bytes at a time
+            while (end - p >= 8) {
+                std::uint64_t w = 0;
+                std::memcpy(&w, p, sizeof w);
+                if ((w & 0x8080808080808080u) != 0) break;
+                p += 8;
+            }
+            if (p == end) break;
+        }
         const unsigned char b = *p++;
         if (need_ != 0) {
             if (b < lo_ || b > hi_) return false;
