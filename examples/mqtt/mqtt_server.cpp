@@ -2,9 +2,9 @@
 // keep-alive: the server closes a client silent for one and a half times the keep-alive it announced
 // in its CONNECT (the standard's rule), so each connection has its own dead timeout while the
 // liveness settings stay shared. That timeout is the connection's phase deadline
-// (connection::expires_after), re-armed when a read brings whole packets: a wheel timer made only for
-// the connections that use it, a store when re-armed within its slot, and never early (it counts from
-// the latest time a read's stamp may stand for). Until the CONNECT, the same deadline is the connect
+// (connection::expires_after), re-armed when a read brings whole packets: a deadline of the
+// connection's own liveness node (no timer or allocation of its own), a store when re-armed within
+// its slot, and never early (it counts from the latest time a read's stamp may stand for). Until the CONNECT, the same deadline is the connect
 // timeout.
 //
 //   CONNECT/CONNACK (protocol level 4; keep-alive 0: no timeout unless --max-keep-alive says one)

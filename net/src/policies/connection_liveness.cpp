@@ -16,7 +16,7 @@ connection_liveness::connection_liveness(timer_scheduler& svc, const liveness_co
     config.overload.validate();
     const heartbeat_policy& hb = settings_->config.heartbeat;
     if (hb.enabled()) heartbeat_ = std::make_unique<heartbeat>(hb, static_cast<heartbeat::listener&>(*this));
-    arm(idle_.due(svc));
+    arm(idle_due());
 }
 
 connection_liveness::~connection_liveness() { close(); }
@@ -75,20 +75,31 @@ void connection_liveness::on_pong() {
     if (rtt) counters_->rtt(*rtt);
 }
 
-void connection_liveness::arm(time_point idle_due) {
-    const time_point due = std::min(idle_due, limits_.age_due());
+void connection_liveness::arm(time_point idle_at) {
+    const time_point due = std::min({idle_at, limits_.age_due(), phase_due_});
     if (due != time_point::max()) svc_->schedule(*this, due);
+}
+
+void connection_liveness::expire_phase_at(time_point due) {
+    if (closed()) return;
+    phase_due_ = due;
+    arm(idle_due());
 }
 
 void connection_liveness::on_expire() {
     const time_point now = svc_->now();
     if (limits_.age_due() <= now) return close_for(close_reason::max_age); // last: may destroy *this
-    if (const time_point due = idle_.due(*svc_); due > now) return arm(due); // woken early: activity moved them on
+    if (phase_due_ <= now) {
+        phase_due_ = time_point::max();
+        arm(idle_due()); // before the handler: it may close, and a close may destroy *this
+        return handler_->on_phase_deadline();
+    }
+    if (const time_point due = idle_due(); due > now) return arm(due); // woken early: activity moved them on
     // The peer's bytes wait unread (a process stall): no idle judgement until they are read.
     if (handler_->input_waiting()) return arm(saturating_add(now, unread_input_recheck));
     idle_event events[3];
-    const std::size_t n = idle_.take(*svc_, now, events);
-    arm(idle_.due(*svc_)); // before the events: each may close, and a close may destroy *this
+    const std::size_t n = idle_.take(settings_->config.idle, *svc_, now, events);
+    arm(idle_due()); // before the events: each may close, and a close may destroy *this
     for (std::size_t i = 0; i < n; ++i)
         if (!idle(events[i])) return;
 }

@@ -38,7 +38,7 @@ private:
 };
 
 idle_state::idle_state(const idle_policy& policy, listener& l, timeout_scale* scale)
-    : policy_(&policy), progress_is_activity_(policy.write_progress_is_activity) {
+    : progress_is_activity_(policy.write_progress_is_activity) {
     policy.validate();
     const time_point now = l.scheduler().stamp();
     last_read_ = last_write_ = now;
@@ -57,9 +57,9 @@ idle_state::idle_state(const idle_policy& policy, listener& l, timeout_scale* sc
     }
 }
 
-duration idle_state::period(int k) const noexcept {
+duration idle_state::period(const idle_policy& policy, int k) const noexcept {
     if (stopped_ || (scaling_ >> k & 1u) != 0) return duration::zero();
-    const milliseconds p = k == reader ? policy_->reader_idle : k == writer ? policy_->writer_idle : policy_->all_idle;
+    const milliseconds p = k == reader ? policy.reader_idle : k == writer ? policy.writer_idle : policy.all_idle;
     return p.count() > 0 ? std::chrono::duration_cast<duration>(p) : duration::zero();
 }
 
@@ -79,29 +79,28 @@ time_point idle_state::last(int k) const noexcept {
     return k == reader ? last_read_ : k == writer ? last_write_ : std::max(last_read_, last_write_);
 }
 
-time_point idle_state::due(timer_scheduler& svc, int k) const {
+time_point idle_state::due(timer_scheduler& svc, int k, duration p) const {
     const time_point base = svc.latest_possible(last(k)); // never early against real time
     // The (taken + 1)-th period after the last activity, saturating. A kind that took 2^32 - 1
     // events in one idle spell (49 days of 1 ms periods) goes quiet until the next activity.
     if (taken_[k] == UINT32_MAX) return time_point::max();
     const auto n = static_cast<duration::rep>(taken_[k]) + 1;
-    const duration p = period(k);
     if (p.count() > duration::max().count() / n) return time_point::max();
     return saturating_add(base, p * n);
 }
 
-time_point idle_state::due(timer_scheduler& svc) const {
+time_point idle_state::due(const idle_policy& policy, timer_scheduler& svc) const {
     time_point d = time_point::max();
     for (int k = 0; k < 3; ++k)
-        if (period(k) > duration::zero()) d = std::min(d, due(svc, k));
+        if (const duration p = period(policy, k); p > duration::zero()) d = std::min(d, due(svc, k, p));
     return d;
 }
 
-std::size_t idle_state::take(timer_scheduler& svc, time_point now, idle_event (&out)[3]) {
+std::size_t idle_state::take(const idle_policy& policy, timer_scheduler& svc, time_point now, idle_event (&out)[3]) {
     std::size_t n = 0;
     for (int k = 0; k < 3; ++k) {
-        const duration p = period(k);
-        if (p <= duration::zero() || due(svc, k) > now) continue;
+        const duration p = period(policy, k);
+        if (p <= duration::zero() || due(svc, k, p) > now) continue;
         out[n++] = {static_cast<idle_kind>(k), taken_[k] == 0};
         // The next falls due at the first whole period after the last activity that is still to
         // come: a late wake-up (a stall of many periods) gives one event, not a burst of them.

@@ -9,8 +9,8 @@
 //       h->send(make_response(req));                       // keep-alive decided here; bounded, timed
 //   }
 //
-// The phases, each one deadline of the connection (connection::expires_after: one wheel timer per
-// connection, re-armed, never allocated again):
+// The phases, each one deadline of the connection (connection::expires_after: a deadline of its
+// liveness's own wheel node, re-armed, never allocated):
 //  - waiting for the next request on a kept-alive connection: keepalive_timeout, then a silent close
 //    (FIN, no response: there is no request to answer), reason keepalive-timeout. A new connection waits for its first request under
 //    header_timeout instead (nginx's client_header_timeout covers it), and closes as silently.

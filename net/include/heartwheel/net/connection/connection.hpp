@@ -24,7 +24,7 @@
 // The close path. close(reason) — from a policy, the application, a peer's EOF, an I/O error, a
 // handshake failure or timeout, or shutdown — latches once: the liveness policies stop (outstanding
 // requests fail), the reason is counted once, the application's last_words() may queue a goodbye,
-// which is flushed for at most `linger` (its one timer node, the phase deadline's), followed by a FIN (TCP: in the goodbye's last
+// which is flushed for at most `linger` (its one timer node, made when a close lingers), followed by a FIN (TCP: in the goodbye's last
 // segment); the lowest layer is closed when the peer ends its side (the application's read sees it
 // and calls abort) or the linger ends — for a peer judged dead (is_peer_dead_reason), which will
 // not end its side, right after the FIN; then pending operations complete with close_error()
@@ -61,7 +61,9 @@
 // handshake_started(), handshake_done(), close(), on_pong() (and may offer set_ping_writer(ping_writer*):
 // the application, named while the connection can talk — after TLS's handshake, until the close —
 // null otherwise; and handshake_waiting(): a handshake
-// queued for its place, its deadline paused, nothing else resumed), and name the wheel the connection's own timers
+// queued for its place, its deadline paused, nothing else resumed; and expire_phase_at(time_point)
+// with cancel_phase(): the phase deadline kept on the liveness's own node, which then calls the
+// connection's on_phase_deadline() — connection_liveness does), and name the wheel the connection's own timers
 // (linger, phase deadline, soft limit) go on and the counters its closes are counted in:
 // scheduler(), counters() (null: none). The connection keeps no copy of either.
 #ifndef HEARTWHEEL_NET_CONNECTION_HPP
@@ -120,6 +122,13 @@ struct has_arrival_read : std::false_type {};
 template <class L>
 struct has_arrival_read<L, std::void_t<decltype(std::declval<L&>().on_read(true, time_point{})),
                                        decltype(bool(std::declval<L&>().wants_arrival_stamps()))>> : std::true_type {};
+// Whether a liveness keeps the connection's phase deadline on its own node (expire_phase_at and
+// cancel_phase; optional: the connection files a node of its own otherwise).
+template <class L, class = void>
+struct has_phase_deadline : std::false_type {};
+template <class L>
+struct has_phase_deadline<L, std::void_t<decltype(std::declval<L&>().expire_phase_at(time_point{})),
+                                         decltype(std::declval<L&>().cancel_phase())>> : std::true_type {};
 // Whether a liveness tells whole messages apart from the bytes already reported (on_message; optional).
 template <class L, class = void>
 struct has_on_message : std::false_type {};
@@ -303,19 +312,24 @@ public:
     /// HTTP server's wait for the next request, its request head, its body. Unless expires_never() or
     /// another expires_after() comes first, the connection closes with `why` — its last words
     /// included (a 408) — and pending operations complete with errc::timed_out. One deadline at a
-    /// time; its timer is made at the first call and re-armed by later ones (no allocation per
-    /// phase). Like the policies' judgements of silence it waits while the peer's bytes wait unread
+    /// time; kept by the liveness's own node when it offers expire_phase_at (connection_liveness: a
+    /// field, no timer or allocation of its own), else by a node made at the first call and re-armed
+    /// by later ones. Like the policies' judgements of silence it waits while the peer's bytes wait unread
     /// for a pending read (a process stall: the next request is in the kernel, not late), looking
     /// again unread_input_recheck later. On the connection's executor only.
     void expires_after(std::chrono::milliseconds d, close_reason why) {
         if (closing_) return;
         deadline_reason_ = why;
         timer_scheduler& svc = live_.scheduler();
-        svc.schedule(phase_timer(), svc.deadline_after(std::chrono::duration_cast<duration>(d)));
+        const time_point due = svc.deadline_after(std::chrono::duration_cast<duration>(d));
+        if constexpr (detail::has_phase_deadline<Liveness>::value) live_.expire_phase_at(due); // its node's
+        else svc.schedule(phase_timer(), due);
     }
     /// No phase deadline (after expires_after): the application is not waiting for the peer.
     void expires_never() noexcept {
-        if (timer_ && !closing_) timer_->cancel(); // closing: the node times the linger
+        if (closing_) return; // closing: the node times the linger
+        if constexpr (detail::has_phase_deadline<Liveness>::value) live_.cancel_phase();
+        else if (timer_) timer_->cancel();
     }
 
     /// Closes slow-consumer (an output bound fired: `which` is counted beside the close, for the
@@ -413,6 +427,7 @@ private:
         asio::post(stream_.get_executor(), [k = std::move(keep), this, why] { close(why); });
     }
     bool input_waiting() override { return !closing_ && (reads_held_ || stream_.input_waiting()); }
+    void on_phase_deadline() override { deadline_passed(); } // the liveness's node kept it
 
     void begin_close(close_reason why, bool last_words) {
         if (closing_) return;
@@ -437,8 +452,10 @@ private:
         svc.schedule(phase_timer(), svc.deadline_after(std::chrono::duration_cast<duration>(std::chrono::milliseconds(linger_ms_))));
     }
 
-    // The connection's one timer node, made at first use (40 bytes): the phase deadline while open
-    // (expires_after), the linger once closing — begin_close cancels the deadline before it lingers.
+    // The connection's one timer node, made at first use (40 bytes): the linger once closing, and the
+    // phase deadline while open (expires_after) when the liveness does not keep it on its own node
+    // (connection_liveness does: a field there, not a block here) — begin_close cancels the deadline
+    // before it lingers.
     timer_node& phase_timer() {
         if (!timer_) timer_ = std::make_unique<node_timer>(*this);
         return *timer_;
@@ -513,7 +530,9 @@ private:
         if (!keep) return;
         if (input_waiting()) {
             timer_scheduler& svc = live_.scheduler();
-            return svc.schedule(*timer_, saturating_add(svc.now(), unread_input_recheck));
+            const time_point again = saturating_add(svc.now(), unread_input_recheck);
+            if constexpr (detail::has_phase_deadline<Liveness>::value) return live_.expire_phase_at(again);
+            else return svc.schedule(*timer_, again);
         }
         deadline_fired_ = true;
         begin_close(deadline_reason_, handshake_done_);

@@ -25,8 +25,9 @@
 // the policies call back through one interface, not std::functions, and what they judge by is read
 // from settings shared by the connections made from an equal config, not copied into each
 // (detail/liveness_settings.hpp; docs/benchmarks.md has the bytes per idle connection by part).
-// The liveness is itself one timer node, filed at the earliest
-// of the idle kinds' next events and the max age (idle_state::due, connection_limits::age_due):
+// The liveness is itself one timer node, filed at the earliest of the idle kinds' next events, the
+// max age and its owner's phase deadline (idle_state::due, connection_limits::age_due,
+// expire_phase_at):
 // those policies keep data, not timers, and a read or write only stores a stamp — the node, woken
 // early, files itself again for the new earliest. The heartbeat is a node of its own (its schedule
 // has exact deadlines and a judgement); so are the timeouts that scale under overload (they wait in
@@ -73,6 +74,9 @@ public:
     /// read timeout and a heartbeat miss wait until they are read (after a process stall, the
     /// reactor reads them a pass at a time). Asked only when a judgement falls due.
     virtual bool input_waiting() { return false; }
+    /// The phase deadline passed (expire_phase_at; net::connection's expires_after). It is cleared
+    /// first: the owner may set another. Runs last in the node's call (it may destroy the liveness).
+    virtual void on_phase_deadline() {}
 
 protected:
     ~liveness_handler() = default;
@@ -129,6 +133,14 @@ public:
     /// Tracked requests in flight (0 when none was ever tracked: the tracker is not made for this).
     std::size_t outstanding_requests() const noexcept { return requests_ ? requests_->outstanding() : 0; }
     bool closed() const noexcept { return idle_.stopped(); } // stopped by close() only
+
+    /// A deadline of the owner's own (net::connection's phase of the protocol: expires_after), kept
+    /// by the liveness's node beside the idle kinds and the max age — a field, not a timer of its own:
+    /// at `due` the handler's on_phase_deadline() runs. One at a time; a later call replaces it.
+    /// Nothing after close().
+    void expire_phase_at(time_point due);
+    /// No phase deadline (the node, if filed for it, wakes once for nothing and files itself again).
+    void cancel_phase() noexcept { phase_due_ = time_point::max(); }
     /// Stops every timer and fails outstanding requests; idempotent. No callback runs afterwards.
     void close();
 
@@ -143,9 +155,10 @@ public:
 private:
     /// The node: the idle kinds' events and the max age, when due.
     void on_expire() override;
-    /// Files the node at the earlier of `idle_due` (the idle kinds' next event, or a put-off's
-    /// look again) and the max age; nothing when neither is on.
-    void arm(time_point idle_due);
+    /// Files the node at the earliest of `idle_at` (the idle kinds' next event, or a put-off's
+    /// look again), the max age and the phase deadline; nothing when none is on.
+    void arm(time_point idle_at);
+    time_point idle_due() const { return idle_.due(settings_->config.idle, *svc_); }
     /// An idle event (the node's, or a scaling kind's): counted, told, and closing if the first of
     /// its kind and the handler says so. Returns false when the liveness closed (it may be gone).
     bool idle(idle_event e);
@@ -159,6 +172,7 @@ private:
     void close_for(close_reason why) override;
 
     liveness_handler* handler_;
+    time_point phase_due_ = time_point::max(); ///< expire_phase_at's, or max
     // What is judged after construction is read from settings shared by the connections made from
     // an equal config (one pointer, not a copy per connection): the idle, heartbeat, request and
     // limits policies, and which close reasons the overload scales. First: the parts read them.

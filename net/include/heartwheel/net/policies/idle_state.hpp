@@ -45,8 +45,8 @@ public:
 
     /// Validates the policy (config_error) and starts the enabled kinds from now. With `scale`, the
     /// kinds given a min (`reader_idle_min`, ...) shrink under pressure (timeout_scale.hpp). The
-    /// policy is read, not copied: it must outlive the idle_state (a connection's is in the settings
-    /// its connections share: detail/liveness_settings.hpp).
+    /// policy is read, not kept: due() and take() are given it again (a connection's is in the
+    /// settings its connections share: detail/liveness_settings.hpp).
     idle_state(const idle_policy& policy, listener& l, timeout_scale* scale = nullptr);
     idle_state(const idle_policy&&, listener&, timeout_scale* = nullptr) = delete;
     ~idle_state();
@@ -75,10 +75,10 @@ public:
     /// When the next event of the kinds without a timer of their own falls due; time_point::max()
     /// when none is on. Moves later with activity (never earlier): a node filed for it may wake
     /// early and file itself again.
-    time_point due(timer_scheduler& svc) const;
+    time_point due(const idle_policy& policy, timer_scheduler& svc) const;
     /// Takes the events of those kinds due at `now` into `out` (reader, writer, all: at most one
     /// each) and returns how many; each kind's next event falls due a period later.
-    std::size_t take(timer_scheduler& svc, time_point now, idle_event (&out)[3]);
+    std::size_t take(const idle_policy& policy, timer_scheduler& svc, time_point now, idle_event (&out)[3]);
 
     /// No more events (the kinds that scale stop their timers; the others are the owner's to stop).
     void stop() noexcept;
@@ -89,14 +89,13 @@ private:
     class scaled_kinds;
     time_point last(int k) const noexcept; ///< the kind's last activity
     /// The kind's period when the owner's node waits for it; zero when it is off, scales or stopped.
-    duration period(int k) const noexcept;
-    time_point due(timer_scheduler& svc, int k) const;
+    duration period(const idle_policy& policy, int k) const noexcept;
+    time_point due(timer_scheduler& svc, int k, duration period) const;
     void scaled_on_read(time_point stamp);
     void scaled_on_write(time_point stamp);
 
-    // 48 bytes, no timer: the policy (shared), the two stamps and each kind's events taken since its
-    // last activity.
-    const idle_policy* policy_;
+    // 40 bytes, no timer: the two stamps and each kind's events taken since its last activity (the
+    // policy is the owner's, shared by its connections).
     time_point last_read_{}, last_write_{};
     std::uint32_t taken_[3]{};
     std::uint8_t scaling_ = 0; ///< bit per kind that scales (it has a timer of its own)
