@@ -287,26 +287,15 @@ std::size_t tls13_records::read(int fd, void* data, std::size_t size, error_code
     return n;
 }
 
-// One recv of the socket; with `arrived`, a recvmsg that brings the segment's stamp along (the
-// newest of a record's segments is the last one read: each read overwrites it).
+// One recv of the socket; with `arrived`, one that brings the segment's stamp along (the newest of a
+// record's segments is the last one read: each read overwrites it).
 ssize_t tls13_records::receive(int fd, void* into, std::size_t want, time_point* arrived) noexcept {
 #ifdef __linux__
-    if (arrived == nullptr) return ::recv(fd, into, want, 0);
-    iovec iov{into, want};
-    alignas(cmsghdr) char control[detail::arrival_control_size];
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    const ssize_t r = ::recvmsg(fd, &msg, 0);
-    if (r > 0)
-        if (const time_point a = detail::arrival_of(msg); a != no_arrival) *arrived = a;
-    return r;
+    if (arrived != nullptr) return detail::recv_stamped(fd, into, want, *arrived);
 #else
     (void)arrived;
-    return ::recv(fd, into, want, 0);
 #endif
+    return ::recv(fd, into, want, 0);
 }
 
 std::size_t tls13_records::read_records(int fd, void* data, std::size_t size, error_code& ec, time_point* arrived) {
@@ -324,7 +313,8 @@ std::size_t tls13_records::read_records(int fd, void* data, std::size_t size, er
             into = crypto().scratch.get(); // the common case: the whole body is there
             want = len;
         }
-        const ssize_t r = receive(fd, into, want, arrived);
+        // A record's newest byte is in its body (never empty): a header's read takes no stamp.
+        const ssize_t r = receive(fd, into, want, hdr_n_ < header_size ? nullptr : arrived);
         if (r == 0) {
             ec = asio::ssl::error::stream_truncated; // a TCP close without close_notify
             return 0;

@@ -33,6 +33,7 @@
 
 #ifdef __linux__
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #endif
 
@@ -111,6 +112,22 @@ inline time_point arrival_of(msghdr& msg) noexcept {
                                  thread_wall_offset_guard());
     }
     return no_arrival;
+}
+
+/// One recv of `fd` that brings the stamp of the newest byte it read along (a recvmsg with room for
+/// it): returns as recv does; `arrived` is set only when a stamp came and is trusted.
+inline ssize_t recv_stamped(int fd, void* into, std::size_t size, time_point& arrived) noexcept {
+    iovec iov{into, size};
+    alignas(cmsghdr) char control[arrival_control_size];
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    const ssize_t r = ::recvmsg(fd, &msg, 0);
+    if (r > 0)
+        if (const time_point a = arrival_of(msg); a != no_arrival) arrived = a;
+    return r;
 }
 #endif
 

@@ -142,15 +142,8 @@ private:
     // read is a recvmsg that brings the stamp of its newest byte (detail/arrival_stamp.hpp) along.
     // What read_some does otherwise: EINTR retried, an orderly end is eof.
     std::size_t read_stamped(read_chunk& got, time_point& arrived, error_code& ec) {
-        iovec iov{got.data(), read_chunk::capacity};
-        alignas(cmsghdr) char control[arrival_control_size];
-        msghdr msg{};
-        msg.msg_iov = &iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control;
-        msg.msg_controllen = sizeof control;
         ssize_t r = 0;
-        do r = ::recvmsg(c_->next->native_handle(), &msg, 0);
+        do r = recv_stamped(c_->next->native_handle(), got.data(), read_chunk::capacity, arrived);
         while (r < 0 && errno == EINTR);
         if (r < 0) {
             ec = error_code(errno, asio::error::get_system_category());
@@ -160,7 +153,6 @@ private:
             ec = asio::error::eof;
             return 0;
         }
-        arrived = arrival_of(msg);
         return static_cast<std::size_t>(r);
     }
 #endif
