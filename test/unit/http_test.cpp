@@ -13,6 +13,7 @@
 #include <heartwheel/beast/http.hpp>
 #include <heartwheel/beast/websocket.hpp>
 #include <heartwheel/net/config/liveness_toml.hpp>
+#include <heartwheel/testing/manual_scheduler.hpp>
 
 #define BOOST_TEST_MODULE http
 #include <boost/test/unit_test.hpp>
@@ -157,6 +158,8 @@ BOOST_AUTO_TEST_CASE(an_idle_kept_alive_connection_waits_in_one_small_block) {
             bhttp::response<bhttp::string_body> res(bhttp::status::ok, req.version());
             res.body() = "first\n";
             server->send(res);
+            // The thread's cache of eager blocks primed (a busy server's is): the eager read takes one.
+            http::detail::eager_blocks::give(http::detail::eager_blocks::take(http::detail::eager_bytes));
             const auto use = hwtest::measure_heap([&] {
                 server->async_read_request([&](boost::system::error_code ec, request req) {
                     if (!ec) second = std::string(req.target());
@@ -168,10 +171,11 @@ BOOST_AUTO_TEST_CASE(an_idle_kept_alive_connection_waits_in_one_small_block) {
     });
     client.connect(acceptor.local_endpoint());
     asio::write(client, asio::buffer(std::string("GET /1 HTTP/1.1\r\nHost: t\r\n\r\n")));
-    io.run_for(200ms);
+    io.run_for(200ms); // past the eager read's grace: the wait goes on holding nothing more
     BOOST_REQUIRE(idle_allocations.has_value());
-    BOOST_TEST(*idle_allocations == 1u);
+    BOOST_TEST(*idle_allocations == 1u); // the eager read's block came from the thread's cache
     BOOST_TEST(*idle_bytes <= 96u);
+    BOOST_TEST(http::detail::eager_held == 0); // given back after the grace
     // and the wait is a real one: the next request is read
     asio::write(client, asio::buffer(std::string("GET /2 HTTP/1.1\r\nHost: t\r\n\r\n")));
     io.run_for(200ms);
@@ -196,6 +200,129 @@ BOOST_AUTO_TEST_CASE(requests_cut_anywhere_across_reads_are_read_whole_and_in_or
     BOOST_TEST(f.read == (std::vector<std::string>{"/a", "/b", "/c"}), boost::test_tools::per_element());
     BOOST_TEST(f.read_error.empty());
     BOOST_TEST(f.counters.snapshot().closes_total() == 0u);
+}
+
+namespace {
+// A server on real sockets whose wheel's clock moves only when the test says (the eager read's grace
+// and the keep-alive time, without sleeping): answers every request with `answer_bytes` of body.
+struct manual_fixture {
+    asio::io_context io;
+    heartwheel::testing::manual_scheduler clock;
+    net::liveness_counters counters;
+    net::connection_context ctx{clock, net::liveness_config{}, &counters};
+    tcp::acceptor acceptor{io, {asio::ip::make_address("127.0.0.1"), 0}};
+    tcp::socket client{io};
+    std::shared_ptr<http::http_connection<tcp::socket>> server;
+    std::vector<std::string> read; // target and body size of each request
+    std::size_t answer_bytes = 6;
+
+    explicit manual_fixture(std::chrono::milliseconds keepalive, int client_rcvbuf = 0) {
+        http::http_policy p;
+        p.keepalive_timeout = keepalive;
+        acceptor.async_accept([this, p](boost::system::error_code ec, tcp::socket s) {
+            BOOST_REQUIRE(!ec);
+            server = http::http_connection<tcp::socket>::create(std::move(s), ctx, nullptr, p);
+            serve(server);
+        });
+        if (client_rcvbuf > 0) {
+            client.open(tcp::v4());
+            client.set_option(asio::socket_base::receive_buffer_size(client_rcvbuf));
+        }
+        client.connect(acceptor.local_endpoint());
+    }
+    void serve(std::shared_ptr<http::http_connection<tcp::socket>> h) {
+        auto& conn = *h;
+        conn.async_read_request([this, h](boost::system::error_code ec, request req) {
+            if (ec) return;
+            read.push_back(std::string(req.target()) + ":" + std::to_string(req.body().size()));
+            bhttp::response<bhttp::string_body> res(bhttp::status::ok, req.version());
+            res.body().assign(answer_bytes, 'x');
+            h->send(res);
+            serve(h);
+        });
+    }
+    std::size_t closes(net::close_reason r) const { return counters.snapshot().closes[static_cast<std::size_t>(r)]; }
+    void io_turns() { io.run_for(50ms); } // the sockets' I/O, the clock standing still
+    // The client reads an answer, the server running meanwhile (bounded: a server that never answers
+    // fails the test, it does not hang it).
+    void answered() {
+        boost::beast::flat_buffer buf;
+        bhttp::response<bhttp::string_body> res;
+        std::optional<boost::system::error_code> done;
+        bhttp::async_read(client, buf, res, [&](boost::system::error_code ec, std::size_t) { done = ec; });
+        io.restart();
+        for (const auto end = std::chrono::steady_clock::now() + 5s; !done && std::chrono::steady_clock::now() < end;)
+            io.run_one_for(10ms);
+        BOOST_REQUIRE(done.has_value());
+        BOOST_TEST(!*done);
+        BOOST_TEST(res.body().size() == answer_bytes);
+    }
+    void get(const std::string& target) {
+        asio::write(client, asio::buffer("GET " + target + " HTTP/1.1\r\nHost: t\r\n\r\n"));
+    }
+};
+} // namespace
+
+// Right after its answer a kept-alive TCP connection reads its next request eagerly (no readiness
+// wait, no epoll_ctl): a busy client's next request — here one larger than the eager block, its rest
+// read on by the parser's buffer — is read whole within the grace. A client quiet past the grace is
+// waited for holding nothing, and closed keepalive-timeout at its keep-alive time (the grace counted
+// in it: within a tick of it), never before.
+BOOST_AUTO_TEST_CASE(a_kept_alive_connection_reads_eagerly_then_waits_holding_nothing_for_its_keepalive_time) {
+    manual_fixture f(1000ms);
+    f.io_turns();
+    f.get("/1");
+    f.io_turns();
+    f.answered();
+    f.io_turns();
+    BOOST_TEST(http::detail::eager_held == 1); // the next request is read eagerly
+    const std::string body(3 * http::detail::eager_bytes, 'b');
+    asio::write(f.client, asio::buffer("POST /2 HTTP/1.1\r\nHost: t\r\nContent-Length: " + std::to_string(body.size()) +
+                                       "\r\n\r\n" + body));
+    f.io_turns();
+    f.answered();
+    BOOST_TEST(f.read == (std::vector<std::string>{"/1:0", "/2:" + std::to_string(body.size())}),
+               boost::test_tools::per_element());
+    f.io_turns();
+    BOOST_TEST(http::detail::eager_held == 1);
+
+    const auto t0 = f.clock.now(); // quiet from here
+    f.clock.step_by(3ms);           // the grace ends: the eager read is cancelled, its block given back
+    f.io_turns();
+    BOOST_TEST(http::detail::eager_held == 0);
+    BOOST_TEST(f.counters.snapshot().closes_total() == 0u);
+    f.clock.advance_to(t0 + 999ms);
+    f.io_turns();
+    BOOST_TEST(f.counters.snapshot().closes_total() == 0u); // not before its keep-alive time
+    f.clock.advance_to(t0 + 1001ms);
+    f.io_turns();
+    BOOST_TEST(f.closes(http::keepalive_timeout) == 1u);
+    BOOST_TEST(f.counters.snapshot().closes_total() == 1u);
+    char c;
+    boost::system::error_code ec;
+    f.client.read_some(asio::buffer(&c, 1), ec);
+    BOOST_TEST(ec == asio::error::eof); // a silent close: FIN, no response
+}
+
+// A grace that ends while the answer is still being written (a client slow to read it) does not cut
+// the write to cancel the read: the eager read waits on, and the answer arrives whole.
+BOOST_AUTO_TEST_CASE(the_eager_read_is_not_cancelled_under_an_answer_still_being_written) {
+    manual_fixture f(1000ms, 16 * 1024);
+    f.answer_bytes = 4 << 20; // far more than the kernel's buffers take at once
+    f.io_turns();
+    f.get("/big");
+    f.io_turns();
+    BOOST_TEST(f.server->connection().queued() > 0u); // the answer is still being written
+    f.clock.step_by(3ms);                               // the grace ends meanwhile
+    f.io_turns();
+    BOOST_TEST(f.counters.snapshot().closes_total() == 0u);
+    f.answered(); // the client reads now, while the server writes
+    BOOST_TEST(f.counters.snapshot().closes_total() == 0u);
+    f.answer_bytes = 6;
+    f.get("/small"); // and the connection reads on
+    f.io_turns();
+    f.answered();
+    BOOST_TEST(f.read.size() == 2u);
 }
 
 namespace {

@@ -50,7 +50,13 @@
 // that came whole is handed over without a buffer, a composed read or a deadline of its own, and
 // only what the parser leaves (the rest of a head or body, a pipelined request) is buffered. A
 // response of plain fields with a string body (or none) is queued from its parts, as Beast's
-// serializer would write it, without walking the serializer's buffer sequences.
+// serializer would write it, without walking the serializer's buffer sequences. Right after an
+// answer, a kept-alive TCP connection reads its next request eagerly (a busy client's comes within
+// microseconds): for detail::eager_grace, into a small block of the thread's, Asio reads the bytes
+// as they arrive instead of waiting for readiness first — whose epoll_ctl per request was the one
+// system call nginx does not make. A client quiet past the grace is waited for as a new one is,
+// holding nothing (the read cancelled, the block given back); a thread holds at most
+// detail::eager_max blocks at a time.
 //
 // Threads: as net::connection (its socket's executor; send() and close() post themselves when away).
 // Invariants: one read at a time; at most one phase deadline armed; the parser exists from a request's
@@ -67,6 +73,7 @@
 #include <heartwheel/net/config/liveness_config.hpp>
 #include <heartwheel/net/connection/connection.hpp>
 #include <heartwheel/net/connection/connection_with.hpp>
+#include <heartwheel/net/detail/block_cache.hpp>
 #include <heartwheel/net/detail/home_executor.hpp>
 #include <heartwheel/net/detail/lean_op.hpp>
 #include <heartwheel/net/policies/policies.hpp>
@@ -150,6 +157,19 @@ struct http_slot {
 };
 
 namespace detail {
+/// How long a kept-alive connection reads its next request eagerly after an answer (see the top of
+/// this file), into a block of eager_bytes; a thread holds at most eager_max blocks at a time and
+/// keeps eager_kept of them for reuse.
+inline constexpr std::chrono::milliseconds eager_grace{2};
+inline constexpr std::size_t eager_bytes = 2048;
+inline constexpr int eager_max = 256;
+inline constexpr std::size_t eager_kept = 64;
+struct eager_tag {};
+using eager_blocks = net::detail::block_cache<eager_tag, eager_kept>;
+/// Blocks this thread's connections hold (one given back on another thread counts there: a bound,
+/// not an account).
+inline thread_local int eager_held = 0;
+
 /// A response whose bytes are its fields as they are and its body as it is: a string or nothing,
 /// not chunked (Beast's serializer would add only the chunk framing).
 template <bool isRequest, class Body, class Fields>
@@ -233,9 +253,11 @@ public:
     }
     http_connection(make_tag, connection_type& c, std::shared_ptr<net::connection_handler> handler, const http_policy& policy)
         : conn_(c), app_(std::move(handler)), policy_(policy), born_(std::chrono::steady_clock::now()),
+          in_request_(false), done_(false), draining_(false), eager_grace_(false), eager_cut_(false),
           on_strand_(net::detail::is_strand_executor(c.get_executor())) {}
     http_connection(const http_connection&) = delete;
     http_connection& operator=(const http_connection&) = delete;
+    ~http_connection() override { release_eager(); }
 
     /// Reads the next request under the phase deadlines above and hands it over: the request exists
     /// only from its first byte on (an idle kept-alive connection holds none). An error means the
@@ -297,10 +319,11 @@ private:
             res.keep_alive(false);
             res.prepare_payload();
             queue_message(conn_, res);
-        } else if (why == bad_request && error_status_ != bhttp::status::unknown) {
-            bhttp::response<bhttp::string_body> res(error_status_, version_);
+        } else if (why == bad_request && error_status_ != 0) {
+            const auto status = static_cast<bhttp::status>(error_status_);
+            bhttp::response<bhttp::string_body> res(status, version_);
             res.keep_alive(false);
-            res.body() = std::string(bhttp::obsolete_reason(error_status_)) + "\n";
+            res.body() = std::string(bhttp::obsolete_reason(status)) + "\n";
             res.prepare_payload();
             queue_message(conn_, res);
         }
@@ -322,6 +345,23 @@ private:
     void on_idle(net::idle_event e) override {
         if (app_) app_->on_idle(e);
     }
+    // The eager read's grace ended (read_eagerly): the client is quiet, so its wait goes on holding
+    // nothing — the read is cancelled and read_op waits again for the rest of the keep-alive time.
+    // A write still in flight (a cancel would cut it) keeps the eager read for that rest instead.
+    bool on_deadline() override {
+        if (!eager_grace_) return false; // the phase's own deadline: close
+        eager_grace_ = false;
+        if (conn_.queued() > 0) {
+            conn_.expires_after(milliseconds(policy_.keepalive_timeout) - detail::eager_grace, keepalive_timeout);
+            return true;
+        }
+        if constexpr (net::detail::is_stream_socket<NextLayer>::value) { // the only layer read eagerly
+            eager_cut_ = true;
+            error_code ignored;
+            conn_.stream().next_layer().cancel(ignored);
+        }
+        return true;
+    }
     void on_detached() noexcept override {
         parked_ = nullptr;
         if (auto app = std::exchange(app_, nullptr)) app->on_detached();
@@ -332,7 +372,7 @@ private:
     struct read_op {
         using parser_type = bhttp::request_parser<Body>;
         using request_type = bhttp::request<Body>;
-        enum class step : std::uint8_t { start, first_byte, head, body, drain, parked };
+        enum class step : std::uint8_t { start, first_byte, head, body, drain, parked, eager };
         std::shared_ptr<http_connection> c; ///< empty while parked: the connection holds the parked op
         std::unique_ptr<parser_type> parser = nullptr; ///< from the request's first byte on
         std::uint32_t head_done = 0; ///< when the head was whole, in ms of the connection's age (body_deadline)
@@ -349,7 +389,7 @@ private:
         }
 
         template <class Self>
-        void operator()(Self& self, error_code ec = {}, std::size_t = 0) {
+        void operator()(Self& self, error_code ec = {}, std::size_t n = 0) {
             auto& conn = c->conn_;
             switch (at) {
             case step::start:
@@ -362,10 +402,26 @@ private:
                     return home->park(std::move(self));
                 }
                 if (c->buffered() > 0) return parse_buffered(self); // pipelined: the next request is here
+                if (c->may_read_eagerly()) {
+                    at = step::eager;
+                    return c->read_eagerly(std::move(self));
+                }
                 c->wait_for_request();
                 at = step::first_byte;
                 // No buffer while it waits (a chunk of the thread's pool once bytes are there).
                 return conn.stream().async_receive(std::move(self));
+            case step::eager: { // the next request's first bytes, read as they arrived (read_eagerly)
+                if (!ec && !conn.closing()) return first_bytes(self, asio::const_buffer(c->eager_, n));
+                c->release_eager();
+                const bool cut = c->eager_cut_;
+                c->eager_cut_ = false;
+                if (ec == asio::error::operation_aborted && cut && !conn.closing()) {
+                    c->wait_for_request(detail::eager_grace); // quiet past the grace: wait holding nothing
+                    at = step::first_byte;
+                    return conn.stream().async_receive(std::move(self));
+                }
+                return failed(self, ec);
+            }
             case step::first_byte:
             case step::parked: // resumed through the overload above
                 break; // first_byte completes with a read_chunk: the overload below
@@ -395,15 +451,23 @@ private:
                 chunk.reset();
                 return failed(self, ec);
             }
+            const net::read_chunk bytes = std::move(chunk); // given back as this step ends
+            const auto b = bytes.bytes();
+            first_bytes(self, asio::const_buffer(b.data(), b.size()));
+        }
+
+        // A request's first bytes, parsed where they lie; what the parser leaves is buffered, and an
+        // eager read's block is given back before the request goes on.
+        template <class Self>
+        void first_bytes(Self& self, asio::const_buffer in) {
             begin_request();
-            const auto b = chunk.bytes();
-            const asio::const_buffer in(b.data(), b.size());
+            error_code ec;
             const std::size_t used = parse(in, ec);
             if (used < in.size()) {
                 auto& buf = c->buffer();
                 buf.commit(asio::buffer_copy(buf.prepare(in.size() - used), in + used));
             }
-            chunk.reset();
+            c->release_eager();
             go_on(self, ec);
         }
 
@@ -506,9 +570,10 @@ private:
                 (between_requests && ec == asio::error::connection_reset))
                 conn.abort(net::close_reason::peer_closed);
             else if (ec.category() == bhttp::make_error_code(bhttp::error::bad_method).category()) {
-                c->error_status_ = ec == bhttp::error::header_limit ? bhttp::status::request_header_fields_too_large
-                                 : ec == bhttp::error::body_limit   ? bhttp::status::payload_too_large
-                                                                    : bhttp::status::bad_request;
+                c->error_status_ = static_cast<std::uint16_t>(
+                    ec == bhttp::error::header_limit ? bhttp::status::request_header_fields_too_large
+                    : ec == bhttp::error::body_limit ? bhttp::status::payload_too_large
+                                                     : bhttp::status::bad_request);
                 conn.close(bad_request);
             } else
                 conn.read_failed(ec);
@@ -541,9 +606,35 @@ private:
     // Between requests: the keep-alive wait (or, before the first, the head's). Not cut short by the
     // age: an idle close races the client's next request (which it may not retry), so the age ends
     // a connection only with an answer saying so, as nginx's keepalive_time does.
-    void wait_for_request() {
+    // `spent`: what an eager read already waited of the keep-alive time.
+    void wait_for_request(milliseconds spent = milliseconds(0)) {
         if (served_ == 0) return conn_.expires_after(milliseconds(policy_.header_timeout), header_timeout);
-        conn_.expires_after(milliseconds(policy_.keepalive_timeout), keepalive_timeout);
+        conn_.expires_after(milliseconds(policy_.keepalive_timeout) - spent, keepalive_timeout);
+    }
+
+    // The eager read (see the top of this file): a kept-alive TCP connection right after an answer,
+    // nothing pipelined, a keep-alive time well past the grace, and a block to spare on this thread.
+    bool may_read_eagerly() const noexcept {
+        if constexpr (!net::detail::is_stream_socket<NextLayer>::value) return false;
+        else
+            return served_ > 0 && unanswered_count() == 0 &&
+                   milliseconds(policy_.keepalive_timeout) > 4 * detail::eager_grace &&
+                   detail::eager_held < detail::eager_max;
+    }
+    template <class Op>
+    void read_eagerly(Op&& op) {
+        eager_ = static_cast<char*>(detail::eager_blocks::take(detail::eager_bytes));
+        ++detail::eager_held;
+        eager_grace_ = true;
+        conn_.expires_after(detail::eager_grace, keepalive_timeout);
+        conn_.stream().async_read_some_eagerly(asio::buffer(eager_, detail::eager_bytes), std::forward<Op>(op));
+    }
+    void release_eager() noexcept {
+        if (!eager_) return;
+        detail::eager_blocks::give(eager_);
+        eager_ = nullptr;
+        --detail::eager_held;
+        eager_grace_ = false;
     }
 
     connection_type& conn_; ///< the block's: this layer lives in its connection's heap block
@@ -555,10 +646,11 @@ private:
             : keepalive_timeout(ms(p.keepalive_timeout)), header_timeout(ms(p.header_timeout)),
               body_timeout(ms(p.body_timeout)), body_deadline(ms(p.body_deadline)), max_requests(p.max_requests),
               max_age(ms(p.max_age)), header_limit(p.header_limit), body_limit(static_cast<std::uint32_t>(p.body_limit)),
-              max_pipelined(p.max_pipelined) {}
+              max_pipelined(static_cast<std::uint16_t>(p.max_pipelined)) {}
         static std::uint32_t ms(milliseconds d) noexcept { return static_cast<std::uint32_t>(d.count()); }
         std::uint32_t keepalive_timeout, header_timeout, body_timeout, body_deadline, max_requests, max_age,
-            header_limit, body_limit, max_pipelined;
+            header_limit, body_limit;
+        std::uint16_t max_pipelined; // at most 1024
     };
     kept_policy policy_;
     std::uint32_t served_ = 0; // beside the policy's 36 bytes: the fields are ordered to pack
@@ -579,7 +671,7 @@ private:
         bool keep_alive = true;
     };
     std::unique_ptr<std::vector<request_info>> later_;
-    bhttp::status error_status_ = bhttp::status::unknown;
+    std::uint16_t error_status_ = 0; ///< the answer a bad request gets (a bhttp::status), or 0
     std::optional<request_info> first_;
     std::uint8_t version_ = 11; ///< the last request's (a 408 or 400 answers in it)
     std::uint32_t unanswered_count() const noexcept {
@@ -600,10 +692,14 @@ private:
         }
         return r;
     }
-    bool in_request_ = false; ///< a request's first byte is here and it is not yet whole (a timeout: 408)
-    bool done_ = false; ///< the last response is queued: no more requests are read
-    bool draining_ = false; ///< asked to leave mid-request: the next response is the last
+    // Flags in one byte (set false by the constructor): an idle connection's layer fits its 120 bytes.
+    bool in_request_ : 1; ///< a request's first byte is here and it is not yet whole (a timeout: 408)
+    bool done_ : 1;       ///< the last response is queued: no more requests are read
+    bool draining_ : 1;   ///< asked to leave mid-request: the next response is the last
+    bool eager_grace_ : 1; ///< the phase deadline is the eager read's grace (on_deadline)
+    bool eager_cut_ : 1;   ///< on_deadline cancelled the eager read: it waits on, holding nothing
     const bool on_strand_; ///< the connection lives on a strand: send() looks whether it runs inside it
+    char* eager_ = nullptr;    ///< the eager read's block, while it reads
 };
 
 } // namespace heartwheel::http

@@ -534,6 +534,7 @@ private:
             if constexpr (detail::has_phase_deadline<Liveness>::value) return live_.expire_phase_at(again);
             else return svc.schedule(*timer_, again);
         }
+        if (handler_ && handler_->on_deadline()) return; // the layer's own turn, not a close
         deadline_fired_ = true;
         begin_close(deadline_reason_, handshake_done_);
     }

@@ -36,6 +36,10 @@ public:
     /// layer: after the response in progress), or return false and the connection closes `draining`
     /// now (its last_words say the protocol's goodbye).
     virtual bool on_drain() { return false; }
+    /// The phase deadline (connection::expires_after) passed: return true when it was a turn of the
+    /// layer's own (an HTTP layer's short eager read ending) — the connection stays open and nothing
+    /// is counted — or false, and the connection closes with the deadline's reason.
+    virtual bool on_deadline() { return false; }
 };
 
 /// A connection_handler made of lambdas (each optional), for small programs and tests:

@@ -22,7 +22,9 @@
 // when OpenSSL must write first, and reads again without waiting while OpenSSL holds bytes); on an
 // asio::ssl::stream it waits with a one-byte read — the record is then decrypted inside OpenSSL, and
 // the rest of it (SSL_pending) is read into the chunk; any other stream reads into a chunk taken up
-// front (held while waiting).
+// front (held while waiting). async_read_some_eagerly is its opposite, for a peer about to speak:
+// Asio reads as the bytes arrive, without a readiness wait (whose epoll_ctl each wait pays), the
+// buffer held meanwhile — short waits only (the HTTP layer's next request right after an answer).
 //
 // enable_arrival_stamps() asks a TCP socket (a net::tls_socket's too: its lean records read the socket
 // themselves) for the kernel's receive stamps: each async_receive then
@@ -79,6 +81,18 @@ public:
     auto async_read_some(const MutableBuffers& buffers, Token&& token) {
         return asio::async_initiate<Token, void(error_code, std::size_t)>(detail::initiate_io<NextLayer, false>{}, token,
                                                                            core_, buffers);
+    }
+
+    /// async_read_some for a peer expected to speak within moments (a client's next request right
+    /// after its answer): on a TCP socket Asio reads the bytes as they arrive, a failed attempt at the
+    /// start instead of the readiness wait that each async_read_some begins with (an epoll_ctl in
+    /// Asio's epoll reactor) — but `buffers` are held while it waits: keep such waits short, and
+    /// cancel one that lasts for a wait that holds nothing (async_receive). Other streams: as
+    /// async_read_some. Recorded as async_read_some is.
+    template <class MutableBuffers, class Token>
+    auto async_read_some_eagerly(const MutableBuffers& buffers, Token&& token) {
+        return asio::async_initiate<Token, void(error_code, std::size_t)>(detail::initiate_io<NextLayer, false, true>{},
+                                                                           token, core_, buffers);
     }
 
     /// AsyncWriteStream: completes void(error_code, size_t); start, progress and completion are recorded.

@@ -16,6 +16,12 @@
 // with its messages read and not yet handed over. A read that filled its buffer reads again before
 // waiting (epoll is edge-triggered: bytes left behind would announce nothing).
 //
+// An eager read (liveness_stream::async_read_some_eagerly) is the exception, for a peer expected to
+// speak within moments (a client's next request right after its answer): it lets Asio read in the
+// reactor — a failed attempt when it starts, then the read as the bytes arrive — instead of a
+// readiness wait, which Asio's epoll reactor starts with an epoll_ctl each time. It holds its buffer
+// while it waits, so its caller keeps it short (and cancels it for a wait that holds nothing).
+//
 // Invariants: every path ends in exactly one completion, on the handler's executor and never inside
 // the initiating call (a stream already closed completes on a later turn with the close's error);
 // reads are counted in flight from their start to their completion; the observer hears bytes only
@@ -35,9 +41,9 @@
 
 namespace heartwheel::net::detail {
 
-template <class NextLayer, class Buffers, bool Write, class Handler>
+template <class NextLayer, class Buffers, bool Write, class Handler, bool Eager = false>
 class io_op {
-    static constexpr bool waits = !Write && waits_for_readiness<NextLayer> && !is_tls_socket<NextLayer>;
+    static constexpr bool waits = !Write && !Eager && waits_for_readiness<NextLayer> && !is_tls_socket<NextLayer>;
 
 public:
     template <class H>
@@ -99,6 +105,7 @@ public:
             break;
         }
         if constexpr (!Write) --c_->reads;
+        if constexpr (Eager) c_->more_waiting = !ec && n > 0 && n == asio::buffer_size(buffers_);
         if (n > 0 && c_->observer) {
             if constexpr (Write) c_->observer->on_bytes_written(n, asio::buffer_size(buffers_));
             else c_->observer->on_bytes_read(n, no_arrival);
@@ -114,12 +121,13 @@ private:
     Handler handler_;
 };
 
-/// async_read_some's (Write false) or async_write_some's initiation: the first step runs in the call.
-template <class NextLayer, bool Write>
+/// async_read_some's (Write false), async_write_some's or an eager read's initiation: the first step
+/// runs in the call.
+template <class NextLayer, bool Write, bool Eager = false>
 struct initiate_io {
     template <class Handler, class Buffers>
     void operator()(Handler&& h, const stream_core_ref<NextLayer>& c, const Buffers& b) const {
-        io_op<NextLayer, Buffers, Write, std::decay_t<Handler>>(c, b, std::forward<Handler>(h))();
+        io_op<NextLayer, Buffers, Write, std::decay_t<Handler>, Eager>(c, b, std::forward<Handler>(h))();
     }
 };
 
@@ -128,10 +136,10 @@ struct initiate_io {
 namespace HEARTWHEEL_ASIO_NAMESPACE {
 /// A read or write runs where, with what allocator and under what cancellation slot its handler says.
 template <template <class, class> class Associator, class NextLayer, class Buffers, bool Write, class Handler,
-          class DefaultCandidate>
-struct associator<Associator, heartwheel::net::detail::io_op<NextLayer, Buffers, Write, Handler>, DefaultCandidate>
+          bool Eager, class DefaultCandidate>
+struct associator<Associator, heartwheel::net::detail::io_op<NextLayer, Buffers, Write, Handler, Eager>, DefaultCandidate>
     : Associator<Handler, DefaultCandidate> {
-    using op = heartwheel::net::detail::io_op<NextLayer, Buffers, Write, Handler>;
+    using op = heartwheel::net::detail::io_op<NextLayer, Buffers, Write, Handler, Eager>;
     static typename Associator<Handler, DefaultCandidate>::type get(const op& o) noexcept {
         return Associator<Handler, DefaultCandidate>::get(o.handler());
     }
