@@ -158,10 +158,11 @@ struct http_slot {
 
 namespace detail {
 /// How long a kept-alive connection reads its next request eagerly after an answer (see the top of
-/// this file), into a block of eager_bytes; a thread holds at most eager_max blocks at a time and
-/// keeps eager_kept of them for reuse.
+/// this file), into a block of eager_bytes (most request heads fit; the rest of a longer one is read
+/// on through the parser's buffer); a thread holds at most eager_max blocks at a time and keeps
+/// eager_kept of them for reuse (64 KiB a thread, whatever its connections).
 inline constexpr std::chrono::milliseconds eager_grace{2};
-inline constexpr std::size_t eager_bytes = 2048;
+inline constexpr std::size_t eager_bytes = 1024;
 inline constexpr int eager_max = 256;
 inline constexpr std::size_t eager_kept = 64;
 struct eager_tag {};
