@@ -199,7 +199,7 @@ BOOST_FIXTURE_TEST_CASE(close_after_sent_writes_everything_queued_first, fixture
     c->close_after_sent(done_talking);
     run_for(50ms);
     BOOST_TEST(!c->closing()); // the peer has not read: most of it is still queued
-    BOOST_TEST(c->output().queued() > 0u);
+    BOOST_TEST(c->queued() > 0u);
     std::string got;
     error_code ec;
     std::atomic<bool> read_all{false};
@@ -264,11 +264,11 @@ BOOST_FIXTURE_TEST_CASE(hard_limit_closes_a_slow_consumer_outside_send, fixture)
         c->send(msg);
         sent += msg.size();
         BOOST_TEST_REQUIRE(!c->closing()); // never inside send()
-        if (c->output().queued() == 0 || c->output().memory() < (8u << 10)) break; // dropped: past the limit
+        if (c->queued() == 0 || c->output_memory() < (8u << 10)) break; // dropped: past the limit
     }
-    BOOST_TEST(c->output().memory() < (128u << 10)); // the backlog went at once
+    BOOST_TEST(c->output_memory() < (128u << 10)); // the backlog went at once
     for (int i = 0; i < 100; ++i) c->send(msg);        // ignored until the close
-    BOOST_TEST(c->output().memory() < (128u << 10));
+    BOOST_TEST(c->output_memory() < (128u << 10));
     run_until([&] { return c->closing(); });
     BOOST_TEST((c->reason() == net::close_reason::slow_consumer));
     BOOST_TEST((words == std::vector<std::string>{"slow-consumer"}));
@@ -296,10 +296,10 @@ BOOST_FIXTURE_TEST_CASE(the_context_gives_its_connections_the_configured_output_
     const std::string msg(4096, 'h');
     std::size_t sent = 0;
     while (!c->closing() && sent < (64u << 20)) { // nothing is read, nothing polled
-        const std::size_t before = c->output().queued();
+        const std::size_t before = c->queued();
         c->send(msg);
         sent += msg.size();
-        if (c->output().queued() < before) break; // the backlog dropped: past the limit
+        if (c->queued() < before) break; // the backlog dropped: past the limit
     }
     run_until([&] { return c->closing(); });
     BOOST_TEST((c->reason() == net::close_reason::slow_consumer));
@@ -315,7 +315,7 @@ BOOST_FIXTURE_TEST_CASE(soft_limit_below_the_high_water_mark_still_closes, fixtu
     cfg.output.soft_limit_time = 100ms;
     auto c = make(accept_one(), cfg);
     const std::string msg(64 << 10, 'z');
-    while (c->output().queued() <= (192u << 10)) { // the kernel's buffers full, then above the soft limit
+    while (c->queued() <= (192u << 10)) { // the kernel's buffers full, then above the soft limit
         c->send(msg);
         poll();
     }

@@ -47,27 +47,13 @@ bool same(const liveness_config& a, const liveness_config& b) noexcept {
     return equal;
 }
 
-/// A few settings made on this thread, the most recent first: a server has one config or a few.
-struct recent_settings {
-    static constexpr std::size_t size = 4;
-    settings_ref at[size];
-    /// Puts `s` first, moving the ones before position `i` down one (the last one goes at size - 1).
-    void put_first(settings_ref s, std::size_t i) noexcept {
-        for (; i > 0; --i) at[i] = std::move(at[i - 1]);
-        at[0] = std::move(s);
-    }
-};
-
 } // namespace
 
 settings_ref intern(const liveness_config& config, bool scaled) {
-    thread_local recent_settings recent;
-    for (std::size_t i = 0; i < recent_settings::size && recent.at[i].get(); ++i) {
-        if (recent.at[i]->scaled != scaled || !same(recent.at[i]->config, config)) continue;
-        settings_ref found = recent.at[i];
-        recent.put_first(found, i);
+    thread_local recent_refs<liveness_settings> recent;
+    if (settings_ref found = recent.find([&](const liveness_settings& s) { return s.scaled == scaled && same(s.config, config); });
+        found.get())
         return found;
-    }
     config.idle.validate();
     config.heartbeat.validate();
     config.request.validate();
@@ -82,7 +68,7 @@ settings_ref intern(const liveness_config& config, bool scaled) {
                     s->scaled_reasons |= std::uint32_t{1} << static_cast<unsigned>(f.reason);
         });
     settings_ref made(s.release());
-    recent.put_first(made, recent_settings::size - 1);
+    recent.put(made);
     return made;
 }
 

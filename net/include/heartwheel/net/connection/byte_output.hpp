@@ -4,7 +4,7 @@
 // (framed_output: a WebSocket stream writes its frames itself).
 //
 // It is a base of net::connection<Stream, Liveness, byte_output> (the default): its public members
-// are the connection's — send(), writable(), can_read(), close_after_sent(), output(). It reaches
+// are the connection's — send(), writable(), can_read(), close_after_sent(), queued(). It reaches
 // the connection it is a base of by a cast (CRTP: no pointer of its own), and the connection reaches
 // it through the output contract, which every output meets:
 //   output_closing()            the close began: what is not yet written goes, the bound stops;
@@ -15,9 +15,15 @@
 // Once the goodbye's last byte is written the output calls the connection's half_close() (the FIN);
 // a write error closes io-error without last words.
 //
+// Memory: the queue and its bound exist only while there is output — made at the first send (a block
+// from the thread's cache), dropped once it is written and the bound is at rest. An idle connection's
+// output is a pointer to the limits it shares with the connections made with equal options
+// (detail/output_settings.hpp) and a null one: 16 bytes, not 88.
+//
 // Invariants: one write in flight at most; nothing is queued once the connection is closed, nor once
 // it is closing except by its last words; the bound judges the queue after every append; what a close
-// drops is never half a message (write_queue's chunk boundaries).
+// drops is never half a message (write_queue's chunk boundaries); the busy state exists while a write
+// is in flight, bytes are queued or the bound is not at rest.
 #ifndef HEARTWHEEL_NET_BYTE_OUTPUT_HPP
 #define HEARTWHEEL_NET_BYTE_OUTPUT_HPP
 
@@ -26,10 +32,14 @@
 #include <heartwheel/net/connection/connection_context.hpp>
 #include <heartwheel/net/connection/output_bound.hpp>
 #include <heartwheel/net/connection/write_queue.hpp>
+#include <heartwheel/net/detail/block_cache.hpp>
+#include <heartwheel/net/detail/output_settings.hpp>
 
 #include <cstddef>
 #include <functional>
 #include <initializer_list>
+#include <memory>
+#include <new>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -64,10 +74,11 @@ public:
             for (std::size_t i = 0; i < count; ++i) copy.append(parts[i]);
             return c.post([m = std::move(copy)](Connection& posted) { posted.send(m); });
         }
-        if (c.closed_ || ((c.closing_ || bound_.slow()) && !c.in_last_words_)) return;
-        out_.append(parts, count);
-        if (!c.in_last_words_ && bound_.grew(out_.queued(), c.live_.scheduler(), [this] { return soft_time_callback(); })) {
-            out_.drop_pending(); // the memory goes now, not after the close
+        if (c.closed_ || ((c.closing_ || slow()) && !c.in_last_words_)) return;
+        busy& b = state();
+        b.out.append(parts, count);
+        if (!c.in_last_words_ && b.bound.grew(b.out.queued(), c.live_.scheduler(), [this] { return soft_time_callback(); })) {
+            b.out.drop_pending(); // the memory goes now, not after the close
             return c.post([](Connection& posted) { posted.close_slow_consumer(slow_bound::hard_limit); });
         }
         if (writing_) return;
@@ -76,14 +87,14 @@ public:
     }
     /// Whether a producer may send now: no more than options.output.high_water queued (Netty's
     /// Channel.isWritable). After false, on_writable() runs once it drains to low_water.
-    bool writable() const noexcept { return bound_.writable(out_.queued()); }
+    bool writable() const noexcept { return !busy_ || busy_->bound.writable(busy_->out.queued()); }
     /// Whether the application should read more now: open and the write queue not above its
     /// high-water mark. After a false for a full queue, on_writable runs once it drains below the
     /// low-water mark (backpressure: a peer that does not read stops being read).
     bool can_read() noexcept {
         if (self().closing_) return false;
         if (!writable()) {
-            bound_.held();
+            busy_->bound.held();
             return false;
         }
         return true;
@@ -99,39 +110,71 @@ public:
         if (!output_busy()) return c.close(why);
         close_after_sent_ = why;
     }
-    const write_queue& output() const noexcept { return out_; }
     /// Bytes not yet accepted by the kernel.
-    std::size_t queued() const noexcept { return out_.queued(); }
+    std::size_t queued() const noexcept { return busy_ ? busy_->out.queued() : 0; }
+    /// Bytes of heap the output holds for what it queued (its chunks' capacities).
+    std::size_t output_memory() const noexcept { return busy_ ? busy_->out.memory() : 0; }
+    /// Whether the output holds no state: nothing queued or being written, nothing owed to a
+    /// producer, no soft-limit timer — an idle connection's output, its queue and bound not made.
+    bool output_at_rest() const noexcept { return !busy_; }
 
 protected:
-    explicit byte_output(const connection_options& o) : out_(o.queue()), bound_(o.output) {}
+    explicit byte_output(const connection_options& o) : settings_(detail::intern_output(o)) {}
     ~byte_output() = default;
 
     // --- the output contract (see the top of this file) ----------------------------------------------
     void output_closing() noexcept {
-        out_.drop_pending(); // what was not yet written is not worth waiting for
-        bound_.stop();
+        if (!busy_) return;
+        busy_->out.drop_pending(); // what was not yet written is not worth waiting for
+        busy_->bound.stop();
     }
     void output_before_last_words() noexcept { self().hold_tail_for_fin(); } // send() writes at once when idle
-    bool output_busy() const noexcept { return writing_ || !out_.empty(); }
+    bool output_busy() const noexcept { return writing_ || queued() > 0; }
     void output_flush() {
-        if (!writing_ && !out_.empty()) write(); // else the write in flight finishes, then the rest goes
+        if (!writing_ && queued() > 0) write(); // else the write in flight finishes, then the rest goes
     }
 
 private:
     Connection& self() noexcept { return static_cast<Connection&>(*this); }
 
+    // The queue and its bound, while there is output (see the top of this file).
+    struct busy {
+        explicit busy(const detail::output_settings& s) noexcept
+            : out(s.queue), bound(s.output, output_bound::validated{}) {}
+        write_queue out;
+        output_bound bound; ///< the slow-consumer bound and the water marks of out
+    };
+    struct busy_tag {};
+    using busy_blocks = detail::block_cache<busy_tag, 64>;
+    struct drop_busy {
+        void operator()(busy* b) const noexcept {
+            b->~busy();
+            busy_blocks::give(b);
+        }
+    };
+    busy& state() {
+        if (!busy_) busy_.reset(new (busy_blocks::take(sizeof(busy))) busy(*settings_));
+        return *busy_;
+    }
+    bool slow() const noexcept { return busy_ && busy_->bound.slow(); }
+    // Written and at rest: the state goes (the next send makes it again).
+    void drop_state_if_idle() noexcept {
+        if (busy_ && !writing_ && busy_->out.empty() && busy_->bound.at_rest()) busy_.reset();
+    }
+
     // The output bound's soft limit ran out its time (output_bound::grew arms it).
     std::function<void()> soft_time_callback() {
         return [weak = self().weak_from_this()] {
             auto c = weak.lock();
-            if (c && c->bound_.soft_time_up(c->out_.queued())) c->close_slow_consumer(slow_bound::soft_limit);
+            if (!c || !c->busy_) return;
+            if (c->busy_->bound.soft_time_up(c->busy_->out.queued())) c->close_slow_consumer(slow_bound::soft_limit);
+            else c->drop_state_if_idle();
         };
     }
 
     void write() {
         writing_ = true;
-        const std::string_view bytes = out_.next_bytes();
+        const std::string_view bytes = busy_->out.next_bytes();
         self().stream().async_write_some(asio::buffer(bytes.data(), bytes.size()),
                                          [c = self().shared_from_this()](error_code ec, std::size_t n) {
                                              c->on_written(ec, n);
@@ -144,10 +187,10 @@ private:
     // later last words are ignored (the connection is closed).
     void say_now() {
         bool cut = false;
-        while (!out_.empty()) {
-            const std::string_view bytes = out_.next_bytes();
+        while (busy_ && !busy_->out.empty()) {
+            const std::string_view bytes = busy_->out.next_bytes();
             cut = cut || !self().write_goodbye_now(asio::buffer(bytes.data(), bytes.size()));
-            out_.consumed(bytes.size()); // written, or lost with the peer
+            busy_->out.consumed(bytes.size()); // written, or lost with the peer
         }
         if (cut) self().half_close();
     }
@@ -156,15 +199,18 @@ private:
         auto& c = self();
         writing_ = false;
         if (ec) return c.abort(close_reason::io_error); // while closing: ends the close
-        out_.consumed(n);
-        if (!out_.empty()) return write();
+        busy& b = *busy_;
+        b.out.consumed(n);
+        if (!b.out.empty()) return write();
         if (close_after_sent_ && !c.closing_) return c.begin_close(*close_after_sent_, true);
         if (c.closing_) return c.half_close(); // the last words are out
-        if (bound_.drained(out_.queued()) && c.handler_) c.handler_->on_writable();
+        const bool resume = b.bound.drained(0);
+        drop_state_if_idle();
+        if (resume && c.handler_) c.handler_->on_writable();
     }
 
-    write_queue out_;
-    output_bound bound_; ///< the slow-consumer bound and the water marks of out_
+    detail::output_settings_ref settings_; ///< the limits, shared
+    std::unique_ptr<busy, drop_busy> busy_; ///< the queue and its bound, while there is output
     std::optional<close_reason> close_after_sent_; ///< close_after_sent(): closes once the queue is written
     bool writing_ = false;
 };

@@ -32,8 +32,10 @@ namespace heartwheel::net {
 class output_bound {
 public:
     /// Validates `p` (config_error naming the field and its range).
-    explicit output_bound(const output_policy& p) {
-        p.validate();
+    explicit output_bound(const output_policy& p) : output_bound(p, validated{}) { p.validate(); }
+    /// A policy validated already (an output's shared settings).
+    struct validated {};
+    output_bound(const output_policy& p, validated) noexcept {
         high_water_ = static_cast<std::uint32_t>(p.high_water);
         low_water_ = static_cast<std::uint32_t>(p.low_water);
         hard_limit_ = static_cast<std::uint32_t>(p.hard_limit);
@@ -83,6 +85,8 @@ public:
     }
     /// The owner is closing: no soft judgement any more.
     void stop() noexcept { soft_timer_ = {}; }
+    /// Nothing owed, armed or latched: a bound made afresh would be the same (an owner may drop it).
+    bool at_rest() const noexcept { return !soft_timer_ && !was_above_ && !slow_; }
 
 private:
     heartwheel::timer_handle soft_timer_; ///< armed while above the soft limit

@@ -23,6 +23,7 @@
 #ifndef HEARTWHEEL_NET_DETAIL_LIVENESS_SETTINGS_HPP
 #define HEARTWHEEL_NET_DETAIL_LIVENESS_SETTINGS_HPP
 
+#include <heartwheel/net/detail/counted_ref.hpp>
 #include <heartwheel/net/config/liveness_config.hpp>
 
 #include <atomic>
@@ -44,28 +45,7 @@ struct liveness_settings {
 };
 
 /// A counted reference to shared settings.
-class settings_ref {
-public:
-    settings_ref() noexcept = default;
-    explicit settings_ref(const liveness_settings* s) noexcept : s_(s) {
-        if (s_) s_->refs.fetch_add(1, std::memory_order_relaxed);
-    }
-    settings_ref(const settings_ref& o) noexcept : settings_ref(o.s_) {}
-    settings_ref(settings_ref&& o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
-    settings_ref& operator=(settings_ref o) noexcept {
-        std::swap(s_, o.s_);
-        return *this;
-    }
-    ~settings_ref() {
-        if (s_ && s_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete s_;
-    }
-    const liveness_settings& operator*() const noexcept { return *s_; }
-    const liveness_settings* operator->() const noexcept { return s_; }
-    const liveness_settings* get() const noexcept { return s_; }
-
-private:
-    const liveness_settings* s_ = nullptr;
-};
+using settings_ref = counted_ref<liveness_settings>;
 
 /// The settings of `config` (validated: config_error) for a liveness with (`scaled`) or without an
 /// overload scale: the ones made before on this thread from an equal config, or new ones.
