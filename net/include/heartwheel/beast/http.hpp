@@ -627,6 +627,7 @@ private:
         eager_ = static_cast<char*>(detail::eager_blocks::take(detail::eager_bytes));
         ++detail::eager_held;
         eager_grace_ = true;
+        eager_cut_ = false; // a cancel that found the last eager read completed already is not this one's
         conn_.expires_after(detail::eager_grace, keepalive_timeout);
         conn_.stream().async_read_some_eagerly(asio::buffer(eager_, detail::eager_bytes), std::forward<Op>(op));
     }
