@@ -353,7 +353,7 @@ private:
         if (!eager_grace_) return false; // the phase's own deadline: close
         eager_grace_ = false;
         if (conn_.queued() > 0) {
-            conn_.expires_after(milliseconds(policy_.keepalive_timeout) - detail::eager_grace, keepalive_timeout);
+            wait_for_request(detail::eager_grace);
             return true;
         }
         if constexpr (net::detail::is_stream_socket<NextLayer>::value) { // the only layer read eagerly

@@ -39,7 +39,6 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
-#include <new>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -137,23 +136,20 @@ protected:
 private:
     Connection& self() noexcept { return static_cast<Connection&>(*this); }
 
-    // The queue and its bound, while there is output (see the top of this file).
+    // The queue and its bound, while there is output (see the top of this file); its memory from a
+    // per-thread cache of freed ones, as the write timeout's watch (a burst costs a pointer pop).
     struct busy {
         explicit busy(const detail::output_settings& s) noexcept
             : out(s.queue), bound(s.output, output_bound::validated{}) {}
         write_queue out;
         output_bound bound; ///< the slow-consumer bound and the water marks of out
-    };
-    struct busy_tag {};
-    using busy_blocks = detail::block_cache<busy_tag, 64>;
-    struct drop_busy {
-        void operator()(busy* b) const noexcept {
-            b->~busy();
-            busy_blocks::give(b);
-        }
+        struct tag {};
+        using cache = detail::block_cache<tag, 64>;
+        static void* operator new(std::size_t size) { return cache::take(size); }
+        static void operator delete(void* p) noexcept { cache::give(p); }
     };
     busy& state() {
-        if (!busy_) busy_.reset(new (busy_blocks::take(sizeof(busy))) busy(*settings_));
+        if (!busy_) busy_ = std::make_unique<busy>(*settings_);
         return *busy_;
     }
     bool slow() const noexcept { return busy_ && busy_->bound.slow(); }
@@ -210,7 +206,7 @@ private:
     }
 
     detail::output_settings_ref settings_; ///< the limits, shared
-    std::unique_ptr<busy, drop_busy> busy_; ///< the queue and its bound, while there is output
+    std::unique_ptr<busy> busy_; ///< the queue and its bound, while there is output
     std::optional<close_reason> close_after_sent_; ///< close_after_sent(): closes once the queue is written
     bool writing_ = false;
 };
