@@ -262,20 +262,27 @@ def browser_scene():
 
 
 def http_scene():
-    """HTTP/1.1 keep-alive on Beast (http_server): one connection serves several requests, a slowloris
-    trickling its head gets 408 at the header timeout, an idle kept-alive connection is closed silently."""
+    """HTTP/1.1 keep-alive on Beast (http_server): one connection serves several requests, parked
+    between them while quiet (its socket, a deadline and a wait: the /metrics gauge shows it), a
+    slowloris trickling its head gets 408 at the header timeout, an idle kept-alive connection is
+    closed silently."""
     say("scene", "HTTP/1.1 keep-alive on Beast: keep-alive 1 s, request head within 1 s of its first byte")
     server = subprocess.Popen([os.path.join(BUILD, "examples", "http_server"), "--listen", "127.0.0.1:0",
-                               "--keepalive-timeout", "1000", "--header-timeout", "1000"],
+                               "--keepalive-timeout", "1000", "--header-timeout", "1000", "--metrics", "127.0.0.1:0"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     PROCS.append(server)
     port = int(server.stdout.readline().strip().rsplit(":", 1)[1])
+    mport = int(server.stdout.readline().strip().rsplit(":", 1)[1])
     ok = True
     keep = socket.create_connection(("127.0.0.1", port), timeout=10)
     for i in range(3):
         keep.sendall(b"GET / HTTP/1.1\r\nHost: demo\r\n\r\n")
         answer = keep.recv(4096).decode(errors="replace")
         say("keep-alive", f"request {i + 1} on one connection: {answer.splitlines()[0]}, {answer.splitlines()[-1]!r}")
+        time.sleep(0.1)
+        parked = metrics_of(mport)("http_parked_connections")
+        say("keep-alive", f"quiet for 100 ms: parked connections {parked} (its socket, a deadline and a wait)")
+        ok = ok and parked != "?" and float(parked) == 1
     idle_since = time.monotonic()
     slow = socket.create_connection(("127.0.0.1", port), timeout=10)
     slow.sendall(b"GET / HTTP/1.1\r\n")

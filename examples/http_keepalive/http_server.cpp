@@ -5,7 +5,9 @@
 // --max-requests per connection and no new request after --max-age (the last answer says
 // "Connection: close"); --config adds the library's policies (write timeout, output bound,
 // keepalive); --tls serves HTTPS (net::tls_socket; the TLS handshake under the handshake timeout).
-// Every close is counted once with its reason.
+// The request loop is http::server's (heartwheel/beast/http_server.hpp): a kept-alive TCP connection
+// quiet between requests is parked as its socket, a deadline and a wait. Every close is counted once
+// with its reason.
 //
 // Routes: GET / answers "hello\n"; POST /echo answers its body; anything else 404.
 // Usage: http_server [--listen HOST:PORT] [--keepalive-timeout MS] [--header-timeout MS]
@@ -15,7 +17,7 @@
 // prints "final closes=<reason>:<n>,... requests=<n>" and exits 0. Bad flags exit 2.
 #include <heartwheel/asio_ssl.hpp>
 #include <heartwheel/asio_wheel.hpp>
-#include <heartwheel/beast/http.hpp>
+#include <heartwheel/beast/http_server.hpp>
 #include <heartwheel/net/server/server_front.hpp>
 #include <heartwheel/net/config/liveness_config.hpp>
 #include <heartwheel/net/config/server_toml.hpp>
@@ -92,35 +94,6 @@ bhttp::response<bhttp::string_body> answer(const bhttp::request<bhttp::string_bo
     return res;
 }
 
-// One connection's application: answers each request, then reads the next. Not a coroutine, and no
-// session object: an idle kept-alive connection holds its HTTP layer (in its connection's heap block)
-// and the pending read's handler, this lambda — a coroutine's frames would cost more than the rest.
-// The request exists from its first byte until it is answered. A completion never runs inside
-// async_read_request (even for a pipelined request already buffered): no recursion.
-template <class Stream>
-void serve_requests(std::shared_ptr<http::http_connection<Stream>> c, server_state& s) {
-    auto& h = *c;
-    h.async_read_request([c = std::move(c), &s](boost::system::error_code ec, bhttp::request<bhttp::string_body> req) mutable {
-        if (ec) return; // closed, counted
-        ++s.requests;
-        auto res = answer(req);
-        c->send(res);
-        serve_requests(std::move(c), s);
-    });
-}
-
-template <class Stream>
-void start(Stream stream, const net::connection_context& ctx, const options& o, server_state& s) {
-    auto c = http::http_connection<Stream>::create(std::move(stream), ctx, nullptr, o.live.http);
-    if constexpr (net::connection<Stream>::is_tls) { // failed or timed out: closed and counted
-        auto& conn = c->connection();
-        conn.async_handshake(asio::ssl::stream_base::server, [c = std::move(c), &s](boost::system::error_code ec) mutable {
-            if (!ec) serve_requests(std::move(c), s);
-        });
-    } else
-        serve_requests(std::move(c), s);
-}
-
 // Plain sockets name their io_context's executor (8 bytes) instead of holding any_io_executor (56, in
 // the socket and in its pending wait): a smaller connection while it idles. TLS is over tcp::socket.
 using plain_socket = asio::basic_stream_socket<tcp, asio::io_context::executor_type>;
@@ -145,6 +118,14 @@ int serve(const options& o, asio::ssl::context* tls) {
     net::liveness_counters counters;
     const net::connection_context ctx(wheel, o.live, &counters); // its [output] bound included
     server_state state;
+    // The request loop: each request answered as it is read; an idle kept-alive connection is parked
+    // (its socket, a deadline and a wait: http_server.hpp) until its client's next request.
+    auto app = [&state](http::http_connection<Stream>& c, bhttp::request<bhttp::string_body>&& req) {
+        ++state.requests;
+        auto res = answer(req);
+        c.send(res);
+    };
+    http::server<Stream, decltype(app)> http_server(ctx, o.live.http, app);
     // Admission, PROXY headers behind a balancer, a predecessor's socket taken over (and this one's
     // served for a successor): from the server settings.
     const auto front = net::server_front::open(io.get_executor(), o.server, "http_server", "", &counters);
@@ -156,7 +137,7 @@ int serve(const options& o, asio::ssl::context* tls) {
             auto [ec, socket] = co_await listener.async_accept(accept_executor<Stream>(io), use_tuple);
             if (ec) co_return;
             socket.set_option(tcp::no_delay(true), ec);
-            start(make_stream<Stream>(std::move(socket), tls), ctx, o, state);
+            http_server.serve(make_stream<Stream>(std::move(socket), tls));
         }
     }, asio::detached);
 
@@ -184,6 +165,8 @@ int serve(const options& o, asio::ssl::context* tls) {
     front->serve_metrics(wheel, [&](net::prometheus_writer& out) {
         out.metric("http_connections", "gauge", "Open connections.", net::connections_of(io.get_executor()));
         out.metric("http_requests_total", "counter", "Requests answered.", state.requests);
+        out.metric("http_parked_connections", "gauge", "Idle kept-alive connections parked as their socket and a deadline.",
+                   http_server.parked());
     });
     io.run();
     std::cout << "final closes=" << counters.snapshot().closes_text() << " requests=" << state.requests << std::endl;

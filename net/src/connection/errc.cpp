@@ -14,6 +14,7 @@ public:
         case errc::timed_out: return "timed out (closed by a liveness policy)";
         case errc::connection_closed: return "connection closed";
         case errc::duplicate_request: return "request id already outstanding";
+        case errc::parked: return "parked by its server while idle";
         }
         return "unknown heartwheel.net error";
     }

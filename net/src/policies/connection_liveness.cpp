@@ -86,6 +86,13 @@ void connection_liveness::expire_phase_at(time_point due) {
     arm(idle_due());
 }
 
+bool connection_liveness::judges_only_phase() const noexcept {
+    const liveness_config& c = settings_->config;
+    return !closed() && c.idle.reader_idle.count() == 0 && c.idle.writer_idle.count() == 0 &&
+           c.idle.all_idle.count() == 0 && c.limits.max_age.count() == 0 && c.timeouts.read_timeout.count() == 0 &&
+           heartbeat_ == nullptr && outstanding_requests() == 0;
+}
+
 void connection_liveness::on_expire() {
     const time_point now = svc_->now();
     if (limits_.age_due() <= now) return close_for(close_reason::max_age); // last: may destroy *this

@@ -231,9 +231,14 @@ void queue_message(Connection& conn, bhttp::message<isRequest, Body, Fields>& m)
     }
 }
 
+template <class Stream, class App, class Body>
+class server;
+
 template <class NextLayer>
 class http_connection final : public net::connection_handler {
     struct make_tag {}; // create() only
+    template <class Stream, class App, class Body>
+    friend class server; // parks and resumes its connections (http_server.hpp)
 
 public:
     using connection_type = net::connection<NextLayer>;
@@ -255,7 +260,7 @@ public:
     http_connection(make_tag, connection_type& c, std::shared_ptr<net::connection_handler> handler, const http_policy& policy)
         : conn_(c), app_(std::move(handler)), policy_(policy), born_(std::chrono::steady_clock::now()),
           in_request_(false), done_(false), draining_(false), eager_grace_(false), eager_cut_(false),
-          on_strand_(net::detail::is_strand_executor(c.get_executor())) {}
+          may_park_(false), resumed_(false), on_strand_(net::detail::is_strand_executor(c.get_executor())) {}
     http_connection(const http_connection&) = delete;
     http_connection& operator=(const http_connection&) = delete;
     ~http_connection() override { release_eager(); }
@@ -408,6 +413,7 @@ private:
                     return c->read_eagerly(std::move(self));
                 }
                 c->wait_for_request();
+                if (c->served_ > 0 && c->park_ready()) return self.complete(error_code(net::errc::parked), request_type{});
                 at = step::first_byte;
                 // No buffer while it waits (a chunk of the thread's pool once bytes are there).
                 return conn.stream().async_receive(std::move(self));
@@ -418,6 +424,7 @@ private:
                 c->eager_cut_ = false;
                 if (ec == asio::error::operation_aborted && cut && !conn.closing()) {
                     c->wait_for_request(detail::eager_grace); // quiet past the grace: wait holding nothing
+                    if (c->park_ready()) return self.complete(error_code(net::errc::parked), request_type{});
                     at = step::first_byte;
                     return conn.stream().async_receive(std::move(self));
                 }
@@ -543,6 +550,7 @@ private:
             conn.expires_never();
             conn.message_received();
             c->in_request_ = false;
+            c->resumed_ = false;
             request_type req = parser->release();
             parser.reset();
             c->version_ = static_cast<std::uint8_t>(req.version());
@@ -631,6 +639,21 @@ private:
         conn_.expires_after(detail::eager_grace, keepalive_timeout);
         conn_.stream().async_read_some_eagerly(asio::buffer(eager_, detail::eager_bytes), std::forward<Op>(op));
     }
+    // A server's loop may park the connection now (http_server.hpp): a plain TCP connection between
+    // requests, kept alive, nothing buffered, queued or unanswered, judged by its phase deadline alone,
+    // and held by nobody but its server's loop. One made again from a parked one
+    // first reads the request whose bytes woke it.
+    bool park_ready() const noexcept {
+        if constexpr (!net::detail::is_stream_socket<NextLayer>::value) return false;
+        else
+            return may_park_ && !resumed_ && served_ > 0 && !in_request_ && !done_ && !draining_ && parked_ == nullptr &&
+                   unanswered_count() == 0 && buffered() == 0 && !conn_.closing() && conn_.queued() == 0 &&
+                   conn_.output_at_rest() && conn_.liveness().judges_only_phase() &&
+                   conn_.weak_from_this().use_count() == holders_when_only_the_loops;
+    }
+    // The references to an idle connection that only its server's loop holds: the pending read's, the
+    // loop's handler's, and the connection's own (its handler is this layer, in its block).
+    static constexpr long holders_when_only_the_loops = 3;
     void release_eager() noexcept {
         if (!eager_) return;
         detail::eager_blocks::give(eager_);
@@ -700,6 +723,8 @@ private:
     bool draining_ : 1;   ///< asked to leave mid-request: the next response is the last
     bool eager_grace_ : 1; ///< the phase deadline is the eager read's grace (on_deadline)
     bool eager_cut_ : 1;   ///< on_deadline cancelled the eager read: it waits on, holding nothing
+    bool may_park_ : 1;    ///< its server parks it when idle (http_server.hpp)
+    bool resumed_ : 1;     ///< made again from a parked connection, its first request not yet read
     const bool on_strand_; ///< the connection lives on a strand: send() looks whether it runs inside it
     char* eager_ = nullptr;    ///< the eager read's block, while it reads
 };

@@ -16,6 +16,8 @@ enum class errc {
                        ///< read/write timeout, handshake, request deadline)
     connection_closed, ///< the connection closed (peer, application, shutdown) with the operation outstanding
     duplicate_request, ///< a request id that is already outstanding
+    parked,            ///< a read ended because the connection's server parked it while idle (http::server's
+                       ///< own reads only: an application never sees it)
 };
 
 const std::error_category& net_category() noexcept;

@@ -20,13 +20,14 @@
 // Invariants: the core's count is not atomic — the stream and its operations run on the stream's
 // executor (an operation is moved, never copied, between threads on its way back to it; a move
 // touches only the handles); `next` is dereferenced only while `observer` is set; `reads` counts
-// reads started and not completed; the receive's memory holds at most one operation, and `taken`
+// reads started and not completed; the receive's memory holds at most one operation, and `slot_taken`
 // says whether it does (set by the allocation, cleared by the deallocation: Asio frees an operation's
 // memory before it runs its handler, which may start the next; a handler's copy that owns the core
 // outlives that deallocation, so the core does too).
 #ifndef HEARTWHEEL_NET_DETAIL_STREAM_CORE_HPP
 #define HEARTWHEEL_NET_DETAIL_STREAM_CORE_HPP
 
+#include <heartwheel/net/detail/slot_allocator.hpp>
 #include <heartwheel/net/detail/tls_traits.hpp>
 #include <heartwheel/net/connection/stream_observer.hpp>
 
@@ -90,8 +91,14 @@ struct stream_core {
     std::uint8_t more_waiting : 1; ///< the last receive filled its chunk: read before waiting
     std::uint8_t stamps : 1;       ///< the socket stamps what it receives: receives report arrivals
     char probe = 0;            ///< TLS: the one byte a receive waits with
-    bool taken = false;        ///< the receive's memory holds an operation (its own byte: see above)
+    bool slot_taken = false;   ///< the receive's memory holds an operation (its own byte: see above)
     [[no_unique_address]] receive_memory<memory_size> memory;
+    /// The receive's memory, for slot_allocator.
+    static constexpr std::size_t slot_size = memory_size;
+    void* slot() noexcept {
+        if constexpr (memory_size > 0) return memory.bytes;
+        else return nullptr;
+    }
     stream_core(stream_observer& o, NextLayer& n) noexcept : observer(&o), next(&n), at_(0), more_waiting(0), stamps(0) {}
     /// The receive in progress (one at a time, as any read): back to start before it completes.
     receive_step at() const noexcept { return static_cast<receive_step>(at_); }
@@ -128,51 +135,7 @@ private:
 
 /// Places the receive's operations in its core's memory (see above); what does not fit, in a block of its size.
 template <class T, class NextLayer>
-class receive_allocator {
-public:
-    using value_type = T;
-    template <class U>
-    struct rebind {
-        using other = receive_allocator<U, NextLayer>;
-    };
-
-    explicit receive_allocator(stream_core<NextLayer>* c) noexcept : c_(c) {}
-    template <class U>
-    receive_allocator(const receive_allocator<U, NextLayer>& a) noexcept : c_(a.core()) {}
-
-    T* allocate(std::size_t n) {
-        if constexpr (fits) {
-            if (n == 1 && !c_->taken) {
-                c_->taken = true;
-                return reinterpret_cast<T*>(c_->memory.bytes);
-            }
-        }
-        return std::allocator<T>().allocate(n);
-    }
-    void deallocate(T* p, std::size_t n) {
-        if constexpr (fits) {
-            if (static_cast<void*>(p) == static_cast<void*>(c_->memory.bytes)) {
-                c_->taken = false;
-                return;
-            }
-        }
-        std::allocator<T>().deallocate(p, n);
-    }
-
-    stream_core<NextLayer>* core() const noexcept { return c_; }
-    friend bool operator==(const receive_allocator& a, const receive_allocator& b) noexcept { return a.c_ == b.c_; }
-    friend bool operator!=(const receive_allocator& a, const receive_allocator& b) noexcept { return a.c_ != b.c_; }
-
-private:
-    static constexpr bool fits_memory() noexcept {
-        if constexpr (std::is_void_v<T>)
-            return false;
-        else
-            return sizeof(T) <= stream_core<NextLayer>::memory_size && alignof(T) <= alignof(void*);
-    }
-    static constexpr bool fits = fits_memory();
-    stream_core<NextLayer>* c_;
-};
+using receive_allocator = slot_allocator<T, stream_core<NextLayer>>;
 
 } // namespace heartwheel::net::detail
 

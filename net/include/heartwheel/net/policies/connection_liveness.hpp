@@ -141,6 +141,12 @@ public:
     void expire_phase_at(time_point due);
     /// No phase deadline (the node, if filed for it, wakes once for nothing and files itself again).
     void cancel_phase() noexcept { phase_due_ = time_point::max(); }
+    /// The phase deadline's due time (time_point::max(): none).
+    time_point phase_due() const noexcept { return phase_due_; }
+    /// Whether the phase deadline is all this liveness judges: no idle kind, max age, read timeout or
+    /// heartbeat configured, and no tracked request in flight. An owner may then keep the connection's
+    /// wait as its socket and that one deadline (http::server parks an idle kept-alive connection so).
+    bool judges_only_phase() const noexcept;
     /// Stops every timer and fails outstanding requests; idempotent. No callback runs afterwards.
     void close();
 

@@ -1,0 +1,250 @@
+// http_server_test — heartwheel/beast/http_server.hpp on real sockets, its wheel's clock moved by the
+// test: a kept-alive connection quiet past the eager read's grace is parked (its connection freed, one
+// block left besides Asio's), made again when its client's next request comes — the requests it
+// served counting on toward max_requests — and otherwise closed keepalive-timeout at the deadline it
+// had, never before. A parked connection is still one of its context's: a drain or a server's stop
+// closes it with their reason, and a client's end of stream while parked is read as peer-closed. A
+// connection its application still holds (an answer to come) is not parked, nor one whose liveness
+// judges more than the keep-alive. Each close counted once.
+#include <heartwheel/beast/http_server.hpp>
+#include <heartwheel/testing/manual_scheduler.hpp>
+
+#define BOOST_TEST_MODULE http_server
+#include <boost/test/unit_test.hpp>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/http.hpp>
+
+#include "heap_count.hpp"
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace asio = boost::asio;
+namespace net = heartwheel::net;
+namespace http = heartwheel::http;
+namespace bhttp = boost::beast::http;
+using tcp = asio::ip::tcp;
+using namespace std::chrono_literals;
+using request = bhttp::request<bhttp::string_body>;
+using connection = http::http_connection<tcp::socket>;
+
+namespace {
+
+// The application: answers each request at once; with `hold` it also keeps the connection (to
+// send to it later, say).
+struct app_state {
+    std::vector<std::string> read;
+    bool hold = false;
+    std::shared_ptr<connection> held;
+};
+struct app {
+    app_state* s;
+    void operator()(connection& c, request&& req) const {
+        s->read.push_back(std::string(req.target()));
+        if (s->hold) s->held = std::shared_ptr<connection>(c.connection().shared_from_this(), &c);
+        bhttp::response<bhttp::string_body> res(bhttp::status::ok, req.version());
+        res.body() = "hi\n";
+        c.send(res);
+    }
+};
+
+struct fixture {
+    asio::io_context io;
+    heartwheel::testing::manual_scheduler clock;
+    net::liveness_counters counters;
+    net::connection_context ctx;
+    app_state state;
+    http::server<tcp::socket, app> server;
+    tcp::acceptor acceptor{io, {asio::ip::make_address("127.0.0.1"), 0}};
+    tcp::socket client{io};
+
+    explicit fixture(http::http_policy p = policy(), net::liveness_config config = {})
+        : ctx(clock, std::move(config), &counters), server(ctx, p, app{&state}) {
+        acceptor.async_accept([this](boost::system::error_code ec, tcp::socket s) {
+            BOOST_REQUIRE(!ec);
+            server.serve(std::move(s));
+        });
+        client.connect(acceptor.local_endpoint());
+        io_turns();
+    }
+    static http::http_policy policy() {
+        http::http_policy p;
+        p.keepalive_timeout = 1000ms;
+        return p;
+    }
+    std::size_t closes(net::close_reason r) const { return counters.snapshot().closes[static_cast<std::size_t>(r)]; }
+    std::size_t closes() const { return counters.snapshot().closes_total(); }
+    void io_turns() {
+        io.restart();
+        io.run_for(30ms);
+    }
+    void get(const std::string& target) { asio::write(client, asio::buffer("GET " + target + " HTTP/1.1\r\nHost: t\r\n\r\n")); }
+    // The client reads an answer, the server running meanwhile (bounded).
+    bhttp::response<bhttp::string_body> answered() {
+        boost::beast::flat_buffer buf;
+        bhttp::response<bhttp::string_body> res;
+        std::optional<boost::system::error_code> done;
+        bhttp::async_read(client, buf, res, [&](boost::system::error_code ec, std::size_t) { done = ec; });
+        io.restart();
+        for (const auto end = std::chrono::steady_clock::now() + 5s; !done && std::chrono::steady_clock::now() < end;)
+            io.run_one_for(10ms);
+        BOOST_REQUIRE(done.has_value());
+        BOOST_TEST(!*done);
+        return res;
+    }
+    // A request answered, then quiet past the eager read's grace: parked if it may be.
+    void request_then_quiet(const std::string& target) {
+        get(target);
+        io_turns();
+        answered();
+        io_turns();
+        clock.step_by(3ms);
+        io_turns();
+    }
+    // The client sees the server's end: a silent close (FIN, nothing said).
+    void sees_silent_close() {
+        char c;
+        boost::system::error_code ec;
+        client.read_some(asio::buffer(&c, 1), ec);
+        BOOST_TEST(ec == asio::error::eof);
+    }
+};
+
+} // namespace
+
+// Parked after the grace: the connection is gone, one block held (the parked connection with Asio's
+// wait in it); the next request makes it again and is answered; the keep-alive deadline it had is
+// kept as it was: not a moment before, closed keepalive-timeout after it, once.
+BOOST_AUTO_TEST_CASE(a_quiet_kept_alive_connection_is_parked_made_again_by_its_next_request_and_closed_at_its_time) {
+    fixture f;
+    hwtest::heap_use parking{0, 0, 0};
+    f.get("/1");
+    f.io_turns();
+    f.answered();
+    f.io_turns();
+    parking = hwtest::measure_heap([&] {
+        f.clock.step_by(3ms); // the grace ends
+        f.io_turns();
+    });
+    BOOST_TEST(f.server.parked() == 1u);
+    BOOST_TEST(net::connections_of(f.io.get_executor()) == 1u); // still one of the context's
+    // The connection's block, its stream core and the read's state went; what came is the parked
+    // connection (its socket over any_io_executor and Asio's wait in it: 352 bytes; the example's
+    // sockets make it 256) and a word of the wheel's storage.
+    BOOST_TEST(parking.frees >= 3u);
+    BOOST_TEST(parking.allocations <= 2u);
+    BOOST_TEST(parking.bytes <= 360u);
+
+    f.get("/2");
+    f.io_turns();
+    BOOST_TEST(f.server.parked() == 0u);
+    const auto res = f.answered();
+    BOOST_TEST(res.body() == "hi\n");
+    BOOST_TEST(res.keep_alive());
+
+    f.io_turns();
+    const auto t0 = f.clock.now();
+    f.clock.step_by(3ms);
+    f.io_turns();
+    BOOST_TEST(f.server.parked() == 1u); // parked again
+    f.clock.advance_to(t0 + 999ms);
+    f.io_turns();
+    BOOST_TEST(f.closes() == 0u); // not before its keep-alive time
+    BOOST_TEST(f.server.parked() == 1u);
+    f.clock.advance_to(t0 + 1001ms);
+    f.io_turns();
+    BOOST_TEST(f.closes(http::keepalive_timeout) == 1u);
+    BOOST_TEST(f.closes() == 1u);
+    BOOST_TEST(f.server.parked() == 0u);
+    BOOST_TEST(net::connections_of(f.io.get_executor()) == 0u);
+    f.sees_silent_close();
+    BOOST_TEST(f.state.read == (std::vector<std::string>{"/1", "/2"}), boost::test_tools::per_element());
+}
+
+// The requests served before parking count on: with max_requests 3 the third answer says
+// "Connection: close" though the connection was parked twice on the way.
+BOOST_AUTO_TEST_CASE(a_connection_made_again_goes_on_counting_its_requests) {
+    auto p = fixture::policy();
+    p.max_requests = 3;
+    fixture f(p);
+    f.request_then_quiet("/1");
+    BOOST_TEST(f.server.parked() == 1u);
+    f.request_then_quiet("/2");
+    BOOST_TEST(f.server.parked() == 1u);
+    f.get("/3");
+    f.io_turns();
+    const auto res = f.answered();
+    BOOST_TEST(!res.keep_alive());
+    f.io_turns();
+    BOOST_TEST(f.closes(http::max_requests) == 1u);
+    BOOST_TEST(f.closes() == 1u);
+    f.sees_silent_close();
+}
+
+// A client that leaves while parked: its end of stream wakes the parked connection, and the
+// connection made again reads it (peer-closed, once).
+BOOST_AUTO_TEST_CASE(a_client_leaving_while_parked_is_closed_peer_closed) {
+    fixture f;
+    f.request_then_quiet("/1");
+    BOOST_TEST(f.server.parked() == 1u);
+    f.client.shutdown(tcp::socket::shutdown_send);
+    f.io_turns();
+    BOOST_TEST(f.server.parked() == 0u);
+    BOOST_TEST(f.closes(net::close_reason::peer_closed) == 1u);
+    BOOST_TEST(f.closes() == 1u);
+    BOOST_TEST(net::connections_of(f.io.get_executor()) == 0u);
+}
+
+// A drain asks every connection of the context to leave: a parked one closes at once (draining);
+// a server's stop closes the rest with its reason (shutdown).
+BOOST_AUTO_TEST_CASE(a_drain_and_a_stop_close_parked_connections_with_their_reasons) {
+    fixture f;
+    f.request_then_quiet("/1");
+    BOOST_TEST(f.server.parked() == 1u);
+    std::optional<std::size_t> left;
+    net::async_drain(f.io.get_executor(), 100ms, [&](boost::system::error_code, std::size_t n) { left = n; });
+    f.io_turns();
+    BOOST_TEST(f.closes(net::draining_reason()) == 1u);
+    BOOST_TEST(f.closes() == 1u);
+    f.sees_silent_close();
+
+    fixture g;
+    g.request_then_quiet("/1");
+    BOOST_TEST(g.server.parked() == 1u);
+    BOOST_TEST(net::close_connections(g.io.get_executor(), net::close_reason::shutdown) == 1u);
+    g.io_turns();
+    BOOST_TEST(g.closes(net::close_reason::shutdown) == 1u);
+    BOOST_TEST(g.closes() == 1u);
+    BOOST_TEST(g.server.parked() == 0u);
+    g.sees_silent_close();
+}
+
+// What must not park: a connection its application holds to answer later, and one whose liveness
+// judges more than the keep-alive (reader idle here). Both wait as before and are answered.
+BOOST_AUTO_TEST_CASE(a_held_connection_or_one_judged_by_more_than_its_keepalive_is_not_parked) {
+    fixture f;
+    f.state.hold = true;
+    f.request_then_quiet("/1");
+    BOOST_REQUIRE(f.state.held != nullptr);
+    BOOST_TEST(f.server.parked() == 0u); // its application holds it
+    f.get("/2");
+    f.io_turns();
+    BOOST_TEST(f.answered().body() == "hi\n");
+    f.state.held.reset();
+
+    net::liveness_config idle;
+    idle.idle.reader_idle = 60s;
+    fixture g(fixture::policy(), idle);
+    g.request_then_quiet("/1");
+    BOOST_TEST(g.server.parked() == 0u);
+    g.get("/2");
+    g.io_turns();
+    BOOST_TEST(g.answered().body() == "hi\n");
+    BOOST_TEST(g.closes() == 0u);
+}
