@@ -97,9 +97,9 @@ void connection_liveness::on_expire() {
     const time_point now = svc_->now();
     if (limits_.age_due() <= now) return close_for(close_reason::max_age); // last: may destroy *this
     if (phase_due_ <= now) {
-        phase_due_ = time_point::max();
+        const time_point due = std::exchange(phase_due_, time_point::max());
         arm(idle_due()); // before the handler: it may close, and a close may destroy *this
-        return handler_->on_phase_deadline();
+        return handler_->on_phase_deadline(due);
     }
     if (const time_point due = idle_due(); due > now) return arm(due); // woken early: activity moved them on
     // The peer's bytes wait unread (a process stall): no idle judgement until they are read.

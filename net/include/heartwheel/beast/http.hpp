@@ -352,15 +352,17 @@ private:
         if (app_) app_->on_idle(e);
     }
     // The eager read's grace ended (read_eagerly): the client is quiet, so its wait goes on holding
-    // nothing — the read is cancelled and read_op waits again for the rest of the keep-alive time.
-    // A write still in flight (a cancel would cut it) keeps the eager read for that rest instead.
-    bool on_deadline() override {
+    // nothing — the read is cancelled and read_op waits again for the rest of the keep-alive time,
+    // counted from the grace's due time (not from this call, up to a tick later: the keep-alive
+    // close is as late as one deadline's, not two). A write still in flight (a cancel would cut it)
+    // keeps the eager read for that rest instead.
+    bool on_deadline(time_point due) override {
         if (!eager_grace_) return false; // the phase's own deadline: close
         eager_grace_ = false;
-        if (conn_.queued() > 0) {
-            wait_for_request(detail::eager_grace);
-            return true;
-        }
+        conn_.expires_at(saturating_add(due, std::chrono::duration_cast<duration>(milliseconds(policy_.keepalive_timeout) -
+                                                                                    detail::eager_grace)),
+                         keepalive_timeout);
+        if (conn_.queued() > 0) return true;
         if constexpr (net::detail::is_stream_socket<NextLayer>::value) { // the only layer read eagerly
             eager_cut_ = true;
             error_code ignored;
@@ -423,7 +425,8 @@ private:
                 const bool cut = c->eager_cut_;
                 c->eager_cut_ = false;
                 if (ec == asio::error::operation_aborted && cut && !conn.closing()) {
-                    c->wait_for_request(detail::eager_grace); // quiet past the grace: wait holding nothing
+                    // Quiet past the grace: wait holding nothing, under the keep-alive deadline
+                    // on_deadline armed.
                     if (c->park_ready()) return self.complete(error_code(net::errc::parked), request_type{});
                     at = step::first_byte;
                     return conn.stream().async_receive(std::move(self));
@@ -615,10 +618,9 @@ private:
     // Between requests: the keep-alive wait (or, before the first, the head's). Not cut short by the
     // age: an idle close races the client's next request (which it may not retry), so the age ends
     // a connection only with an answer saying so, as nginx's keepalive_time does.
-    // `spent`: what an eager read already waited of the keep-alive time.
-    void wait_for_request(milliseconds spent = milliseconds(0)) {
+    void wait_for_request() {
         if (served_ == 0) return conn_.expires_after(milliseconds(policy_.header_timeout), header_timeout);
-        conn_.expires_after(milliseconds(policy_.keepalive_timeout) - spent, keepalive_timeout);
+        conn_.expires_after(milliseconds(policy_.keepalive_timeout), keepalive_timeout);
     }
 
     // The eager read (see the top of this file): a kept-alive TCP connection right after an answer,

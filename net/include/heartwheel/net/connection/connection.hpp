@@ -318,12 +318,14 @@ public:
     /// for a pending read (a process stall: the next request is in the kernel, not late), looking
     /// again unread_input_recheck later. On the connection's executor only.
     void expires_after(std::chrono::milliseconds d, close_reason why) {
+        expires_at(live_.scheduler().deadline_after(std::chrono::duration_cast<duration>(d)), why);
+    }
+    /// The same at `due` on the wheel's clock (a deadline counted on from an earlier one's due time).
+    void expires_at(time_point due, close_reason why) {
         if (closing_) return;
         deadline_reason_ = why;
-        timer_scheduler& svc = live_.scheduler();
-        const time_point due = svc.deadline_after(std::chrono::duration_cast<duration>(d));
         if constexpr (detail::has_phase_deadline<Liveness>::value) live_.expire_phase_at(due); // its node's
-        else svc.schedule(phase_timer(), due);
+        else live_.scheduler().schedule(phase_timer(), due);
     }
     /// No phase deadline (after expires_after): the application is not waiting for the peer.
     void expires_never() noexcept {
@@ -427,7 +429,7 @@ private:
         asio::post(stream_.get_executor(), [k = std::move(keep), this, why] { close(why); });
     }
     bool input_waiting() override { return !closing_ && (reads_held_ || stream_.input_waiting()); }
-    void on_phase_deadline() override { deadline_passed(); } // the liveness's node kept it
+    void on_phase_deadline(time_point due) override { deadline_passed(due); } // the liveness's node kept it
 
     void begin_close(close_reason why, bool last_words) {
         if (closing_) return;
@@ -462,7 +464,7 @@ private:
     }
     void timer_fired() {
         if (closing_) return finish_close(); // the linger ended
-        deadline_passed();
+        deadline_passed(live_.scheduler().now()); // its due time passed (not earlier than now)
     }
     bool lingering() const noexcept { return closing_ && timer_ && timer_->pending(); }
 
@@ -524,7 +526,7 @@ private:
 
     // The phase deadline passed (expires_after): closes with its reason — unless the peer's bytes wait
     // unread for a pending read (a stall: look again a little later).
-    void deadline_passed() {
+    void deadline_passed(time_point due) {
         if (closing_) return;
         const auto keep = this->weak_from_this().lock();
         if (!keep) return;
@@ -534,7 +536,7 @@ private:
             if constexpr (detail::has_phase_deadline<Liveness>::value) return live_.expire_phase_at(again);
             else return svc.schedule(*timer_, again);
         }
-        if (handler_ && handler_->on_deadline()) return; // the layer's own turn, not a close
+        if (handler_ && handler_->on_deadline(due)) return; // the layer's own turn, not a close
         deadline_fired_ = true;
         begin_close(deadline_reason_, handshake_done_);
     }

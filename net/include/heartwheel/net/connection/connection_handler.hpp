@@ -38,8 +38,13 @@ public:
     virtual bool on_drain() { return false; }
     /// The phase deadline (connection::expires_after) passed: return true when it was a turn of the
     /// layer's own (an HTTP layer's short eager read ending) — the connection stays open and nothing
-    /// is counted — or false, and the connection closes with the deadline's reason.
-    virtual bool on_deadline() { return false; }
+    /// is counted — or false, and the connection closes with the deadline's reason. `due`: when it was
+    /// due (it runs at the wheel's tick after, or later), for a next deadline counted from it
+    /// (connection::expires_at) rather than from now.
+    virtual bool on_deadline(time_point due) {
+        (void)due;
+        return false;
+    }
 };
 
 /// A connection_handler made of lambdas (each optional), for small programs and tests:

@@ -74,9 +74,10 @@ public:
     /// read timeout and a heartbeat miss wait until they are read (after a process stall, the
     /// reactor reads them a pass at a time). Asked only when a judgement falls due.
     virtual bool input_waiting() { return false; }
-    /// The phase deadline passed (expire_phase_at; net::connection's expires_after). It is cleared
-    /// first: the owner may set another. Runs last in the node's call (it may destroy the liveness).
-    virtual void on_phase_deadline() {}
+    /// The phase deadline passed (expire_phase_at; net::connection's expires_after): `due` is when it
+    /// was due (the node runs at the tick after). It is cleared first: the owner may set another. Runs
+    /// last in the node's call (it may destroy the liveness).
+    virtual void on_phase_deadline(time_point due) { (void)due; }
 
 protected:
     ~liveness_handler() = default;
