@@ -3,15 +3,16 @@
 // the wheel), and a client in the same process written with Beast's own WebSocket client. The client
 // sends a message and gets it back, answers the server's ping frames (Beast does), then falls silent:
 // the server's reader-idle policy must say goodbye with a close frame 1001 "reader-idle". Beside it
-// an HTTP/1.1 server on http::http_connection and Beast's own HTTP client: one request answered on a
-// kept-alive connection, then the keep-alive timeout's silent close.
+// an HTTP/1.1 server on http::server (its request loop, which parks a quiet kept-alive connection)
+// and Beast's own HTTP client: one request answered on a kept-alive connection, then the keep-alive
+// timeout's silent close.
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
 
 #include <heartwheel/asio_wheel.hpp>
-#include <heartwheel/beast/http.hpp>
+#include <heartwheel/beast/http_server.hpp>
 #include <heartwheel/beast/websocket.hpp>
 
 #include <iostream>
@@ -65,18 +66,17 @@ ba::awaitable<void> client(tcp::endpoint server, std::string& echoed, std::strin
 
 namespace bhttp = beast::http;
 
-ba::awaitable<void> serve_http(tcp::acceptor& acceptor, const net::connection_context& ctx) {
-    heartwheel::http::http_policy policy;
-    policy.keepalive_timeout = 300ms;
-    auto c = heartwheel::http::http_connection<tcp::socket>::create(co_await acceptor.async_accept(ba::use_awaitable), ctx,
-                                                                    nullptr, policy);
-    for (;;) {
-        auto [ec, req] = co_await c->async_read_request(ba::as_tuple(ba::use_awaitable));
-        if (ec) co_return;
+struct http_app {
+    void operator()(heartwheel::http::http_connection<tcp::socket>& c, bhttp::request<bhttp::string_body>&& req) const {
         bhttp::response<bhttp::string_body> res(bhttp::status::ok, req.version());
         res.body() = "hi " + std::string(req.target());
-        c->send(res);
+        c.send(res);
     }
+};
+using http_server = heartwheel::http::server<tcp::socket, http_app>;
+
+ba::awaitable<void> serve_http(tcp::acceptor& acceptor, http_server& server) {
+    server.serve(co_await acceptor.async_accept(ba::use_awaitable));
 }
 
 ba::awaitable<void> http_client(tcp::endpoint server, std::string& answer, std::string& end) {
@@ -113,7 +113,10 @@ int main() {
     tcp::acceptor http_acceptor(io, {ba::ip::make_address("127.0.0.1"), 0});
     std::string answer, end;
     const net::connection_context http_ctx(wheel, {}, &counters); // HTTP has no pings: no heartbeat
-    ba::co_spawn(io, serve_http(http_acceptor, http_ctx), ba::detached);
+    heartwheel::http::http_policy policy;
+    policy.keepalive_timeout = 300ms;
+    http_server server(http_ctx, policy, http_app{});
+    ba::co_spawn(io, serve_http(http_acceptor, server), ba::detached);
     ba::co_spawn(io, http_client(http_acceptor.local_endpoint(), answer, end), ba::detached);
     io.run_for(5s);
     std::cout << "consumer_beast: http answer '" << answer << "', then '" << end << "'\n";
