@@ -44,7 +44,9 @@
 // Memory: the layer lives in its connection's heap block (net::make_connection_with). The read is a
 // net::detail::lean_op (one small block: its step and the application's handler; the socket's wait
 // sits in the stream core), and the request is handed over by value: an idle kept-alive connection
-// holds no read buffer, no parser and no request.
+// holds no read buffer, no parser and no request. An application that answers each request as it
+// reads it can give the loop to http::server (http_server.hpp), which parks an idle kept-alive
+// connection as its socket, a deadline and a wait.
 //
 // CPU: a request's first bytes are parsed where the read left them (the thread's read chunk); one
 // that came whole is handed over without a buffer, a composed read or a deadline of its own, and
