@@ -5,7 +5,9 @@
 // had, never before. A parked connection is still one of its context's: a drain or a server's stop
 // closes it with their reason, and a client's end of stream while parked is read as peer-closed. A
 // connection its application still holds (an answer to come) is not parked, nor one whose liveness
-// judges more than the keep-alive. Each close counted once.
+// judges more than the keep-alive. Each close counted once. And the thread-pool model: connections
+// on a strand of a two-thread io_context park and wake, and a stop from another thread closes them.
+#include <heartwheel/asio_wheel.hpp>
 #include <heartwheel/beast/http_server.hpp>
 #include <heartwheel/testing/manual_scheduler.hpp>
 
@@ -20,10 +22,17 @@
 #include "heap_count.hpp"
 
 #include <chrono>
+#include <functional>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 namespace asio = boost::asio;
 namespace net = heartwheel::net;
@@ -253,4 +262,105 @@ BOOST_AUTO_TEST_CASE(a_held_connection_or_one_judged_by_more_than_its_keepalive_
     g.io_turns();
     BOOST_TEST(g.answered().body() == "hi\n");
     BOOST_TEST(g.closes() == 0u);
+}
+
+namespace {
+// A blocking client of plain POSIX calls, each read bounded by SO_RCVTIMEO (5 s).
+struct posix_client {
+    int fd = -1;
+    explicit posix_client(const tcp::endpoint& to) {
+        fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        timeval tv{5, 0};
+        ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        BOOST_REQUIRE(::connect(fd, to.data(), static_cast<socklen_t>(to.size())) == 0);
+    }
+    ~posix_client() { ::close(fd); }
+    posix_client(const posix_client&) = delete;
+    posix_client& operator=(const posix_client&) = delete;
+    // Sends a request and reads its answer whole ("hi\n" ends it); false if the server closed or
+    // said nothing in time.
+    bool round_trip() {
+        const std::string req = "GET / HTTP/1.1\r\nHost: t\r\n\r\n";
+        if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) return false;
+        std::string got;
+        char buf[512];
+        while (got.size() < 3 || got.compare(got.size() - 3, 3, "hi\n") != 0) {
+            const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+            if (n <= 0) return false;
+            got.append(buf, static_cast<std::size_t>(n));
+        }
+        return true;
+    }
+    // The server's end: a silent close within 5 s.
+    bool sees_silent_close() {
+        char c;
+        return ::recv(fd, &c, 1, 0) == 0;
+    }
+};
+} // namespace
+
+// The thread-pool model: one io_context on two threads, the connections on a strand with its own
+// wheel (a real clock). Clients are parked between their requests and made again by each next one;
+// the server's stop, from another thread (close_connections), closes the parked ones shutdown — each
+// once. Under ThreadSanitizer (CI's sanitize.sh) this is the check that parking, waking and the
+// stop's posted close keep to the strand.
+BOOST_AUTO_TEST_CASE(connections_on_a_pool_strand_park_wake_and_stop) {
+    asio::io_context io(2);
+    auto strand = asio::make_strand(io);
+    heartwheel::asio_wheel wheel(strand);
+    net::liveness_counters counters;
+    const net::connection_context ctx(wheel, {}, &counters);
+    app_state state;
+    http::http_policy long_keepalive = fixture::policy();
+    long_keepalive.keepalive_timeout = 30s;
+    http::server<tcp::socket, app> srv(ctx, long_keepalive, app{&state});
+    tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
+    std::function<void()> accept_next = [&] {
+        acceptor.async_accept(strand, [&](boost::system::error_code ec, tcp::socket s) {
+            if (ec) return;
+            asio::post(strand, [&srv, s = std::move(s)]() mutable { srv.serve(std::move(s)); });
+            accept_next();
+        });
+    };
+    accept_next();
+    auto work = asio::make_work_guard(io);
+    std::thread threads[] = {std::thread([&] { io.run(); }), std::thread([&] { io.run(); })};
+    auto on_strand = [&](auto f) {
+        std::promise<decltype(f())> p;
+        asio::post(strand, [&] { p.set_value(f()); });
+        return p.get_future().get();
+    };
+
+    constexpr int clients = 8;
+    std::vector<std::unique_ptr<posix_client>> cs;
+    for (int i = 0; i < clients; ++i) cs.push_back(std::make_unique<posix_client>(acceptor.local_endpoint()));
+    // Each round: every client answered, then all parked once quiet past the eager read's grace
+    // (looked at every 10 ms, for at most 5 s: a busy machine may be slow to get there).
+    auto all_parked = [&] {
+        for (const auto end = std::chrono::steady_clock::now() + 5s; std::chrono::steady_clock::now() < end;
+             std::this_thread::sleep_for(10ms))
+            if (on_strand([&] { return srv.parked(); }) == std::size_t{clients}) return true;
+        return false;
+    };
+    for (int round = 0; round < 3; ++round) {
+        bool answered = true;
+        for (auto& c : cs) answered = c->round_trip() && answered;
+        BOOST_TEST(answered);
+        BOOST_TEST(all_parked());
+    }
+    BOOST_TEST(state.read.size() == std::size_t{3 * clients});
+    BOOST_TEST(counters.snapshot().closes_total() == 0u);
+    BOOST_TEST(net::close_connections(io.get_executor(), net::close_reason::shutdown) == std::size_t{clients});
+    bool closed = true;
+    for (auto& c : cs) closed = c->sees_silent_close() && closed;
+    BOOST_TEST(closed);
+    BOOST_TEST(on_strand([&] { return srv.parked(); }) == 0u);
+    const auto snap = counters.snapshot();
+    BOOST_TEST(snap.closes[static_cast<std::size_t>(net::close_reason::shutdown)] == std::size_t{clients});
+    BOOST_TEST(snap.closes_total() == std::size_t{clients});
+
+    acceptor.close();
+    work.reset();
+    io.stop();
+    for (auto& t : threads) t.join();
 }
