@@ -101,7 +101,6 @@ public:
     void* slot() noexcept { return slot_; }
     bool slot_taken = false;
 
-
 private:
     enum class state : std::uint8_t { waiting, handed_on, closed };
 
