@@ -27,6 +27,7 @@
 #include <boost/beast/http.hpp>
 
 #include "heap_count.hpp"
+#include "run_until.hpp"
 
 #include <chrono>
 #include <fstream>
@@ -250,10 +251,7 @@ struct manual_fixture {
         bhttp::response<bhttp::string_body> res;
         std::optional<boost::system::error_code> done;
         bhttp::async_read(client, buf, res, [&](boost::system::error_code ec, std::size_t) { done = ec; });
-        io.restart();
-        for (const auto end = std::chrono::steady_clock::now() + 5s; !done && std::chrono::steady_clock::now() < end;)
-            io.run_one_for(10ms);
-        BOOST_REQUIRE(done.has_value());
+        hwtest::run_until(io, [&] { return done.has_value(); });
         BOOST_TEST(!*done);
         BOOST_TEST(res.body().size() == answer_bytes);
     }
@@ -265,10 +263,7 @@ struct manual_fixture {
         char c;
         std::optional<boost::system::error_code> done;
         client.async_read_some(asio::buffer(&c, 1), [&](boost::system::error_code ec, std::size_t) { done = ec; });
-        io.restart();
-        for (const auto end = std::chrono::steady_clock::now() + 5s; !done && std::chrono::steady_clock::now() < end;)
-            io.run_one_for(10ms);
-        BOOST_REQUIRE(done.has_value());
+        hwtest::run_until(io, [&] { return done.has_value(); });
         BOOST_TEST(*done == asio::error::eof);
     }
 };
