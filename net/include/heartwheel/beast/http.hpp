@@ -253,11 +253,7 @@ public:
                                                    std::shared_ptr<net::connection_handler> handler = nullptr,
                                                    http_policy policy = {}) {
         policy.validate();
-        net::connection_options o = ctx.options;
-        o.activity = net::reader_activity::messages; // requests are activity (message_received), not bytes
-        return net::make_connection_with<connection_type>(
-            [&](connection_type& c) { return http_connection(make_tag{}, c, std::move(handler), policy); },
-            std::move(next_layer), ctx, nullptr, o);
+        return create_validated(std::move(next_layer), ctx, std::move(handler), policy);
     }
     http_connection(make_tag, connection_type& c, std::shared_ptr<net::connection_handler> handler, const http_policy& policy)
         : conn_(c), app_(std::move(handler)), policy_(policy), born_(std::chrono::steady_clock::now()),
@@ -313,6 +309,16 @@ public:
 
 private:
     std::shared_ptr<http_connection> self() { return {conn_.shared_from_this(), this}; }
+    // create() with `policy` validated already (a server's, once for all its connections).
+    static std::shared_ptr<http_connection> create_validated(NextLayer next_layer, const net::connection_context& ctx,
+                                                             std::shared_ptr<net::connection_handler> handler,
+                                                             const http_policy& policy) {
+        net::connection_options o = ctx.options;
+        o.activity = net::reader_activity::messages; // requests are activity (message_received), not bytes
+        return net::make_connection_with<connection_type>(
+            [&](connection_type& c) { return http_connection(make_tag{}, c, std::move(handler), policy); },
+            std::move(next_layer), ctx, nullptr, o);
+    }
     milliseconds age() const {
         return std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - born_);
     }

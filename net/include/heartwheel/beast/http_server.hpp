@@ -176,7 +176,7 @@ public:
     /// Serves an accepted stream until it closes (a TLS stream after its handshake, under the
     /// context's handshake timeout; a failed one is closed and counted).
     void serve(Stream stream) {
-        auto c = connection_type::create(std::move(stream), ctx_, nullptr, policy_);
+        auto c = connection_type::create_validated(std::move(stream), ctx_, nullptr, policy_);
         if constexpr (connection_type::connection_type::is_tls) {
             auto& conn = c->connection();
             conn.async_handshake(asio::ssl::stream_base::server, [this, c = std::move(c)](error_code ec) mutable {
@@ -228,7 +228,7 @@ private:
     // The parked connection's client sent its next bytes: a connection again, going on from where it was.
     void resume(Stream socket, std::uint32_t served, std::chrono::steady_clock::time_point born) {
         unparked();
-        auto c = connection_type::create(std::move(socket), ctx_, nullptr, policy_);
+        auto c = connection_type::create_validated(std::move(socket), ctx_, nullptr, policy_);
         c->served_ = served;
         c->born_ = born;
         c->may_park_ = true;
