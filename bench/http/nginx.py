@@ -12,6 +12,9 @@ round (a fresh process each, the servers alternated, medians reported):
    arrival + 10 s): never negative (an answer arrives after it was sent), small;
  - requests per second and CPU per request: `wrk -t1 -c100 -d5s` on one core against the server on
    the other; the serving process's user + system CPU over the run, per request;
+ - CPU per request for clients that pause between requests (a browser between clicks, a poller):
+   N kept-alive clients each sending its next request a fixed pause after its last answer, for
+   10 s (200 clients pausing 50 ms, 2,000 pausing 1 s); the serving process's CPU per request;
  - slowloris: a head sent one byte per 0.5 s; when the server gives up and what it answers (408 or a
    silent close).
 Writes docs/http_nginx.json and the "http_nginx" section of docs/benchmarks.md.
@@ -33,6 +36,8 @@ from processes import (ROOT, build_id, cpu_seconds, free_port, median_at,  # noq
 
 BUILD = os.environ.get("HEARTWHEEL_BUILD", os.path.join(ROOT, "build"))
 KEEPALIVE_S, HEADER_S = 10, 5
+# Clients that pause between requests (count, pause in ms), each run for THINK_S seconds.
+THINK, THINK_S = ((200, 50), (2000, 1000)), 10
 REQUEST = b"GET / HTTP/1.1\r\nHost: bench\r\n\r\n"
 
 
@@ -149,6 +154,63 @@ def wrk_phase(port, pid):
     return rps, cpu * 1e6 / max(requests, 1)
 
 
+def think_phase(port, pid, n, pause_s, seconds):
+    """n kept-alive clients, each sending its next request `pause_s` after its last answer (a browser
+    between clicks, a poller): the serving process's CPU per request over `seconds`, the connections
+    made and answered once before it starts (their making is not counted). Every request must be
+    answered on the connection it was sent on."""
+    import heapq
+    socks = []
+    for _ in range(n):
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        s.sendall(REQUEST)
+        answered(s)
+        s.setblocking(False)
+        socks.append(s)
+    sel = selectors.DefaultSelector()
+    for i, s in enumerate(socks):
+        sel.register(s, selectors.EVENT_READ, i)
+    t0 = time.monotonic() + 0.2
+    due = [(t0 + pause_s * i / n, i) for i in range(n)]  # staggered over one pause
+    heapq.heapify(due)
+    got = [b""] * n
+    waiting = set()
+    answers, end = 0, t0 + seconds
+    cpu0 = None
+    while True:
+        now = time.monotonic()
+        if cpu0 is None and now >= t0:
+            cpu0 = cpu_seconds(pid)
+        if now >= end and not waiting:
+            break
+        if now >= end + 10:
+            raise RuntimeError(f"{len(waiting)} requests unanswered 10 s after the run")
+        while due and due[0][0] <= now and now < end:
+            _, i = heapq.heappop(due)
+            socks[i].send(REQUEST)
+            waiting.add(i)
+        timeout = max(0.0, min(due[0][0] if due and now < end else now + 0.05, now + 0.05) - now)
+        for key, _ in sel.select(timeout=timeout):
+            i = key.data
+            try:
+                chunk = key.fileobj.recv(4096)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                raise RuntimeError("a kept-alive connection closed during the think-time run")
+            got[i] += chunk
+            if got[i].endswith(b"hello\n"):
+                got[i] = b""
+                waiting.discard(i)
+                answers += 1
+                heapq.heappush(due, (time.monotonic() + pause_s, i))
+    cpu = cpu_seconds(pid) - cpu0
+    sel.close()
+    for s in socks:
+        s.close()
+    return cpu * 1e6 / max(answers, 1), answers
+
+
 def slowloris_phase(port):
     """A head trickled a byte per 0.5 s: how long until the server answers or closes (whichever is
     first, seen within 10 ms), and what it answered."""
@@ -188,13 +250,17 @@ def round_of(server, n, workdir):
     try:
         per_connection, late, closed = idle_phase(port, pid, n)
         rps, cpu_us = wrk_phase(port, pid)
+        think = {}
+        for clients, pause_ms in THINK:
+            cpu_think, answers = think_phase(port, pid, clients, pause_ms / 1000, THINK_S)
+            think[f"{clients}x{pause_ms}ms"] = {"cpu_us_per_request": round(cpu_think, 2), "requests": answers}
         loris_s, loris_status = slowloris_phase(port)
         return {"server": server, "connections": n, "closed": closed,
                 "idle_bytes_per_connection": round(per_connection, 1),
                 "close_late_ms": {"min": round(late[0], 1), "median": round(statistics.median(late), 1),
                                   "p99": round(late[int(len(late) * 0.99) - 1], 1), "max": round(late[-1], 1)}
                 if late else None,
-                "requests_per_s": round(rps), "cpu_us_per_request": round(cpu_us, 2),
+                "requests_per_s": round(rps), "cpu_us_per_request": round(cpu_us, 2), "think": think,
                 "slowloris_closed_after_s": round(loris_s, 2), "slowloris_answer": loris_status}
     finally:
         proc.terminate()
@@ -226,6 +292,11 @@ def report(result):
         f"| server CPU per request (µs) | {med(hw, 'cpu_us_per_request'):.2f} | {med(ng, 'cpu_us_per_request'):.2f} | "
         f"{ratio(med(hw, 'cpu_us_per_request'), med(ng, 'cpu_us_per_request'))} |",
     ]
+    for clients, pause_ms in THINK:
+        key = f"{clients}x{pause_ms}ms"
+        a, b = med(hw, "think", key, "cpu_us_per_request"), med(ng, "think", key, "cpu_us_per_request")
+        lines.append(f"| server CPU per request (µs), {clients:,} clients each pausing {pause_ms:,} ms between requests | "
+                     f"{a:.2f} | {b:.2f} | {ratio(a, b)} |")
     for q in ("median", "p99", "max", "min"):
         lines.append(f"| keep-alive close late by, {q} (ms past {KEEPALIVE_S} s) | {med(hw, 'close_late_ms', q):.1f} | "
                      f"{med(ng, 'close_late_ms', q):.1f} | |")

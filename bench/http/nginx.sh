@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # examples/http_server beside Debian's nginx for HTTP/1.1 keep-alive (bench/http/nginx.py): bytes per
-# idle kept-alive connection, requests per second and CPU per request under wrk, keep-alive close
-# lateness and slowloris, alternated rounds, medians; writes docs/http_nginx.json and
-# docs/benchmarks.md's "http_nginx" section. Usage: bash bench/http/nginx.sh [--connections N] [--rounds R]
+# idle kept-alive connection, requests per second and CPU per request under wrk and for clients that
+# pause between requests, keep-alive close lateness and slowloris, alternated rounds, medians;
+# writes docs/http_nginx.json and docs/benchmarks.md's "http_nginx" section. Usage: bash bench/http/nginx.sh [--connections N] [--rounds R]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 export HEARTWHEEL_BUILD=${HEARTWHEEL_BUILD:-$root/build}

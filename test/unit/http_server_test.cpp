@@ -126,20 +126,36 @@ struct fixture {
 
 } // namespace
 
-// Parked after the grace: the connection is gone, one block held (the parked connection with Asio's
-// wait in it); the next request makes it again and is answered; the keep-alive deadline it had is
-// kept as it was: not a moment before, closed keepalive-timeout after it, once.
+// A client quiet past the grace is parked: the connection is gone, one block held (the parked
+// connection with Asio's wait in it). Its next request makes it again and is answered, and — its
+// client found quiet — it parks again at the answer, with no grace, keeping nothing of the request.
+// A client quick again is read eagerly and parked after the grace; the keep-alive deadline counts
+// from its answer however late the grace's end was seen: not a moment before, closed
+// keepalive-timeout after it, once.
 BOOST_AUTO_TEST_CASE(a_quiet_kept_alive_connection_is_parked_made_again_by_its_next_request_and_closed_at_its_time) {
     fixture f;
-    hwtest::heap_use parking{0, 0, 0};
     f.request_then_quiet("/0"); // parked once: the wheel's storage for such deadlines is made
     BOOST_TEST(f.server.parked() == 1u);
+
+    f.clock.step_by(3ms); // the client pauses past the grace
+    f.io_turns();
     f.get("/1");
+    const auto cycle = hwtest::measure_heap([&] { f.io_turns(); }); // woken, answered, parked again
+    BOOST_TEST(f.server.parked() == 1u);
+    BOOST_TEST(cycle.allocations == cycle.frees); // nothing of the request kept
+    auto res = f.answered();
+    BOOST_TEST(res.body() == "hi\n");
+    BOOST_TEST(res.keep_alive());
+
+    f.get("/2"); // at once: busy again
     f.io_turns();
-    f.answered();
+    res = f.answered();
+    BOOST_TEST(res.keep_alive());
     f.io_turns();
-    parking = hwtest::measure_heap([&] {
-        f.clock.step_by(3ms); // the grace ends
+    BOOST_TEST(f.server.parked() == 0u);
+    const auto t0 = f.clock.now(); // the answer
+    const auto parking = hwtest::measure_heap([&] {
+        f.clock.advance_by(5ms); // the grace's end seen late
         f.io_turns();
     });
     BOOST_TEST(f.server.parked() == 1u);
@@ -151,18 +167,6 @@ BOOST_AUTO_TEST_CASE(a_quiet_kept_alive_connection_is_parked_made_again_by_its_n
     BOOST_TEST(parking.allocations <= 2u);
     BOOST_TEST(parking.bytes <= 360u);
 
-    f.get("/2");
-    f.io_turns();
-    BOOST_TEST(f.server.parked() == 0u);
-    const auto res = f.answered();
-    BOOST_TEST(res.body() == "hi\n");
-    BOOST_TEST(res.keep_alive());
-
-    f.io_turns();
-    const auto t0 = f.clock.now();
-    f.clock.advance_by(5ms); // the grace's end seen late: the deadline still counts from the answer
-    f.io_turns();
-    BOOST_TEST(f.server.parked() == 1u); // parked again
     f.clock.advance_to(t0 + 999ms);
     f.io_turns();
     BOOST_TEST(f.closes() == 0u); // not before its keep-alive time
@@ -175,6 +179,29 @@ BOOST_AUTO_TEST_CASE(a_quiet_kept_alive_connection_is_parked_made_again_by_its_n
     BOOST_TEST(net::connections_of(f.io.get_executor()) == 0u);
     f.sees_silent_close();
     BOOST_TEST(f.state.read == (std::vector<std::string>{"/0", "/1", "/2"}), boost::test_tools::per_element());
+}
+
+// A parked connection whose client speaks again within the grace of its answer is busy again: made
+// again, it reads its next request eagerly instead of parking at the answer.
+BOOST_AUTO_TEST_CASE(a_client_quick_again_is_read_eagerly_not_parked_at_its_answer) {
+    fixture f;
+    f.request_then_quiet("/0"); // parked after the grace
+    f.get("/1");                // woken; its client found quiet: parked at the answer
+    f.io_turns();
+    BOOST_TEST(f.server.parked() == 1u);
+    f.answered();
+    f.get("/2"); // at once
+    f.io_turns();
+    f.answered();
+    f.io_turns();
+    BOOST_TEST(f.server.parked() == 0u);
+    BOOST_TEST(http::detail::eager_held == 1); // read eagerly
+    f.clock.step_by(3ms); // quiet past the grace again: parked
+    f.io_turns();
+    BOOST_TEST(f.server.parked() == 1u);
+    BOOST_TEST(http::detail::eager_held == 0);
+    BOOST_TEST(f.state.read.size() == 3u);
+    BOOST_TEST(f.closes() == 0u);
 }
 
 // The requests served before parking count on: with max_requests 3 the third answer says

@@ -258,6 +258,13 @@ struct manual_fixture {
     void get(const std::string& target) {
         asio::write(client, asio::buffer("GET " + target + " HTTP/1.1\r\nHost: t\r\n\r\n"));
     }
+    // A request sent, answered and read, and the server's turns after the answer (the clock still).
+    void round_trip(const std::string& target) {
+        get(target);
+        io_turns();
+        answered();
+        io_turns();
+    }
     // The client sees the server's end: a silent close (FIN, no response), within 5 s.
     void sees_silent_close() {
         char c;
@@ -277,10 +284,7 @@ struct manual_fixture {
 BOOST_AUTO_TEST_CASE(a_kept_alive_connection_reads_eagerly_then_waits_holding_nothing_for_its_keepalive_time) {
     manual_fixture f(1000ms);
     f.io_turns();
-    f.get("/1");
-    f.io_turns();
-    f.answered();
-    f.io_turns();
+    f.round_trip("/1");
     BOOST_TEST(http::detail::eager_held == 1); // the next request is read eagerly
     const std::string body(3 * http::detail::eager_bytes, 'b');
     asio::write(f.client, asio::buffer("POST /2 HTTP/1.1\r\nHost: t\r\nContent-Length: " + std::to_string(body.size()) +
@@ -308,6 +312,25 @@ BOOST_AUTO_TEST_CASE(a_kept_alive_connection_reads_eagerly_then_waits_holding_no
     BOOST_TEST(f.closes(http::keepalive_timeout) == 1u);
     BOOST_TEST(f.counters.snapshot().closes_total() == 1u);
     f.sees_silent_close();
+}
+
+// A client found quiet past the grace (one that pauses between requests) is waited for without the
+// eager read — whose attempt fails and whose grace wakes the loop, for nothing — until one of its
+// requests comes within the grace of its answer again.
+BOOST_AUTO_TEST_CASE(a_client_that_pauses_is_waited_for_until_it_is_quick_again) {
+    manual_fixture f(1000ms);
+    f.io_turns();
+    f.round_trip("/1");
+    BOOST_TEST(http::detail::eager_held == 1); // read eagerly
+    f.clock.step_by(3ms);                      // quiet past the grace
+    f.io_turns();
+    BOOST_TEST(http::detail::eager_held == 0);
+    f.round_trip("/2"); // 3 ms after its answer
+    BOOST_TEST(http::detail::eager_held == 0); // waited for: no block, no grace
+    f.round_trip("/3"); // at once
+    BOOST_TEST(http::detail::eager_held == 1); // quick again: read eagerly
+    BOOST_TEST(f.read.size() == 3u);
+    BOOST_TEST(f.counters.snapshot().closes_total() == 0u);
 }
 
 // A grace that ends while the answer is still being written (a client slow to read it) does not cut

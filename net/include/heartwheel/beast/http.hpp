@@ -58,7 +58,9 @@
 // as they arrive instead of waiting for readiness first — whose epoll_ctl per request was the one
 // system call nginx does not make. A client quiet past the grace is waited for as a new one is,
 // holding nothing (the read cancelled, the block given back); a thread holds at most
-// detail::eager_max blocks at a time.
+// detail::eager_max blocks at a time. Such a client is then found quiet: its next requests are
+// waited for without the eager read (its attempt would fail, its grace wake the loop for nothing)
+// until one comes within the grace of its answer.
 //
 // Threads: as net::connection (its socket's executor; send() and close() post themselves when away).
 // Invariants: one read at a time; at most one phase deadline armed; the parser exists from a request's
@@ -258,7 +260,7 @@ public:
     http_connection(make_tag, connection_type& c, std::shared_ptr<net::connection_handler> handler, const http_policy& policy)
         : conn_(c), app_(std::move(handler)), policy_(policy), born_(std::chrono::steady_clock::now()),
           in_request_(false), done_(false), draining_(false), eager_grace_(false), eager_cut_(false),
-          may_park_(false), resumed_(false), on_strand_(net::detail::is_strand_executor(c.get_executor())) {}
+          may_park_(false), resumed_(false), quiet_(false), on_strand_(net::detail::is_strand_executor(c.get_executor())) {}
     http_connection(const http_connection&) = delete;
     http_connection& operator=(const http_connection&) = delete;
     ~http_connection() override { release_eager(); }
@@ -356,6 +358,10 @@ private:
     void on_writable() override {
         if (app_) app_->on_writable();
     }
+    void on_output_idle() override {
+        if (app_) app_->on_output_idle();
+        if (parked_ && unanswered_count() < policy_.max_pipelined) resume_parked(); // parks_once_written's
+    }
     void on_idle(net::idle_event e) override {
         if (app_) app_->on_idle(e);
     }
@@ -367,6 +373,7 @@ private:
     bool on_deadline(time_point due) override {
         if (!eager_grace_) return false; // the phase's own deadline: close
         eager_grace_ = false;
+        quiet_ = true;
         conn_.expires_at(saturating_add(due, std::chrono::duration_cast<duration>(milliseconds(policy_.keepalive_timeout) -
                                                                                     detail::eager_grace)),
                          keepalive_timeout);
@@ -396,10 +403,11 @@ private:
 
         auto get_executor() const noexcept { return c->conn_.get_executor(); }
 
-        // Resumed by an answer or the close (parked above), with the connection alive.
+        // Resumed by an answer, the answer's write ending, or the close (parked above), with the
+        // connection alive.
         template <class Self>
-        void operator()(Self& self, http_connection* resumed) {
-            c = resumed->self();
+        void operator()(Self& self, std::shared_ptr<http_connection>&& resumed) {
+            c = std::move(resumed);
             at = step::start;
             (*this)(self);
         }
@@ -418,12 +426,24 @@ private:
                     return home->park(std::move(self));
                 }
                 if (c->buffered() > 0) return parse_buffered(self); // pipelined: the next request is here
+                if (c->resumed_ && c->may_take_eager_block()) { // woken by its bytes: read them at once
+                    at = step::eager;
+                    return c->read_woken(std::move(self));
+                }
                 if (c->may_read_eagerly()) {
                     at = step::eager;
                     return c->read_eagerly(std::move(self));
                 }
                 c->wait_for_request();
                 if (c->served_ > 0 && c->park_ready()) return self.complete(error_code(net::errc::parked), request_type{});
+                if (c->parks_once_written()) {
+                    // A quiet client's connection parks at its answer, with no grace: once the
+                    // answer's write has ended (on_output_idle), which holds the connection.
+                    at = step::parked;
+                    http_connection* const home = c.get();
+                    c.reset();
+                    return home->park(std::move(self));
+                }
                 at = step::first_byte;
                 // No buffer while it waits (a chunk of the thread's pool once bytes are there).
                 return conn.stream().async_receive(std::move(self));
@@ -471,6 +491,7 @@ private:
                 return failed(self, ec);
             }
             const net::read_chunk bytes = std::move(chunk); // given back as this step ends
+            c->note_arrival();
             const auto b = bytes.bytes();
             first_bytes(self, asio::const_buffer(b.data(), b.size()));
         }
@@ -602,16 +623,18 @@ private:
     };
 
     // A read that found max_pipelined requests unanswered waits here (no deadline: the application,
-    // not the peer, is the one to act) until send() answers one or the connection closes. The parked
-    // operation does not own this connection (it goes with it, never run, if the connection goes).
+    // not the peer, is the one to act) until send() answers one or the connection closes; so does a
+    // quiet connection's read until its answer's write ends (parks_once_written, under the keep-alive
+    // deadline). The parked operation does not own this connection (it goes with it, never run, if
+    // the connection goes; an application's handler inside it may hold it until one of those).
     struct parked_read {
         virtual ~parked_read() = default;
-        virtual void resume(http_connection* home) = 0;
+        virtual void resume(std::shared_ptr<http_connection>&& home) = 0;
     };
     template <class Self>
     struct parked_as final : parked_read {
         explicit parked_as(Self&& s) : self(std::move(s)) {}
-        void resume(http_connection* home) override { self(home); }
+        void resume(std::shared_ptr<http_connection>&& home) override { self(std::move(home)); }
         Self self;
     };
     template <class Self>
@@ -620,7 +643,8 @@ private:
     }
     void resume_parked() {
         if (!parked_) return;
-        asio::post(conn_.get_executor(), [keep = self(), p = std::move(parked_)] { p->resume(keep.get()); });
+        // The reference goes into the operation (no holder more than its own: park_ready counts them).
+        asio::post(conn_.get_executor(), [keep = self(), p = std::move(parked_)]() mutable { p->resume(std::move(keep)); });
     }
 
     // Between requests: the keep-alive wait (or, before the first, the head's). Not cut short by the
@@ -633,12 +657,39 @@ private:
 
     // The eager read (see the top of this file): a kept-alive TCP connection right after an answer,
     // nothing pipelined, a keep-alive time well past the grace, and a block to spare on this thread.
-    bool may_read_eagerly() const noexcept {
+    // A client found quiet past the grace (quiet_) is waited for instead, holding nothing, until one
+    // of its requests comes within the grace of its answer again (note_arrival): a client that pauses
+    // between requests would only pay the eager read's failed attempt and its grace's wake-up.
+    bool may_read_eagerly() const noexcept { return !quiet_ && may_take_eager_block(); }
+    bool may_take_eager_block() const noexcept {
         if constexpr (!net::detail::is_stream_socket<NextLayer>::value) return false;
         else
             return served_ > 0 && unanswered_count() == 0 &&
                    milliseconds(policy_.keepalive_timeout) > 4 * detail::eager_grace &&
                    detail::eager_held < detail::eager_max;
+    }
+    // A request's first bytes came to a wait (async_receive): within the grace of the keep-alive wait's
+    // start, the client is busy again and the next request is read eagerly.
+    void note_arrival() noexcept {
+        if (!quiet_ || served_ == 0) return;
+        const auto grace = std::chrono::duration_cast<duration>(detail::eager_grace);
+        if (conn_.liveness().scheduler().fresh_now() < saturating_add(wait_began(), grace)) quiet_ = false;
+    }
+    // When the keep-alive wait began (its deadline, counted from there, is armed).
+    time_point wait_began() const noexcept {
+        return conn_.liveness().phase_due() - std::chrono::duration_cast<duration>(milliseconds(policy_.keepalive_timeout));
+    }
+    // A connection made again from a parked one, whose bytes are there: read at once into an eager
+    // block (no readiness wait: its epoll_ctl), under the keep-alive deadline, with no grace to end
+    // it (the read completes now; a wake without bytes waits as a quiet connection does, holding
+    // the block — one of the thread's eager_max).
+    template <class Op>
+    void read_woken(Op&& op) {
+        eager_ = static_cast<char*>(detail::eager_blocks::take(detail::eager_bytes));
+        ++detail::eager_held;
+        eager_cut_ = false;
+        wait_for_request();
+        conn_.stream().async_read_some_eagerly(asio::buffer(eager_, detail::eager_bytes), std::forward<Op>(op));
     }
     template <class Op>
     void read_eagerly(Op&& op) {
@@ -660,6 +711,12 @@ private:
                    unanswered_count() == 0 && buffered() == 0 && !conn_.closing() && conn_.queued() == 0 &&
                    conn_.output_at_rest() && conn_.liveness().judges_only_phase() &&
                    conn_.weak_from_this().use_count() == holders_when_only_the_loops;
+    }
+    // Parkable but for the answer's write, whose completion is queued (an answer is written at once,
+    // its completion runs a turn later).
+    bool parks_once_written() const noexcept {
+        if constexpr (!net::detail::is_stream_socket<NextLayer>::value) return false;
+        else return may_park_ && !resumed_ && served_ > 0 && !conn_.output_at_rest();
     }
     // The references to an idle connection that only its server's loop holds: the pending read's, the
     // loop's handler's, and the connection's own (its handler is this layer, in its block).
@@ -735,6 +792,7 @@ private:
     bool eager_cut_ : 1;   ///< on_deadline cancelled the eager read: it waits on, holding nothing
     bool may_park_ : 1;    ///< its server parks it when idle (http_server.hpp)
     bool resumed_ : 1;     ///< made again from a parked connection, its first request not yet read
+    bool quiet_ : 1;       ///< its client paused past the eager read's grace: waited for, not read eagerly
     const bool on_strand_; ///< the connection lives on a strand: send() looks whether it runs inside it
     char* eager_ = nullptr;    ///< the eager read's block, while it reads
 };

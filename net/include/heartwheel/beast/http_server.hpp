@@ -16,6 +16,10 @@
 //   http::server<tcp::socket, decltype(app)> srv(ctx, policy, app); // per context, outliving its connections
 //   srv.serve(std::move(socket));                           // each accepted socket (TLS: handshake first)
 //
+// A connection made again whose client had paused (woken later than the eager read's grace after
+// its answer) parks again at its next answer, as soon as the answer is written: no grace, no eager
+// read for a client known to pause; one woken within the grace reads eagerly again.
+//
 // When the client's next bytes come, a connection is made again around the socket with the requests
 // it served and its age (max_requests and max_age go on counting), and the loop goes on. A client
 // that stays quiet is closed keepalive-timeout at the deadline its connection had armed (taken over
@@ -67,8 +71,9 @@ class parked_connection final : public timer_node,
 public:
     using socket_type = typename Server::stream_type;
 
-    parked_connection(Server& s, socket_type socket, std::uint32_t served, std::chrono::steady_clock::time_point born)
-        : socket_(std::move(socket)), server_(&s), born_(born), served_(served) {}
+    parked_connection(Server& s, socket_type socket, std::uint32_t served, std::chrono::steady_clock::time_point born,
+                      time_point quiet_since)
+        : socket_(std::move(socket)), server_(&s), born_(born), quiet_since_(quiet_since), served_(served) {}
     ~parked_connection() override {
         // Handed on: the connection made again holds the admission place now; never closed
         // (the context shut down): its place is free.
@@ -120,7 +125,10 @@ private:
         if (ec) return close(net::close_reason::io_error);
         state_ = state::handed_on;
         cancel();
-        server_->resume(std::move(socket_), served_, born_);
+        // Its client spoke again within the eager read's grace of its answer (a connection parked at
+        // its answer, its client found quiet before): busy again, read eagerly from its next answer.
+        const bool quick = server_->context().timers.fresh_now() < saturating_add(quiet_since_, std::chrono::duration_cast<duration>(eager_grace));
+        server_->resume(std::move(socket_), served_, born_, quick);
     }
     void close(net::close_reason why) {
         if (state_ != state::waiting) return;
@@ -148,6 +156,7 @@ private:
     socket_type socket_;
     Server* server_;
     std::chrono::steady_clock::time_point born_;
+    time_point quiet_since_; ///< when its wait for the client began (its answer), on the wheel's clock
     std::uint32_t served_;
     state state_ = state::waiting;
     alignas(void*) unsigned char slot_[slot_size > 0 ? slot_size : 1];
@@ -220,19 +229,20 @@ private:
         auto& conn = c->connection();
         const time_point due = conn.liveness().phase_due();
         auto p = std::make_shared<detail::parked_connection<server>>(*this, std::move(conn.stream().next_layer()),
-                                                                     c->served_, c->born_);
+                                                                     c->served_, c->born_, c->wait_began());
         p->start(due);
         ++parked_;
         conn.set_handler(nullptr); // its hold on its own layer (one block): the connection goes with `c`
     }
     // The parked connection's client sent its next bytes: a connection again, going on from where it was.
-    void resume(Stream socket, std::uint32_t served, std::chrono::steady_clock::time_point born) {
+    void resume(Stream socket, std::uint32_t served, std::chrono::steady_clock::time_point born, bool quick) {
         unparked();
         auto c = connection_type::create_validated(std::move(socket), ctx_, nullptr, policy_);
         c->served_ = served;
         c->born_ = born;
         c->may_park_ = true;
         c->resumed_ = true;
+        c->quiet_ = !quick; // paused past the grace: its next requests are waited for (parked) at once
         read_next(std::move(c));
     }
     void unparked() noexcept { --parked_; }

@@ -202,7 +202,9 @@ private:
         if (c.closing_) return c.half_close(); // the last words are out
         const bool resume = b.bound.drained(0);
         drop_state_if_idle();
-        if (resume && c.handler_) c.handler_->on_writable();
+        if (!c.handler_) return;
+        if (resume) c.handler_->on_writable();
+        if (!busy_ && c.handler_) c.handler_->on_output_idle();
     }
 
     detail::output_settings_ref settings_; ///< the limits, shared

@@ -530,13 +530,15 @@ private:
         if (closing_) return;
         const auto keep = this->weak_from_this().lock();
         if (!keep) return;
+        // The layer's own turn first (an HTTP eager read's grace, every quiet request's): no close, so
+        // no need to ask the kernel for unread bytes (a system call).
+        if (handler_ && handler_->on_deadline(due)) return;
         if (input_waiting()) {
             timer_scheduler& svc = live_.scheduler();
             const time_point again = saturating_add(svc.now(), unread_input_recheck);
             if constexpr (detail::has_phase_deadline<Liveness>::value) return live_.expire_phase_at(again);
             else return svc.schedule(*timer_, again);
         }
-        if (handler_ && handler_->on_deadline(due)) return; // the layer's own turn, not a close
         deadline_fired_ = true;
         begin_close(deadline_reason_, handshake_done_);
     }

@@ -27,6 +27,9 @@ public:
     virtual void last_words(close_reason) {}  ///< closing: queue a goodbye (with send()); once
     virtual void on_close(close_reason) {}    ///< closed: the lowest layer is closed; once
     virtual void on_writable() {}             ///< the output drained below its low-water mark
+    /// The output wrote its last byte and holds nothing (a byte output's: send()), on a turn of its
+    /// own after the write's: a layer that waits for its answer to be out (HTTP's parking) goes on.
+    virtual void on_output_idle() {}
     virtual void on_idle(idle_event) {}       ///< every idle event (they close unless told not to)
     /// The connection's execution context shut down with the connection still open (io.stop(), no
     /// close): the connection has let its handler go; a framing layer lets its application's go too,
