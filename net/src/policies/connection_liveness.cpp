@@ -7,13 +7,23 @@
 
 namespace heartwheel::net {
 
+namespace {
+detail::settings_ref interned(const liveness_config& config, bool scaled) {
+    config.overload.validate(); // not the liveness's: the overload's policy is read by timeout_scale
+    return detail::intern(config, scaled);
+}
+} // namespace
+
 connection_liveness::connection_liveness(timer_scheduler& svc, const liveness_config& config, liveness_handler& handler,
                                          liveness_counters* counters, timeout_scale* scale)
-    : policy_host(svc, scale, counters), handler_(&handler), settings_(detail::intern(config, scale != nullptr)),
+    : connection_liveness(svc, interned(config, scale != nullptr), handler, counters, scale) {}
+
+connection_liveness::connection_liveness(timer_scheduler& svc, detail::settings_ref settings, liveness_handler& handler,
+                                         liveness_counters* counters, timeout_scale* scale)
+    : policy_host(svc, scale, counters), handler_(&handler), settings_(std::move(settings)),
       idle_(settings_->config.idle, *this, scale),
       limits_(settings_->config.limits, static_cast<activity_timer::listener&>(*this), scale),
       runtimes_(*this, settings_->config) {
-    config.overload.validate();
     const heartbeat_policy& hb = settings_->config.heartbeat;
     if (hb.enabled()) heartbeat_ = std::make_unique<heartbeat>(hb, static_cast<heartbeat::listener&>(*this));
     arm(idle_due());

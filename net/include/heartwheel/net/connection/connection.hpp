@@ -165,7 +165,8 @@ public:
         : connection(
               std::move(next_layer),
               [&context](liveness_handler& h) {
-                  return connection_liveness(context.timers, context.config, h, context.counters, context.scale);
+                  return connection_liveness::from_settings(context.timers, context.settings, h, context.counters,
+                                                            context.scale);
               },
               std::move(handler), std::move(options)) {
         // A socket not connected yet (opened later) gets it from apply_socket_options, as does a

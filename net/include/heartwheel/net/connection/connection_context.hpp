@@ -15,6 +15,7 @@
 #include <heartwheel/net/connection/connection_policy.hpp>
 #include <heartwheel/net/policies/policies.hpp>
 #include <heartwheel/net/connection/write_queue.hpp>
+#include <heartwheel/net/detail/liveness_settings.hpp>
 #include <heartwheel/timer_scheduler.hpp>
 
 #include <utility>
@@ -45,13 +46,18 @@ struct connection_context {
     /// context applies it as it is.
     explicit connection_context(timer_scheduler& t, liveness_config c = {}, liveness_counters* n = nullptr,
                                 timeout_scale* s = nullptr)
-        : timers(t), config(validated(std::move(c))), counters(n), scale(s), options(connection_options::of(config)) {}
+        : timers(t), config(validated(std::move(c))), counters(n), scale(s), options(connection_options::of(config)),
+          settings(detail::intern(config, s != nullptr)) {}
     timer_scheduler& timers;
     liveness_config config;
     liveness_counters* counters;
     timeout_scale* scale;
     /// The view of config's [connection] and [output] tables each connection is made with.
     connection_options options;
+    /// What each connection's liveness judges by, made from config once here (not looked up again
+    /// per connection: a connection made and unmade per request, as a parked HTTP one is, would
+    /// compare the whole configuration each time). Like options, it is config as the context was made.
+    detail::settings_ref settings;
 
 private:
     static liveness_config validated(liveness_config c) {

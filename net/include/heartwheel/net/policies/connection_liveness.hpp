@@ -92,6 +92,12 @@ public:
     /// must outlive this object.
     connection_liveness(timer_scheduler& svc, const liveness_config& config, liveness_handler& handler,
                         liveness_counters* counters = nullptr, timeout_scale* scale = nullptr);
+    /// The same from settings made already (connection_context::settings: validated and interned
+    /// once for all of a context's connections), made for `scale` being null or not as it is here.
+    static connection_liveness from_settings(timer_scheduler& svc, detail::settings_ref settings, liveness_handler& handler,
+                                             liveness_counters* counters = nullptr, timeout_scale* scale = nullptr) {
+        return connection_liveness(svc, std::move(settings), handler, counters, scale);
+    }
     ~connection_liveness();
     connection_liveness(const connection_liveness&) = delete;
     connection_liveness& operator=(const connection_liveness&) = delete;
@@ -180,6 +186,9 @@ private:
 
     liveness_handler* handler_;
     time_point phase_due_ = time_point::max(); ///< expire_phase_at's, or max
+    // from_settings's (the public constructor validates and interns first).
+    connection_liveness(timer_scheduler& svc, detail::settings_ref settings, liveness_handler& handler,
+                        liveness_counters* counters, timeout_scale* scale);
     // What is judged after construction is read from settings shared by the connections made from
     // an equal config (one pointer, not a copy per connection): the idle, heartbeat, request and
     // limits policies, and which close reasons the overload scales. First: the parts read them.
