@@ -56,7 +56,8 @@ struct connection_context {
     connection_options options;
     /// What each connection's liveness judges by, made from config once here (not looked up again
     /// per connection: a connection made and unmade per request, as a parked HTTP one is, would
-    /// compare the whole configuration each time). Like options, it is config as the context was made.
+    /// compare the whole configuration each time). Like options, it is config as the context was made
+    /// (a scale set later than that has them looked up again, per connection).
     detail::settings_ref settings;
 
 private:

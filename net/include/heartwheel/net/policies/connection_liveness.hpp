@@ -93,9 +93,11 @@ public:
     connection_liveness(timer_scheduler& svc, const liveness_config& config, liveness_handler& handler,
                         liveness_counters* counters = nullptr, timeout_scale* scale = nullptr);
     /// The same from settings made already (connection_context::settings: validated and interned
-    /// once for all of a context's connections), made for `scale` being null or not as it is here.
+    /// once for all of a context's connections); settings made for the other case of `scale` (null
+    /// or not: which close reasons scale) are looked up again for this one.
     static connection_liveness from_settings(timer_scheduler& svc, detail::settings_ref settings, liveness_handler& handler,
                                              liveness_counters* counters = nullptr, timeout_scale* scale = nullptr) {
+        if (settings->scaled != (scale != nullptr)) settings = detail::intern(settings->config, scale != nullptr);
         return connection_liveness(svc, std::move(settings), handler, counters, scale);
     }
     ~connection_liveness();
