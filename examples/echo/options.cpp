@@ -283,7 +283,6 @@ endpoint_spec parse_endpoint(const std::string& text, const std::string& who) {
 server_options parse_server_options(int argc, const char* const* argv) {
     server_options o;
     auto& l = o.live;
-    l.timeouts.write_timeout = milliseconds(30000);
     l.connection.activity = net::reader_activity::messages; // a data line is activity, a PONG is not
     std::string timers = "wheel", metrics;
     std::string proxy_from = net::to_string(o.proxy.trusted);
@@ -424,9 +423,8 @@ client_options parse_client_options(int argc, const char* const* argv) {
     client_options o;
     auto& l = o.live;
     // Liveness on by default, as the server's: a server that stops answering is found by the
-    // heartbeat (after inbound silence), one that stops reading by the write timeout.
+    // heartbeat (after inbound silence), one that stops reading by the library's write timeout.
     l.heartbeat.interval = milliseconds(30000);
-    l.timeouts.write_timeout = milliseconds(30000);
     std::string source;
     std::vector<spec> specs = {
         endpoint_opt("connect", "server address", o.connect),

@@ -11,7 +11,7 @@
 // The runtime holds a timer only while its timeout can fire: the read timeout's for the connection's
 // life, the write timeout's while a write is queued — made when one starts, freed when the output
 // drains, so an idle connection that wrote before (every heartbeat's ping is a write) holds none.
-// With both off (the common case) it is two null pointers. Each timer is an activity_timer
+// With the read timeout off (the default) and no write queued it is two null pointers. Each timer is an activity_timer
 // touched by the connection's one stamp per read or write: the read timeout expires after
 // read_timeout without a byte (put off while the peer's bytes wait unread), the write timeout after
 // write_timeout without progress while data is queued. The policy is the hooks' argument (the
@@ -31,7 +31,11 @@ namespace heartwheel::net {
 
 struct timeout_policy {
     milliseconds read_timeout{0};  ///< close if nothing is read for this long (0 disables)
-    milliseconds write_timeout{0}; ///< close if a write makes no progress for this long (0 disables)
+    /// Close if a write makes no progress for this long (0 disables). On by default: a peer that
+    /// stops reading otherwise holds its connection for good once the output bound stops its reads
+    /// (the idle judgements wait for unread input), whatever server embeds the library (nginx's
+    /// send_timeout is 60 s; 30 s here, as the echo server has always used).
+    milliseconds write_timeout{30000};
     scaled_min read_timeout_min;   ///< under overload (`[overload] read_timeout_min`)
 
     void validate(const std::string& prefix = "timeouts") const { validate_policy(description(), this, prefix); }
