@@ -21,13 +21,15 @@ enum class close_reason : std::uint8_t {
     slow_consumer, ///< more queued for the peer than its output_policy allows (it does not read)
 };
 /// Each built-in reason's name, whether a liveness policy decides it (a pending operation then
-/// completes with errc::timed_out), and whether it judges the peer dead (it answered nothing: the
-/// close does not linger for its end of stream). One row per reason, at its value (checked below).
+/// completes with errc::timed_out), whether it judges the peer dead (it answered nothing: the
+/// close does not linger for its end of stream), and whether it judges that the peer does not read
+/// (the close resets the connection). One row per reason, at its value (checked below).
 struct builtin_reason {
     close_reason reason;
     const char* name;
     bool decided_by_policy;
     bool peer_dead = false;
+    bool peer_not_reading = false;
 };
 inline constexpr builtin_reason builtin_reasons[] = {
     {close_reason::reader_idle, "reader-idle", true},
@@ -35,14 +37,14 @@ inline constexpr builtin_reason builtin_reasons[] = {
     {close_reason::all_idle, "all-idle", true},
     {close_reason::heartbeat_timeout, "heartbeat-timeout", true, true},
     {close_reason::read_timeout, "read-timeout", true},
-    {close_reason::write_timeout, "write-timeout", true},
+    {close_reason::write_timeout, "write-timeout", true, false, true},
     {close_reason::handshake_timeout, "handshake-timeout", true},
     {close_reason::handshake_failed, "handshake-failed", false},
     {close_reason::max_age, "max-age", true},
     {close_reason::shutdown, "shutdown", false},
     {close_reason::peer_closed, "peer-closed", false},
     {close_reason::io_error, "io-error", false},
-    {close_reason::slow_consumer, "slow-consumer", false},
+    {close_reason::slow_consumer, "slow-consumer", false, false, true},
 };
 /// The reasons above; applications' reasons follow them.
 inline constexpr std::size_t builtin_close_reasons = sizeof(builtin_reasons) / sizeof(builtin_reasons[0]);
@@ -76,6 +78,12 @@ constexpr bool is_policy_reason(close_reason r) noexcept {
 constexpr bool is_peer_dead_reason(close_reason r) noexcept {
     const auto i = static_cast<std::size_t>(r);
     return i < builtin_close_reasons && builtin_reasons[i].peer_dead;
+}
+/// The peer does not read what it is sent (write-timeout, slow-consumer): a close for it is a reset
+/// (connection.hpp, finish_close), not a FIN queued behind bytes the peer will never take.
+constexpr bool is_peer_not_reading_reason(close_reason r) noexcept {
+    const auto i = static_cast<std::size_t>(r);
+    return i < builtin_close_reasons && builtin_reasons[i].peer_not_reading;
 }
 
 } // namespace heartwheel::net

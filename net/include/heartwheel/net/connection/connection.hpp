@@ -27,7 +27,9 @@
 // which is flushed for at most `linger` (its one timer node, made when a close lingers), followed by a FIN (TCP: in the goodbye's last
 // segment); the lowest layer is closed when the peer ends its side (the application's read sees it
 // and calls abort) or the linger ends — for a peer judged dead (is_peer_dead_reason), which will
-// not end its side, right after the FIN; then pending operations complete with close_error()
+// not end its side, right after the FIN; for a peer that does not read (is_peer_not_reading_reason:
+// write-timeout, slow-consumer) with a reset instead of the FIN, which would wait behind bytes it
+// never takes, holding the kernel's send buffer; then pending operations complete with close_error()
 // (errc::timed_out for a policy's reason, errc::connection_closed otherwise) and on_close() runs.
 // abort(reason) is the same without last words (nothing can be written: an I/O error, a write
 // timeout, a handshake that never finished).
@@ -551,9 +553,20 @@ private:
         if (timer_) timer_->cancel(); // the linger, if it was one
         error_code ignored;
         auto& sock = stream_.lowest_layer();
+        bool reset = false;
+        if constexpr (is_tcp) {
+            if (reason_ && is_peer_not_reading_reason(*reason_)) {
+                // A peer that does not read would keep what the kernel still holds for it — up to the
+                // send buffer, megabytes — in a FIN that never leaves: the socket outlives its
+                // descriptor in FIN-WAIT-1 for as long as the peer answers the zero-window probes. A
+                // reset (SO_LINGER 0) frees it at once; the peer loses only what it was not reading.
+                sock.set_option(asio::socket_base::linger(true, 0), ignored);
+                reset = !ignored;
+            }
+        }
         // The FIN goes even if the descriptor was duplicated (close alone would not send it); after
         // half_close it is out already, and a second shutdown would only wake the reactor for nothing.
-        if (!half_closed_) sock.shutdown(asio::socket_base::shutdown_both, ignored);
+        if (!reset && !half_closed_) sock.shutdown(asio::socket_base::shutdown_both, ignored);
         sock.close(ignored);
         detail::teardown_registry::of(stream_.get_executor()).connection_closed(); // its admission place
         // The handler (typically the application's session) goes now: a closed connection calls
