@@ -400,9 +400,15 @@ class BadPeers(unittest.TestCase):
                 pub.sendall(connect_packet(0, client_id="pub"))
                 read_packet(pub)
                 message = publish_packet("feed", b"m" * size)
-                for _ in range(count):
+                # The healthy subscriber reads at its own pace: the publisher keeps at most 1 MiB ahead of
+                # it (a loaded machine's reader falls behind a tight loop of 24 MB, and a subscriber that
+                # lags past the output bound is a slow consumer too). The stuck one falls behind by all.
+                deadline = time.monotonic() + 30
+                for sent in range(count):
+                    while sent - len(received) > (1 << 20) // size and reader.is_alive() and time.monotonic() < deadline:
+                        time.sleep(0.001)
                     pub.sendall(message)
-                reader.join(30)
+                reader.join(max(1, deadline - time.monotonic()))
             healthy.close()
             stuck.close()
         self.assertEqual(len(received), count, "the healthy subscriber lost messages")
