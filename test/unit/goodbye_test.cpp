@@ -2,8 +2,8 @@
 // judgement itself: on a plain TCP socket its last words are handed to the socket and the connection
 // closes before the judgement returns — no turn of the executor between, where a burst of deaths would
 // queue behind one another — and the words and the FIN reach the peer in one segment (TCP_INFO on the
-// peer's side). A peer that does not read is reset, not sent a FIN behind bytes it never takes. A hand-moved
-// wheel over real sockets on 127.0.0.1: "before the judgement returns" is exact.
+// peer's side). A peer that does not read is reset, not sent a FIN behind bytes it never takes.
+// A hand-moved wheel over real sockets on 127.0.0.1: "before the judgement returns" is exact.
 #include <boost/test/unit_test.hpp>
 
 #include <heartwheel/net/connection/connection.hpp>

@@ -11,10 +11,11 @@
 // The runtime holds a timer only while its timeout can fire: the read timeout's for the connection's
 // life, the write timeout's while a write is queued — made when one starts, freed when the output
 // drains, so an idle connection that wrote before (every heartbeat's ping is a write) holds none.
-// With the read timeout off (the default) and no write queued it is two null pointers. Each timer is an activity_timer
-// touched by the connection's one stamp per read or write: the read timeout expires after
-// read_timeout without a byte (put off while the peer's bytes wait unread), the write timeout after
-// write_timeout without progress while data is queued. The policy is the hooks' argument (the
+// With the read timeout off (the default) and no write queued it is two null pointers. Each timer
+// is an activity_timer touched by the connection's one stamp per read or write: the read timeout
+// expires after read_timeout without a byte (put off while the peer's bytes wait unread), the write
+// timeout after write_timeout without progress while data is queued (on by default: each write
+// starts a watch and its end stops it, +2–3 % of the CPU per request under wrk). The policy is the hooks' argument (the
 // liveness's shared settings, policy_runtime.hpp): none of it is kept here. A watch freed at a drain
 // is kept for the thread's next one (at most watch_cache_size per thread, whatever the connections).
 #ifndef HEARTWHEEL_NET_TIMEOUT_POLICY_HPP
@@ -31,10 +32,10 @@ namespace heartwheel::net {
 
 struct timeout_policy {
     milliseconds read_timeout{0};  ///< close if nothing is read for this long (0 disables)
-    /// Close if a write makes no progress for this long (0 disables). On by default: a peer that
-    /// stops reading otherwise holds its connection for good once the output bound stops its reads
-    /// (the idle judgements wait for unread input), whatever server embeds the library (nginx's
-    /// send_timeout is 60 s; 30 s here, as the echo server has always used).
+    /// Close if a write makes no progress for this long (0 disables). On by default: once a server
+    /// stops a non-reader's reads for its output, the idle judgements wait for the unread input, so
+    /// with no heartbeat and an output under its bounds nothing else would close it, whatever server
+    /// embeds the library (nginx's send_timeout is 60 s; 30 s here, as the echo server always used).
     milliseconds write_timeout{30000};
     scaled_min read_timeout_min;   ///< under overload (`[overload] read_timeout_min`)
 
