@@ -3,7 +3,8 @@ comes from and judged against the rooms that room may use. The timer core (lib/)
 it; net/ uses lib/; an example's server and client use the library and their own example only; the
 project's tests and fuzzers use the library and the test support, never an example (an example's own
 tests and fuzzers live beside it, in examples/<name>/test and examples/<name>/fuzz, and may use the
-project's test support); bench/ may use anything. A quoted include is looked up the way the build's
+project's test support); tools/ (what only benchmarks and acceptance need, such as echo_server's
+baselines) uses the library and the examples, which never use it; bench/ may use anything. A quoted include is looked up the way the build's
 include paths do (the file's own folder, then the roots below); an angle include of <heartwheel/...>
 is the library's. Prints each include that points the wrong way and exits 1 if there is one.
     python3 test/layering.py [repository root]"""
@@ -13,7 +14,7 @@ import sys
 
 ROOT = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), ".."))
 # Where a quoted include may be found, as the build's include paths give them.
-SEARCH = ["lib/include", "net/include", "examples", "test/support", "fuzz"]
+SEARCH = ["lib/include", "net/include", "examples", "test/support", "fuzz", "tools"]
 ALLOWED = {
     "lib": {"lib"},
     "net": {"lib", "net"},
@@ -21,7 +22,8 @@ ALLOWED = {
     "example-test": {"lib", "net", "example", "example-test", "test", "fuzz"},
     "test": {"lib", "net", "test"},
     "fuzz": {"lib", "net", "fuzz", "test"},
-    "bench": {"lib", "net", "example", "test", "fuzz", "bench"},
+    "tools": {"lib", "net", "example", "tools"},
+    "bench": {"lib", "net", "example", "test", "fuzz", "tools", "bench"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^">]+)[">]', re.M)
 
@@ -29,7 +31,7 @@ INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^">]+)[">]', re.M)
 def room(rel):
     """The room a repository path belongs to (None: not a source of the project's layers)."""
     parts = rel.split(os.sep)
-    if parts[0] in ("lib", "net", "test", "fuzz", "bench"):
+    if parts[0] in ("lib", "net", "test", "fuzz", "tools", "bench"):
         return parts[0]
     if parts[0] == "examples":
         return "example-test" if len(parts) > 3 and parts[2] in ("test", "fuzz") else "example"
@@ -53,7 +55,7 @@ def resolve(source, kind, name):
 
 def main():
     wrong, checked = [], 0
-    for top in ("lib", "net", "examples", "test", "fuzz", "bench"):
+    for top in ("lib", "net", "examples", "test", "fuzz", "tools", "bench"):
         for dirpath, _, files in os.walk(os.path.join(ROOT, top)):
             for f in files:
                 if not f.endswith((".hpp", ".cpp", ".h")):

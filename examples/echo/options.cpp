@@ -3,6 +3,7 @@
 // Options that set a liveness policy name its field: their values are parsed here, range-checked by
 // heartwheel::net's validate(), and its errors are reported with the flag or key the user wrote.
 #include "options.hpp"
+#include "timing.hpp"
 
 #include <asio/ip/address.hpp>
 #include <asio/ip/address_v4.hpp>
@@ -284,7 +285,7 @@ server_options parse_server_options(int argc, const char* const* argv) {
     server_options o;
     auto& l = o.live;
     l.connection.activity = net::reader_activity::messages; // a data line is activity, a PONG is not
-    std::string timers = "wheel", metrics;
+    std::string metrics;
     std::string proxy_from = net::to_string(o.proxy.trusted);
     std::int64_t proxy_timeout_ms = o.proxy.timeout.count();
     std::vector<spec> specs = {
@@ -306,8 +307,7 @@ server_options parse_server_options(int argc, const char* const* argv) {
         own_count("threads", "io_context threads, one wheel each", o.threads, 1, 256),
         own_count("io-threads", "instead of --threads: one io_context run by this many threads, a strand and a wheel "
                   "per thread (the thread-pool model; 0 = off)", o.io_threads, 0, 256),
-        text_opt("timers", "wheel, asio for one steady_timer per connection per concern, or none for no liveness at all "
-                           "(timeouts and heartbeats off whatever else says: a benchmark floor)", timers),
+        text_opt("timers", timing_choices(true), o.timers),
         own_count("max-line", "longest line in bytes before the newline", o.max_line, 1, 16 * 1024 * 1024, " (bytes)"),
         own_count("max-connections", "beyond this a new connection gets BYE busy", o.max_connections, 1, 10'000'000),
         share_opt("source-share", "connections one address may hold before the rest is its excess: excess does not "
@@ -363,12 +363,13 @@ server_options parse_server_options(int argc, const char* const* argv) {
                              "refuses no connect (off when empty)", o.handover),
     };
     const auto sources = parse("echo_server", "heartwheel echo/heartbeat server", specs, l, argc, argv);
-    if (timers == "wheel") o.timers = timer_mode::wheel;
-    else if (timers == "asio") o.timers = timer_mode::asio;
-    else if (timers == "none") o.timers = timer_mode::none;
-    else bad("--timers", timers, "wheel, asio or none");
-    if (o.timers == timer_mode::asio && l.scales())
-        throw usage_error("--timers asio: scaled timeouts (--*-min, [overload]) need --timers wheel (the baseline has none)");
+    if (o.timers != "wheel") {
+        const timing* t = find_timing(o.timers);
+        if (!t) bad("--timers", o.timers, timing_choices(false));
+        if (!t->scales && l.scales())
+            throw usage_error("--timers " + o.timers + ": scaled timeouts (--*-min, [overload]) need --timers wheel (" +
+                              o.timers + " has none)");
+    }
     if (o.io_threads > 0 && o.threads > 1)
         throw usage_error("--io-threads " + std::to_string(o.io_threads) + " and --threads " + std::to_string(o.threads) +
                           " choose two threading models: give one of them");

@@ -36,8 +36,6 @@ struct endpoint_spec {
     std::string text() const { return host + ":" + std::to_string(port); }
 };
 
-enum class timer_mode { wheel, asio, none };
-
 struct server_options {
     endpoint_spec listen{"127.0.0.1", 7000};
     heartwheel::net::liveness_config live; ///< idle, heartbeat, limits, timeouts
@@ -48,7 +46,8 @@ struct server_options {
     unsigned io_threads = 0;
     /// How many workers (shards) serve connections, in either model.
     unsigned workers() const noexcept { return io_threads > 0 ? io_threads : threads; }
-    timer_mode timers = timer_mode::wheel;
+    /// --timers: "wheel" (net's liveness), or a timing registered by that name (timing.hpp).
+    std::string timers = "wheel";
     std::size_t max_line = 65536;
     std::size_t max_connections = 100000;
     bool tls = false;

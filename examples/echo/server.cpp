@@ -5,6 +5,7 @@
 
 #include <heartwheel/net/metrics/metrics_endpoint.hpp>
 #include "session.hpp"
+#include "timing.hpp"
 
 #include <heartwheel/net/server/drain.hpp>
 #include <heartwheel/net/server/listen.hpp>
@@ -45,7 +46,7 @@ heartwheel::net::listen_options listen_flags(bool reuse_port = false) {
 } // namespace
 
 server::server(const server_options& options)
-    : options_(options),
+    : options_(options), timing_(find_timing(options_.timers)),
       workers_(options_, live_counters_, counters_), signals_(workers_[0]->ex) {
     check_descriptor_limit();
     if (options_.tls) {
@@ -160,17 +161,14 @@ template <class Socket>
 void server::start_session(worker& w, Socket socket, const asio::ip::address& peer) {
     using tls = heartwheel::net::tls_socket; // OpenSSL on the descriptor: no record buffers of its own
     using heartwheel::net::connection_liveness;
-    const bool wheel = options_.timers == timer_mode::wheel;
-    const bool none = options_.timers == timer_mode::none;
     if constexpr (std::is_same_v<Socket, asio::ip::tcp::socket>) { // accepted for TLS only (accept())
         tls stream(std::move(socket), *tls_);
-        if (wheel) session<tls, connection_liveness>::start(w, std::move(stream), peer, w.context);
-        else if (none) session<tls, no_liveness>::start_baseline(w, std::move(stream), peer, no_liveness::factory(w));
-        else session<tls, asio_liveness>::start_baseline(w, std::move(stream), peer, asio_liveness::factory(w));
+        if (timing_) timing_->start_tls(w, std::move(stream), peer);
+        else session<tls, connection_liveness>::start(w, std::move(stream), peer, w.context);
     } else {
-        if (wheel) session<Socket, connection_liveness>::start(w, std::move(socket), peer, w.context);
-        else if (none) session<Socket, no_liveness>::start_baseline(w, std::move(socket), peer, no_liveness::factory(w));
-        else session<Socket, asio_liveness>::start_baseline(w, std::move(socket), peer, asio_liveness::factory(w));
+        if (!timing_) session<Socket, connection_liveness>::start(w, std::move(socket), peer, w.context);
+        else if constexpr (std::is_same_v<Socket, core_socket>) timing_->start_plain(w, std::move(socket), peer);
+        else timing_->start_pooled(w, std::move(socket), peer);
     }
 }
 

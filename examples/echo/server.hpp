@@ -79,6 +79,8 @@ private:
     void start_timers(std::ostream& out);
 
     server_options options_;
+    /// --timers other than the wheel: the registered timing that starts every session (timing.hpp).
+    const struct timing* timing_;
     heartwheel::net::liveness_counters live_counters_;
     server_counters counters_;
     worker_set workers_; ///< the shards (net::shards, in either threading model) and their workers

@@ -1,5 +1,5 @@
 // session.hpp — the echo protocol on one heartwheel::net::connection, for any stream (tcp::socket or
-// net::tls_socket) and either timing (net's wheel liveness, or the per-socket steady_timer baseline).
+// net::tls_socket) and any timing (net's wheel liveness, or one of --timers' others: timing.hpp).
 // Only the protocol lives here: lines up to --max-line bytes are split by line_framer from the chunks
 // the stream's async_receive lends (an idle session holds no read buffer); PING is
 // answered, PONG consumed (it is not reader activity), everything else echoed; a too-long line closes
@@ -13,8 +13,8 @@
 #ifndef HEARTWHEEL_ECHO_SESSION_HPP
 #define HEARTWHEEL_ECHO_SESSION_HPP
 
-#include "liveness.hpp"
 #include "protocol.hpp"
+#include "worker.hpp"
 
 #include <heartwheel/net/connection/connection.hpp>
 #include <heartwheel/net/connection/connection_with.hpp>
@@ -29,6 +29,8 @@
 
 namespace echo {
 
+using heartwheel::net::close_reason;
+
 /// The echo server's own close reasons (net/ knows nothing of them).
 inline const heartwheel::net::close_reason line_too_long = heartwheel::net::define_close_reason("line-too-long");
 inline const heartwheel::net::close_reason busy = heartwheel::net::define_close_reason("busy");
@@ -40,7 +42,7 @@ class session final : public session_base {
 public:
     using connection_type = heartwheel::net::connection<Stream, Liveness>;
 
-    /// Made by start() (or start_baseline()) in its connection's heap block, after the connection.
+    /// Made by start() (or start_with()) in its connection's heap block, after the connection.
     /// Counted under `peer` (its source) before the population changes: one re-judging of the
     /// pressure per session that starts or ends.
     session(connection_type& c, worker& w, const asio::ip::address& peer)
@@ -78,10 +80,11 @@ public:
         s->begin(peer);
         return s;
     }
-    /// Takes over `stream`, timed by a baseline's own liveness (--timers asio or none).
+    /// Takes over `stream`, timed by a liveness `make_liveness(liveness_handler&)` makes (a timing
+    /// registered for --timers: net::connection's constructor for a liveness of one's own).
     template <class MakeLiveness>
-    static std::shared_ptr<session> start_baseline(worker& w, Stream stream, const asio::ip::address& peer,
-                                                   MakeLiveness&& make_liveness) {
+    static std::shared_ptr<session> start_with(worker& w, Stream stream, const asio::ip::address& peer,
+                                               MakeLiveness&& make_liveness) {
         auto s = heartwheel::net::make_connection_with<connection_type>(
             [&w, &peer](connection_type& c) { return session(c, w, peer); }, std::move(stream), make_liveness, nullptr,
             w.context.options);

@@ -180,7 +180,7 @@ public:
     /// A connection with a liveness of your own: `make_liveness(liveness_handler&)` returns a Liveness
     /// by value — a prvalue, so it need not be movable: `return my_liveness(h, ...);` (Liveness: what
     /// connection_liveness offers the connection — on_read, on_write_*, handshake_started/done,
-    /// on_pong, close; examples/echo/liveness.hpp has two).
+    /// on_pong, close; tools/echo_baselines/liveness.hpp has two).
     template <class MakeLiveness, std::enable_if_t<std::is_invocable_v<MakeLiveness&, liveness_handler&>, int> = 0>
     connection(NextLayer next_layer, MakeLiveness&& make_liveness, std::shared_ptr<connection_handler> handler = nullptr,
                connection_options options = {})

@@ -1,7 +1,7 @@
 // liveness.cpp — the steady_timer baseline.
 #include "liveness.hpp"
 
-namespace echo {
+namespace echo::baselines {
 
 asio_liveness::asio_liveness(worker& w, heartwheel::net::liveness_handler& handler)
     : w_(w), handler_(handler), cfg_(w.options.live), self_(std::make_shared<asio_liveness*>(this)),
@@ -127,4 +127,4 @@ void asio_liveness::close() {
     if (read_timeout_) read_timeout_->cancel();
 }
 
-} // namespace echo
+} // namespace echo::baselines

@@ -1,13 +1,14 @@
-// liveness.hpp — the per-socket baseline the echo server compares the wheel with (--timers asio):
-// one asio::steady_timer per connection per concern, re-armed on every read or write (cancel +
+// liveness.hpp — the per-socket baseline the benchmarks compare the wheel with (echo_server --timers
+// asio): one asio::steady_timer per connection per concern, re-armed on every read or write (cancel +
 // async_wait), as hand-rolled Asio servers do. It plugs into heartwheel::net::connection in place of
-// net's connection_liveness (same interface), so both modes share the stream, the write queue and
-// the close path; only the timing differs. The handler's on_policy_close runs at most once, and nothing runs
-// after close() or destruction. no_liveness (--timers none) is the floor: no timing at all.
-#ifndef HEARTWHEEL_ECHO_LIVENESS_HPP
-#define HEARTWHEEL_ECHO_LIVENESS_HPP
+// net's connection_liveness (same interface), so both timings share the stream, the write queue and
+// the close path; only the timing differs. The handler's on_policy_close runs at most once, and nothing
+// runs after close() or destruction. no_liveness (--timers none) is the floor: no timing at all.
+// Benchmark code, not the example's: register.cpp plugs both into the echo server (echo/timing.hpp).
+#ifndef HEARTWHEEL_ECHO_BASELINES_LIVENESS_HPP
+#define HEARTWHEEL_ECHO_BASELINES_LIVENESS_HPP
 
-#include "worker.hpp"
+#include "echo/worker.hpp"
 
 #include <heartwheel/net/policies/connection_liveness.hpp>
 
@@ -15,7 +16,7 @@
 
 #include <memory>
 
-namespace echo {
+namespace echo::baselines {
 
 using heartwheel::net::close_reason;
 
@@ -97,6 +98,6 @@ private:
     worker* w_;
 };
 
-} // namespace echo
+} // namespace echo::baselines
 
 #endif
