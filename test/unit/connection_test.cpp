@@ -552,6 +552,67 @@ BOOST_FIXTURE_TEST_CASE(a_liveness_of_ones_own_names_the_wheel_and_the_counters,
     run_until([&] { return c->closed(); }); // the linger ends it (the peer never ends its side)
 }
 
+// A write the socket takes at once is not started as a pending write: nothing waits, so nothing is
+// timed (a write timeout arms no timer for it) — nginx's way, and the cost of a write watch per
+// response gone. A write the socket cannot take now (a peer that does not read) is started, and
+// heard as before: its completion, then the drain once the peer reads.
+BOOST_FIXTURE_TEST_CASE(only_a_write_the_socket_cannot_take_now_is_started, fixture) {
+    struct write_log {
+        int started = 0, completed = 0, drained = 0;
+    };
+    struct logging_liveness {
+        logging_liveness(heartwheel::timer_scheduler& s, write_log& l) : svc(&s), log(&l) {}
+        logging_liveness(const logging_liveness&) = delete;
+        logging_liveness& operator=(const logging_liveness&) = delete;
+        void handshake_started() {}
+        void handshake_done() {}
+        void on_read(bool) {}
+        void on_write_started() { ++log->started; }
+        void on_write_progress() {}
+        void on_write_complete(bool drained) {
+            ++log->completed;
+            if (drained) ++log->drained;
+        }
+        void on_pong() {}
+        void close() {}
+        heartwheel::timer_scheduler& scheduler() const noexcept { return *svc; }
+        net::liveness_counters* counters() const noexcept { return nullptr; }
+        heartwheel::timer_scheduler* svc;
+        write_log* log;
+    };
+    write_log log;
+    using conn = net::connection<tcp::socket, logging_liveness>;
+    auto c = std::make_shared<conn>(accept_one(), [&](net::liveness_handler&) { return logging_liveness(wheel, log); });
+    c->send("hello\n");
+    run_until([&] { return log.drained == 1; });
+    BOOST_TEST(log.started == 0); // taken at once
+    std::string got(6, '\0');
+    asio::read(peer, asio::buffer(got));
+    BOOST_TEST(got == "hello\n");
+
+    // The peer stops reading: the kernel's buffers fill, and a write waits.
+    const std::string chunk(64 << 10, 'x');
+    std::size_t sent = 0;
+    for (int i = 0; i < 512 && log.started == 0; ++i) { // 32 MiB at most
+        c->send(chunk);
+        sent += chunk.size();
+        run_until([&] { return log.started > 0 || c->queued() == 0; });
+    }
+    BOOST_TEST_REQUIRE(log.started >= 1);
+    BOOST_TEST(c->queued() > 0u);
+    const int drained = log.drained;
+    peer.non_blocking(true);
+    std::size_t read = 0;
+    std::vector<char> sink(1 << 20);
+    run_until([&] { // the peer reads it all: the waiting write completes, the output drains
+        error_code ec;
+        read += peer.read_some(asio::buffer(sink), ec);
+        return read == sent && log.drained > drained;
+    }, 20000ms);
+    BOOST_TEST(read == sent);
+    BOOST_TEST(c->queued() == 0u);
+}
+
 // make_connection_with: the connection and its handler in one heap block. The handler is made with
 // its connection (a reference it keeps), hears the connection's calls, and the connection holds it —
 // so the block — while open even when nothing else does; the close lets go, and the block goes once

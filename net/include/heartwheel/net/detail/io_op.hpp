@@ -22,6 +22,13 @@
 // readiness wait, which Asio's epoll reactor starts with an epoll_ctl each time. It holds its buffer
 // while it waits, so its caller keeps it short (and cancels it for a wait that holds nothing).
 //
+// A write on a plain socket is tried at once, as nginx writes: the bytes the socket takes now complete
+// the operation on a later turn (posted, as Asio's own speculative write completes), and only a write
+// the socket cannot take now is started — the one the observer hears of (on_write_started), the one a
+// write timeout times, waiting for writability in Asio. A response that fits the socket's buffer, which
+// is nearly every one, arms no timer; the cost of trying is Asio's own (its async write tries first
+// too). A short write completes short (write_some's contract): the caller's next write waits.
+//
 // Invariants: every path ends in exactly one completion, on the handler's executor and never inside
 // the initiating call (a stream already closed completes on a later turn with the close's error);
 // reads are counted in flight from their start to their completion; the observer hears bytes only
@@ -41,9 +48,18 @@
 
 namespace heartwheel::net::detail {
 
+/// What a write tried at once took (empty for everything else: a pending read costs no byte more).
+template <bool TriesFirst>
+struct io_op_taken {};
+template <>
+struct io_op_taken<true> {
+    std::size_t taken = 0;
+};
+
 template <class NextLayer, class Buffers, bool Write, class Handler, bool Eager = false>
-class io_op {
+class io_op : private io_op_taken<Write && is_stream_socket<NextLayer>::value> {
     static constexpr bool waits = !Write && !Eager && waits_for_readiness<NextLayer> && !is_tls_socket<NextLayer>;
+    static constexpr bool tries_first = Write && is_stream_socket<NextLayer>::value;
 
 public:
     template <class H>
@@ -63,6 +79,16 @@ public:
             }
             step_ = step::running;
             if constexpr (Write) {
+                if constexpr (tries_first) {
+                    if (!c_->next->non_blocking()) c_->next->non_blocking(true, ec);
+                    const std::size_t now = ec ? 0 : c_->next->write_some(buffers_, ec);
+                    if (!ec && (now > 0 || asio::buffer_size(buffers_) == 0)) {
+                        this->taken = now;
+                        step_ = step::taken;
+                        return asio::post(c_->next->get_executor(), std::move(*this));
+                    }
+                    // Not taken now (would block), or failed: Asio waits, or reports the failure.
+                }
                 c_->observer->on_write_started();
                 return c_->next->async_write_some(buffers_, std::move(*this)); // alive: it started it
             } else {
@@ -101,6 +127,13 @@ public:
             // The close's error (it does not reopen), or operation_aborted once the stream is gone.
             if (c_->observer != nullptr) ec = c_->observer->close_error();
             return std::move(handler_)(ec ? ec : error_code(asio::error::operation_aborted), std::size_t{0});
+        case step::taken:
+            if constexpr (tries_first) {
+                n = this->taken; // written, whatever happened since: reported as Asio reports a write
+                step_ = step::running;
+                break;
+            }
+            [[fallthrough]];
         case step::running:
             break;
         }
@@ -114,7 +147,7 @@ public:
     }
 
 private:
-    enum class step : std::uint8_t { start, closed, running, waited };
+    enum class step : std::uint8_t { start, closed, running, waited, taken };
     stream_core_ref<NextLayer> c_;
     Buffers buffers_;
     step step_ = step::start;

@@ -14,8 +14,9 @@
 // With the read timeout off (the default) and no write queued it is two null pointers. Each timer
 // is an activity_timer touched by the connection's one stamp per read or write: the read timeout
 // expires after read_timeout without a byte (put off while the peer's bytes wait unread), the write
-// timeout after write_timeout without progress while data is queued (on by default: each write
-// starts a watch and its end stops it, +2–3 % of the CPU per request under wrk). The policy is the hooks' argument (the
+// timeout after write_timeout without progress while data is queued (on by default; a write the
+// socket takes at once is never started as a pending write — detail/io_op.hpp — so only one that
+// waits starts a watch, as nginx arms send_timeout). The policy is the hooks' argument (the
 // liveness's shared settings, policy_runtime.hpp): none of it is kept here. A watch freed at a drain
 // is kept for the thread's next one (at most watch_cache_size per thread, whatever the connections).
 #ifndef HEARTWHEEL_NET_TIMEOUT_POLICY_HPP
