@@ -22,6 +22,8 @@
 
 namespace echo {
 
+struct timing; // timing.hpp
+
 /// A failure to start (port in use, unreadable certificate): exit code 1.
 struct startup_error : std::runtime_error {
     using std::runtime_error::runtime_error;
@@ -80,7 +82,7 @@ private:
 
     server_options options_;
     /// --timers other than the wheel: the registered timing that starts every session (timing.hpp).
-    const struct timing* timing_;
+    const timing* timing_;
     heartwheel::net::liveness_counters live_counters_;
     server_counters counters_;
     worker_set workers_; ///< the shards (net::shards, in either threading model) and their workers

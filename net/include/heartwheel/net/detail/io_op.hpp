@@ -22,7 +22,7 @@
 // readiness wait, which Asio's epoll reactor starts with an epoll_ctl each time. It holds its buffer
 // while it waits, so its caller keeps it short (and cancels it for a wait that holds nothing).
 //
-// A write on a plain socket is tried at once, as nginx writes: the bytes the socket takes now complete
+// A write on a plain socket or a tls_socket is tried at once, as nginx writes: the bytes taken now complete
 // the operation on a later turn (posted, as Asio's own speculative write completes), and only a write
 // the socket cannot take now is started — the one the observer hears of (on_write_started), the one a
 // write timeout times, waiting for writability in Asio. A response that fits the socket's buffer, which
@@ -57,9 +57,9 @@ struct io_op_taken<true> {
 };
 
 template <class NextLayer, class Buffers, bool Write, class Handler, bool Eager = false>
-class io_op : private io_op_taken<Write && is_stream_socket<NextLayer>::value> {
+class io_op : private io_op_taken<Write && waits_for_readiness<NextLayer>> {
     static constexpr bool waits = !Write && !Eager && waits_for_readiness<NextLayer> && !is_tls_socket<NextLayer>;
-    static constexpr bool tries_first = Write && is_stream_socket<NextLayer>::value;
+    static constexpr bool tries_first = Write && waits_for_readiness<NextLayer>; // a plain socket, a tls_socket
 
 public:
     template <class H>
@@ -80,14 +80,19 @@ public:
             step_ = step::running;
             if constexpr (Write) {
                 if constexpr (tries_first) {
-                    if (!c_->next->non_blocking()) c_->next->non_blocking(true, ec);
-                    const std::size_t now = ec ? 0 : c_->next->write_some(buffers_, ec);
+                    std::size_t now = 0;
+                    if constexpr (is_tls_socket<NextLayer>) {
+                        now = c_->next->write_ready(buffers_, ec);
+                    } else {
+                        if (!c_->next->non_blocking()) c_->next->non_blocking(true, ec);
+                        if (!ec) now = c_->next->write_some(buffers_, ec);
+                    }
                     if (!ec && (now > 0 || asio::buffer_size(buffers_) == 0)) {
                         this->taken = now;
                         step_ = step::taken;
                         return asio::post(c_->next->get_executor(), std::move(*this));
                     }
-                    // Not taken now (would block), or failed: Asio waits, or reports the failure.
+                    // Not taken now (would block), or failed: the write waits, or reports the failure.
                 }
                 c_->observer->on_write_started();
                 return c_->next->async_write_some(buffers_, std::move(*this)); // alive: it started it

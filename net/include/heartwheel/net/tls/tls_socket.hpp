@@ -110,6 +110,16 @@ public:
     /// caller's no_arrival: OpenSSL reads the socket itself, and plaintext kept from an earlier read
     /// was stamped with that read).
     std::size_t read_ready(void* data, std::size_t size, want& w, error_code& ec, time_point* arrived = nullptr);
+    /// Without blocking: protects and sends bytes of the first non-empty buffer (a record at most).
+    /// Returns the bytes taken (ec clear), or 0 with ec set — asio::error::would_block when the
+    /// socket (or OpenSSL) must wait first: the same bytes are then to be written again, as
+    /// async_write_some does (it starts by writing). How liveness_stream writes only what waits.
+    template <class ConstBuffers>
+    std::size_t write_ready(const ConstBuffers& buffers, error_code& ec) {
+        const outcome o = write(first_buffer<asio::const_buffer>(buffers));
+        ec = o.wait != want::nothing ? error_code(asio::error::would_block) : o.ec;
+        return o.n;
+    }
     /// Whether bytes are held (decrypted or not) that no readiness of the socket will announce.
     bool has_pending() const noexcept;
     /// Server side: whether the peer's ClientHello has been read whole (the handshake moved past it).
