@@ -101,6 +101,22 @@ struct one_read {
 
 // A case of the server's tls_socket run twice: over OpenSSL's records, and lean (OpenSSL's state
 // dropped after the handshake, the records protected by tls_socket from the traffic secrets).
+namespace {
+/// 8 MiB of a..z: more than the two sockets' buffers hold, so a write of it waits for the peer.
+std::string more_than_the_buffers_hold() {
+    std::string big(8 << 20, '\0');
+    for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>('a' + i % 26);
+    return big;
+}
+/// Reads on `client` into `got` until it is full or a read fails; `have` counts what arrived.
+void read_into(asio_tls& client, std::string& got, std::size_t& have) {
+    client.async_read_some(asio::buffer(got.data() + have, got.size() - have), [&client, &got, &have](error_code ec, std::size_t n) {
+        have += n;
+        if (!ec && have < got.size()) read_into(client, got, have);
+    });
+}
+} // namespace
+
 #define BOTH_WAYS_CASE(name)                                                                                \
     struct name : fixture {                                                                                 \
         using fixture::fixture;                                                                             \
@@ -255,8 +271,7 @@ BOTH_WAYS_CASE(a_write_larger_than_the_buffers_waits_and_delivers_every_byte) {
     auto ends = handshaken(); // named, not bound: lambdas below capture them (Clang 14 cannot capture a binding)
     auto& server = ends.first;
     auto& client = ends.second;
-    std::string big(8 << 20, '\0');
-    for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>('a' + i % 26);
+    const std::string big = more_than_the_buffers_hold();
     error_code wec = asio::error::would_block;
     std::size_t written = 0;
     asio::async_write(server, asio::buffer(big), [&](error_code ec, std::size_t n) {
@@ -268,13 +283,7 @@ BOTH_WAYS_CASE(a_write_larger_than_the_buffers_waits_and_delivers_every_byte) {
     BOOST_TEST_REQUIRE(wec == asio::error::would_block); // still waiting: the peer has not read
     std::string got(big.size(), '\0');
     std::size_t have = 0;
-    std::function<void()> read_more = [&] {
-        client.async_read_some(asio::buffer(got.data() + have, got.size() - have), [&](error_code ec, std::size_t n) {
-            have += n;
-            if (!ec && have < got.size()) read_more();
-        });
-    };
-    read_more();
+    read_into(client, got, have);
     run_until([&] { return have == got.size() && wec != asio::error::would_block; }, 20000ms);
     BOOST_TEST(!wec);
     BOOST_TEST(written == big.size());
@@ -311,8 +320,7 @@ BOTH_WAYS_CASE(only_a_write_that_waits_is_started) {
     asio::read(client, asio::buffer(hello));
     BOOST_TEST(hello == "hello");
 
-    std::string big(8 << 20, '\0');
-    for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>('a' + i % 26);
+    const std::string big = more_than_the_buffers_hold();
     wec = asio::error::would_block;
     asio::async_write(s, asio::buffer(big), [&](error_code ec, std::size_t) { wec = ec; });
     io.restart();
@@ -321,13 +329,7 @@ BOTH_WAYS_CASE(only_a_write_that_waits_is_started) {
     BOOST_TEST(obs.started >= 1);
     std::string got(big.size(), '\0');
     std::size_t have = 0;
-    std::function<void()> read_more = [&] {
-        client.async_read_some(asio::buffer(got.data() + have, got.size() - have), [&](error_code ec, std::size_t n) {
-            have += n;
-            if (!ec && have < got.size()) read_more();
-        });
-    };
-    read_more();
+    read_into(client, got, have);
     run_until([&] { return have == got.size() && wec != asio::error::would_block; }, 20000ms);
     BOOST_TEST(!wec);
     BOOST_TEST(obs.written == big.size() + 5);
