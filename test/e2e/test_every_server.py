@@ -16,6 +16,7 @@ through net::listener and makes its TLS context with net::server_tls_context, so
    meanwhile — then drain and exit 0 while the successor serves;
  - serve /metrics with --metrics HOST:PORT (the library's families; draining 1 during a drain);
  - catch SIGTERM before it says "listening on" (a supervisor signals once it has read that line);
+ - close a client that never reads its answers (write-timeout or slow-consumer) with a reset;
  - answer --help with its usage, exit 0;
  - read one configuration: the connection's [connection] table in its --config file, refused by key
    when wrong (exit 2), and the tables a layer or the application adds ([http], [websocket], [kv])
@@ -534,6 +535,61 @@ def config_file(text):
     f.write(text)
     f.close()
     return f.name
+
+
+class NonReader(unittest.TestCase):
+    """A client that keeps asking and never reads the answers: the server stops reading it once its
+    output passes the bound, and closes it — write-timeout (its write made no progress for 1 s here),
+    or slow-consumer when the output passes its hard limit first — with a reset, so that no socket is
+    left holding its send buffer behind a FIN the peer would never take. Judged from the peer's side
+    (its TCP state leaves ESTABLISHED, or a send fails) and from the server's close counts. The
+    servers with a non-reader case of their own (echo, chat, ws_chat, mqtt) are not repeated here."""
+
+    CASES = {  # server: (what the client says first, the request it repeats)
+        "kv_server": (b"SET k " + b"v" * 1000 + b"\n", b"GET k\n" * 64),
+        "http_server": (b"", b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 65536\r\n\r\n" + b"x" * 65536),
+    }
+
+    def test_a_client_that_never_reads_is_closed_and_reset(self):
+        path = config_file('[timeouts]\nwrite_timeout = "1s"\n')
+        try:
+            for name, (first, request) in self.CASES.items():
+                with self.subTest(server=name):
+                    self.one(name, path, first, request)
+        finally:
+            os.unlink(path)
+
+    def one(self, name, path, first, request):
+        proc, port = start(name, "--config", path, "--metrics", "127.0.0.1:0")
+        try:
+            mport = int(proc.stdout.readline().strip().rsplit(":", 1)[1])
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # and never reads
+            s.connect(("127.0.0.1", port))
+            s.sendall(first)
+            s.setblocking(False)
+            t0, closed, pending = time.monotonic(), None, b""
+            while closed is None and time.monotonic() - t0 < 15:
+                try:
+                    pending = pending or request
+                    pending = pending[s.send(pending):]
+                except BlockingIOError:
+                    time.sleep(0.02)
+                except OSError as e:
+                    closed = f"send failed: {e}"
+                state = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)[0]
+                if closed is None and state != 1:  # not ESTABLISHED
+                    closed = f"TCP state {state}"
+            elapsed = time.monotonic() - t0
+            s.close()
+            self.assertIsNotNone(closed, f"{name}: still open after 15 s of a client that never reads")
+            _, body = scrape(mport)
+            reasons = {r: gauge(body, f'heartwheel_closes_total{{reason="{r}"}}') or 0
+                       for r in ("write-timeout", "slow-consumer")}
+            print(f"{name}: closed after {elapsed:.1f} s ({closed}), {reasons}")
+            self.assertEqual(sum(reasons.values()), 1, (name, reasons))
+        finally:
+            stop(proc)
 
 
 class OneConfiguration(unittest.TestCase):
