@@ -4,9 +4,9 @@ it; net/ uses lib/; an example's server and client use the library and their own
 project's tests and fuzzers use the library and the test support, never an example (an example's own
 tests and fuzzers live beside it, in examples/<name>/test and examples/<name>/fuzz, and may use the
 project's test support); tools/ (what only benchmarks and acceptance need, such as echo_server's
-baselines) uses the library and the examples, which never use it; bench/ may use anything. A quoted include is looked up the way the build's
-include paths do (the file's own folder, then the roots below); an angle include of <heartwheel/...>
-is the library's. Prints each include that points the wrong way and exits 1 if there is one.
+baselines) uses the library and the examples, which never use it; bench/ may use anything. A quoted
+include is looked up the way the build's include paths do (the file's own folder, then the roots
+below); an angle include of <heartwheel/...> is the library's. Prints each include that points the wrong way and exits 1 if there is one.
     python3 test/layering.py [repository root]"""
 import os
 import re

@@ -22,7 +22,8 @@ namespace echo {
 struct timing {
     std::string name; ///< its --timers value
     std::string help; ///< "NAME for <help>" in --help
-    /// Whether it honours scaled timeouts (--*-min, [overload]); if not, asking for both is a usage error.
+    /// Whether scaled timeouts (--*-min, [overload]) may be asked for with it; if not, asking for both
+    /// is a usage error.
     bool scales = false;
     /// Start a session on `w` over a stream accepted for it: plain TCP with a thread per core, plain
     /// TCP on the thread pool, TLS.
